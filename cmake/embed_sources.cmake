@@ -1,0 +1,23 @@
+# Turns the .cl files given in SOURCES (separated by |) into one C file, OUTPUT,
+# holding tabcl__embedded_sources[]. Run with cmake -P at build time so an
+# installed library needs no source tree.
+set(out "/* Generated from the cl folder by cmake/embed_sources.cmake. Do not edit. */\n")
+string(APPEND out "#include \"internal.h\"\n\n")
+string(REPLACE "|" ";" SOURCES "${SOURCES}")
+set(table "")
+set(count 0)
+foreach(src IN LISTS SOURCES)
+  get_filename_component(name "${src}" NAME_WE)
+  file(READ "${src}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR bytes "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," body "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){16})" "\\1\n" body "${body}")
+  string(APPEND out "static const char src_${name}[] = {\n${body}0x00};\n\n")
+  string(APPEND table "  {\"${name}\", src_${name}, ${bytes}},\n")
+  math(EXPR count "${count} + 1")
+endforeach()
+string(APPEND out "const tabcl_embedded_source tabcl__embedded_sources[] = {\n${table}};\n")
+string(APPEND out "const size_t tabcl__embedded_source_count = ${count};\n")
+file(WRITE "${OUTPUT}.tmp" "${out}")
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

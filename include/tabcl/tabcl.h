@@ -1,0 +1,188 @@
+/* tabcl: the compute core of a tabular foundation model on any OpenCL device.
+ *
+ * This header is the public contract. It needs no OpenCL header; the
+ * device-resident variants live in <tabcl/tabcl_cl.h>.
+ *
+ * Thread safety: every call that takes a tabcl_context may be made from
+ * several threads at once on the same context. A tabcl_category_index may be
+ * used for lookup and align from several threads at once; destroying an
+ * object while another thread uses it is the caller's error.
+ * tabcl_last_error() is per thread.
+ */
+#ifndef TABCL_TABCL_H
+#define TABCL_TABCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TABCL_VERSION_MAJOR 0
+#define TABCL_VERSION_MINOR 1
+#define TABCL_VERSION_PATCH 0
+#define TABCL_VERSION_NUMBER \
+  (TABCL_VERSION_MAJOR * 10000 + TABCL_VERSION_MINOR * 100 + TABCL_VERSION_PATCH)
+#define TABCL_VERSION_STRING "0.1.0"
+
+#if defined(_WIN32) && defined(TABCL_SHARED_BUILD)
+#define TABCL_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define TABCL_API __attribute__((visibility("default")))
+#else
+#define TABCL_API
+#endif
+
+/* The library's version at run time, as TABCL_VERSION_NUMBER / _STRING. */
+TABCL_API unsigned tabcl_version_number(void);
+TABCL_API const char *tabcl_version_string(void);
+
+typedef enum tabcl_status {
+  TABCL_OK = 0,
+  TABCL_INVALID_ARGUMENT = 1,  /* bad sizes, NULL pointers, offsets that decrease, ... */
+  TABCL_OUT_OF_MEMORY = 2,     /* host or device */
+  TABCL_NO_DEVICE = 3,         /* no OpenCL platform, or no device matches the selector */
+  TABCL_BUILD_FAILED = 4,      /* kernel compile failed; tabcl_last_error() holds the log */
+  TABCL_UNSUPPORTED = 5,       /* e.g. f64 on a device without fp64 */
+  TABCL_TYPE_MISMATCH = 6,
+  TABCL_OPENCL_ERROR = 7,      /* any other OpenCL failure; the detail names call and code */
+  TABCL_IO_ERROR = 8,
+  TABCL_CORRUPT_DATA = 9,      /* a saved index or cache file that fails its checks */
+} tabcl_status;
+
+/* "TABCL_OK", ...; "TABCL_UNKNOWN_STATUS" for a value outside the enum. */
+TABCL_API const char *tabcl_status_name(tabcl_status s);
+/* Detail of the calling thread's last failure; "" when the thread has none.
+   The text stays valid until the thread's next tabcl call. */
+TABCL_API const char *tabcl_last_error(void);
+
+typedef struct tabcl_context tabcl_context;
+typedef struct tabcl_options {
+  const char *device;       /* NULL: $TABCL_DEVICE, else the first GPU, else the first device.
+                               "P:D" (platform and device index) or a case-insensitive
+                               substring of the device or platform name */
+  const char *kernel_dir;   /* NULL: $TABCL_KERNEL_DIR, else the sources built into the library */
+  const char *cache_dir;    /* NULL: $TABCL_CACHE_DIR, else $XDG_CACHE_HOME/tabcl or
+                               ~/.cache/tabcl; "" turns the disk cache off */
+  int64_t max_batch_per_launch; /* 0: from device limits; tests set it low to force slicing */
+} tabcl_options;
+
+/* opts == NULL means all defaults. On failure *out is set to NULL. */
+TABCL_API tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out);
+TABCL_API void tabcl_context_destroy(tabcl_context *ctx);   /* NULL is fine */
+
+typedef struct tabcl_stats {
+  uint64_t programs_built;          /* compiled from source */
+  uint64_t programs_from_cache;     /* loaded as binaries from the disk cache */
+  uint64_t kernel_launches;
+} tabcl_stats;
+/* ctx == NULL or out == NULL: nothing happens (out, if given, is zeroed). */
+TABCL_API void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out);
+
+/* The selected device's name and its platform's name, for reports. */
+TABCL_API const char *tabcl_context_device_name(const tabcl_context *ctx);
+TABCL_API const char *tabcl_context_platform_name(const tabcl_context *ctx);
+
+/* A string column on the host, Arrow layout (large_utf8 offsets). Labels are
+   bytes: no encoding is assumed or checked. */
+typedef struct tabcl_strings_view {
+  int64_t length;               /* number of labels, >= 0 */
+  const int64_t *offsets;       /* length + 1 non-negative, non-decreasing entries;
+                                   offsets[0] may be > 0 (a slice) */
+  const uint8_t *data;          /* may be NULL only when no label has a byte */
+  const uint8_t *validity;      /* bit i (LSB first) set = label i present; NULL = all present */
+} tabcl_strings_view;
+
+typedef enum tabcl_code_order {
+  TABCL_CODES_BY_POSITION = 0,  /* code = position in the fitted vocabulary; a label that
+                                   occurs several times gets its LAST position */
+  TABCL_CODES_BY_VALUE = 1,     /* code = rank of the label among the column's distinct
+                                   labels, ordered bytewise (memcmp; a prefix sorts first) */
+} tabcl_code_order;
+
+typedef struct tabcl_category_index tabcl_category_index;
+/* Null entries of a vocabulary are never matched. */
+TABCL_API tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
+                                                const tabcl_strings_view *vocabularies,
+                                                tabcl_code_order order,
+                                                tabcl_category_index **out);
+TABCL_API void tabcl_category_index_destroy(tabcl_category_index *idx);  /* NULL is fine */
+TABCL_API int tabcl_category_index_columns(const tabcl_category_index *idx);
+/* BY_POSITION: the vocabulary's length; BY_VALUE: its number of distinct labels.
+   -1 for a NULL index or a column out of range. */
+TABCL_API int64_t tabcl_category_index_codes(const tabcl_category_index *idx, int col);
+
+/* codes[c][i]: the fitted code of queries[c] label i, or -1 when the label is
+   null or not in column c's vocabulary. ncols equals the fitted column count. */
+TABCL_API tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
+                                                   const tabcl_strings_view *queries,
+                                                   int32_t *const *codes);
+
+/* A dictionary-encoded column: its own categories and codes into them. */
+typedef struct tabcl_dictionary_view {
+  tabcl_strings_view categories;
+  int64_t length;
+  const int32_t *codes;         /* -1 = missing; any other value outside
+                                   [0, categories.length) is TABCL_INVALID_ARGUMENT */
+} tabcl_dictionary_view;
+/* codes[c][i]: the fitted code of inputs[c].categories[inputs[c].codes[i]], or -1. */
+TABCL_API tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
+                                                  const tabcl_dictionary_view *inputs,
+                                                  int32_t *const *codes);
+
+/* The saved state is the vocabularies and the code order; hashes are rebuilt
+   on load. Saving is atomic: a failure never leaves a partial file at path.
+   A truncated, extended or altered file is TABCL_CORRUPT_DATA; a path that
+   cannot be read or written (missing, a directory, no such folder) is
+   TABCL_IO_ERROR. */
+TABCL_API tabcl_status tabcl_category_index_save(const tabcl_category_index *idx,
+                                                 const char *path);
+TABCL_API tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
+                                                 tabcl_category_index **out);
+
+typedef enum tabcl_dtype { TABCL_F32 = 0, TABCL_F16 = 1, TABCL_BF16 = 2, TABCL_F64 = 3 } tabcl_dtype;
+typedef enum tabcl_mask_kind {
+  TABCL_MASK_NONE = 0,
+  TABCL_MASK_BOOL = 1,          /* uint8, nonzero = may attend */
+  TABCL_MASK_ADD = 2,           /* same dtype as q, added to the scaled scores */
+} tabcl_mask_kind;
+
+/* q [B, Lq, Hq, D], k and v [B, Lk, Hkv, D], out [B, Lq, Hq, D], contiguous.
+   Hq is a multiple of Hkv: query head h reads key/value head h / (Hq / Hkv).
+   The mask is [B or 1, Hq or 1, Lq, Lk]. causal: query i sees keys j <= i.
+   A query row that may attend no key gives zeros: every key masked out by
+   a false boolean, by -inf in an additive mask or by causality, or
+   kv_len = 0. A zero batch or q_len is a valid call that writes nothing. */
+typedef struct tabcl_sdpa_desc {
+  int64_t batch, q_len, kv_len;
+  int32_t q_heads, kv_heads, head_dim;
+  tabcl_dtype dtype;            /* of q, k, v, out and an additive mask */
+  double scale;                 /* 0: 1 / sqrt(head_dim) */
+  int causal;
+  tabcl_mask_kind mask;
+  int mask_batch_broadcast;     /* mask's batch extent is 1 */
+  int mask_head_broadcast;      /* mask's head extent is 1 */
+} tabcl_sdpa_desc;
+TABCL_API tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
+                                       const void *q, const void *k, const void *v,
+                                       const void *mask, void *out);
+
+/* Self-checks: each kernel family registers one; cl-probe runs them all.
+   A check runs on ctx's device, compares with a host reference and returns
+   TABCL_OK or the failure (tabcl_last_error() says what differed). */
+TABCL_API int tabcl_selfcheck_count(void);
+TABCL_API const char *tabcl_selfcheck_name(int i);   /* NULL when out of range */
+TABCL_API tabcl_status tabcl_selfcheck_run(tabcl_context *ctx, int i);
+
+/* Kernel programs: the names of the .cl programs the library builds, and a
+   way to build one now (cl-probe reports the time and whether it came from
+   the disk cache). */
+TABCL_API int tabcl_program_count(void);
+TABCL_API const char *tabcl_program_name(int i);     /* NULL when out of range */
+TABCL_API tabcl_status tabcl_program_prepare(tabcl_context *ctx, int i, int *from_cache);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,201 @@
+/* Internal interfaces shared by tabcl's host code. Nothing here is public:
+ * tests and tools may use it because they link the static library. */
+#ifndef TABCL_INTERNAL_H
+#define TABCL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "tabcl/tabcl.h"
+
+#if defined(__GNUC__)
+#define TABCL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TABCL_PRINTF(a, b)
+#endif
+
+/* ---- errors (error.c) ------------------------------------------------- */
+
+/* Records the calling thread's detail and returns s, so a failure path can
+   be one line: return tabcl__fail(TABCL_INVALID_ARGUMENT, "...", ...); */
+tabcl_status tabcl__fail(tabcl_status s, const char *fmt, ...) TABCL_PRINTF(2, 3);
+/* Maps an OpenCL error to a status (allocation failures become
+   TABCL_OUT_OF_MEMORY, the rest TABCL_OPENCL_ERROR) and records
+   "<call>: CL_NAME (code)" plus an optional context. */
+tabcl_status tabcl__cl_fail(cl_int err, const char *call, const char *what);
+const char *tabcl__cl_error_name(cl_int err);
+void tabcl__clear_error(void);
+/* Appends text to the calling thread's detail (the build log, say). */
+void tabcl__append_error(const char *text);
+
+/* ---- host allocation with failure injection (alloc.c) ---------------- */
+
+void *tabcl__malloc(size_t n);
+void *tabcl__calloc(size_t count, size_t size);
+void *tabcl__realloc(void *p, size_t n);
+void tabcl__free(void *p);
+char *tabcl__strdup(const char *s);
+
+/* Failure injection. When built with TABCL_FAULT_INJECTION, a test can make
+   the Nth host allocation or the Nth OpenCL call from now fail (1-based;
+   0 = never). Counting is process-wide. */
+void tabcl__fault_set(long fail_alloc_at, long fail_cl_at);
+void tabcl__fault_reset(void);
+int tabcl__fault_fired(void);     /* whether an injected failure happened since set */
+long tabcl__fault_allocs_seen(void);
+long tabcl__fault_cl_seen(void);
+int tabcl__fault_cl(void);        /* 1: the OpenCL call about to be made must fail */
+int tabcl__fault_enabled(void);   /* 1 when the build has injection compiled in */
+/* Wraps an OpenCL call returning cl_int: fails it on demand before it runs. */
+#define TABCL_CL(call) (tabcl__fault_cl() ? CL_OUT_OF_RESOURCES : (call))
+
+/* Live host allocations and live device buffers made through this file's
+   helpers, for leak checks in tests. */
+long tabcl__alloc_live(void);
+long tabcl__mem_live(void);
+
+/* ---- devices (device.c) ----------------------------------------------- */
+
+typedef struct tabcl_device_info {
+  char name[256];
+  char vendor[256];
+  char platform_name[256];
+  char driver_version[128];
+  char device_version[128];
+  char opencl_c_version[128];
+  cl_device_type type;
+  cl_uint compute_units;
+  cl_uint max_work_item_dims;
+  size_t max_work_item_sizes[3];
+  size_t max_work_group_size;
+  size_t preferred_wg_multiple; /* from a probe kernel; 1 if unknown */
+  cl_ulong local_mem_size;
+  cl_ulong max_mem_alloc_size;
+  cl_ulong global_mem_size;
+  cl_uint address_bits;
+  cl_uint mem_base_addr_align_bits;
+  int has_fp64, has_fp16, has_subgroups;
+  int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
+  int cl_major, cl_minor;       /* device OpenCL version */
+} tabcl_device_info;
+
+/* Fills info for one device; every query is checked. */
+tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl_device_info *info);
+
+/* Resolves a selector (NULL = defaults) to one device. */
+tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_device_id *d);
+
+/* ---- context (context.c) ---------------------------------------------- */
+
+typedef struct tabcl_program_entry tabcl_program_entry;
+
+struct tabcl_context {
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context cl;
+  cl_command_queue queue;     /* in order, profiling on */
+  tabcl_device_info info;
+  char *kernel_dir;           /* NULL: embedded sources */
+  char *cache_dir;            /* NULL: no disk cache */
+  int64_t max_batch_per_launch; /* 0 = device limits only */
+  unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
+  pthread_mutex_t lock;       /* guards programs and stats */
+  tabcl_program_entry *programs;
+  tabcl_stats stats;
+};
+
+void tabcl__stats_add(tabcl_context *ctx, uint64_t built, uint64_t from_cache, uint64_t launches);
+/* Test-only: shrink hashes to the low `bits` bits (1..64) so tests can force collisions. */
+void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits);
+
+/* ---- programs and kernels (program.c, disk_cache.c) ------------------- */
+
+/* The built-in kernel sources (generated at build time from cl/). */
+typedef struct tabcl_embedded_source {
+  const char *name;       /* "hash" for cl/hash.cl */
+  const char *text;
+  size_t length;
+} tabcl_embedded_source;
+extern const tabcl_embedded_source tabcl__embedded_sources[];
+extern const size_t tabcl__embedded_source_count;
+
+/* The build options that come from the device (fp64, vendor, limits). */
+void tabcl__device_build_options(const tabcl_device_info *info, char *buf, size_t cap);
+
+/* Returns the context's program `name` (cl/<name>.cl, with cl/common.cl in
+   front), built with the device options plus `extra` (NULL = none). The
+   program stays owned by the context. from_cache (may be NULL) tells
+   whether it came from the disk cache; on a memory-cache hit it is -1. */
+tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char *extra,
+                                cl_program *out, int *from_cache);
+/* A fresh kernel object from that program; release with clReleaseKernel.
+   Kernels are made per call so that threads never share argument state. */
+tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,
+                                  const char *kernel, cl_kernel *out);
+void tabcl__kernel_release(cl_kernel k);   /* NULL is fine */
+
+typedef struct tabcl_arg {
+  size_t size;
+  const void *ptr;        /* NULL with a size: local memory of that many bytes */
+} tabcl_arg;
+#define TABCL_ARG(v) ((tabcl_arg){sizeof(v), &(v)})
+#define TABCL_LOCAL(bytes) ((tabcl_arg){(bytes), NULL})
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl_arg *args);
+#define TABCL_SET_ARGS(k, kname, ...)                                              \
+  tabcl__set_args((k), (kname), (int)(sizeof((tabcl_arg[]){__VA_ARGS__}) / sizeof(tabcl_arg)), \
+                  (tabcl_arg[]){__VA_ARGS__})
+
+/* Enqueues k; counts a launch. global sizes must be multiples of local when
+   local is given. wait/ev as clEnqueueNDRangeKernel. */
+tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,
+                           const size_t *local, cl_uint nwait, const cl_event *wait,
+                           cl_event *ev, const char *what);
+
+/* Disk cache of program binaries (disk_cache.c). key describes everything
+   the binary depends on. A missing, corrupt or stale entry gives NULL. */
+unsigned char *tabcl__disk_cache_load(const char *dir, const char *key, size_t *size);
+/* Atomic (temp file + rename); failure to write is not an error for the caller. */
+void tabcl__disk_cache_store(const char *dir, const char *key, const unsigned char *bin,
+                             size_t size);
+/* The path of key's entry (for tests that corrupt it); caller frees. */
+char *tabcl__disk_cache_path(const char *dir, const char *key);
+
+/* ---- buffers and transfers (buffer.c) --------------------------------- */
+
+/* Never asks OpenCL for zero bytes (a 0-byte request makes a small buffer);
+   a request above the device's allocation limit is TABCL_OUT_OF_MEMORY. */
+tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
+                                  void *host, cl_mem *out, const char *what);
+void tabcl__buffer_release(cl_mem m);      /* NULL is fine */
+/* Blocking transfers; zero bytes is a no-op. */
+tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                          const void *src);
+tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes, void *dst);
+tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes);
+tabcl_status tabcl__finish(tabcl_context *ctx);
+
+/* ---- slicing (slice.c) ------------------------------------------------ */
+
+/* The most items one launch may take so that items * bytes_per_item fits
+   in one allocation, items * work_items_per_item fits the NDRange, and
+   items <= max_batch_per_launch when that is set. Always >= 1. */
+int64_t tabcl__slice_items(const tabcl_context *ctx, uint64_t bytes_per_item,
+                           uint64_t work_items_per_item);
+/* Rounds n up to a multiple of m (m > 0). */
+size_t tabcl__round_up(size_t n, size_t m);
+/* A work-group size for a 1-D kernel: the preferred size capped by the
+   device and kernel limits, a power of two. */
+size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want);
+
+/* ---- self-checks (selfcheck.c) ---------------------------------------- */
+
+typedef tabcl_status (*tabcl_selfcheck_fn)(tabcl_context *ctx);
+tabcl_status tabcl__selfcheck_probe(tabcl_context *ctx);
+
+#endif

@@ -1,0 +1,336 @@
+/* The foundation: status names, versions, device selection, the program
+ * caches, build failures and failure injection during context creation. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "tt.h"
+
+Test(runtime, status_names_and_version) {
+  cr_expect_str_eq(tabcl_status_name(TABCL_OK), "TABCL_OK");
+  cr_expect_str_eq(tabcl_status_name(TABCL_CORRUPT_DATA), "TABCL_CORRUPT_DATA");
+  cr_expect_str_eq(tabcl_status_name(TABCL_OPENCL_ERROR), "TABCL_OPENCL_ERROR");
+  cr_expect_str_eq(tabcl_status_name((tabcl_status)99), "TABCL_UNKNOWN_STATUS");
+  cr_expect_eq(tabcl_version_number(), TABCL_VERSION_NUMBER);
+  cr_expect_str_eq(tabcl_version_string(), TABCL_VERSION_STRING);
+}
+
+Test(runtime, null_arguments) {
+  cr_expect_eq(tabcl_context_create(NULL, NULL), TABCL_INVALID_ARGUMENT);
+  cr_expect_neq(strlen(tabcl_last_error()), 0);
+  tabcl_context_destroy(NULL);
+  tabcl_stats st = {1, 2, 3};
+  tabcl_context_stats(NULL, &st);
+  cr_expect_eq(st.programs_built + st.programs_from_cache + st.kernel_launches, 0);
+  tabcl_options o = {0};
+  o.max_batch_per_launch = -1;
+  tabcl_context *ctx = (tabcl_context *)&o;
+  cr_expect_eq(tabcl_context_create(&o, &ctx), TABCL_INVALID_ARGUMENT);
+  cr_expect_null(ctx, "out is cleared on failure");
+}
+
+Test(runtime, default_device_runs_probe) {
+  tabcl_context *ctx = tt_context();
+  cr_expect_neq(strlen(tabcl_context_device_name(ctx)), 0);
+  for (int i = 0; i < tabcl_selfcheck_count(); i++)
+    cr_expect_eq(tabcl_selfcheck_run(ctx, i), TABCL_OK, "self-check %s: %s",
+                 tabcl_selfcheck_name(i), tabcl_last_error());
+  tabcl_stats st;
+  tabcl_context_stats(ctx, &st);
+  cr_expect_gt(st.kernel_launches, 0);
+  tabcl_context_destroy(ctx);
+}
+
+Test(runtime, selector_forms) {
+  tabcl_context *first = tt_context();
+  char name[256], platform[256];
+  snprintf(name, sizeof name, "%s", tabcl_context_device_name(first));
+  snprintf(platform, sizeof platform, "%s", tabcl_context_platform_name(first));
+  tabcl_context_destroy(first);
+
+  tabcl_options o = {0};
+  o.device = "0:0";
+  tabcl_context *c = tt_context_with(&o);
+  tabcl_context_destroy(c);
+
+  /* a case-changed substring of the device name */
+  char sub[64];
+  size_t n = strlen(name) < 6 ? strlen(name) : 6;
+  for (size_t i = 0; i < n; i++) sub[i] = (char)((name[i] >= 'a' && name[i] <= 'z') ? name[i] - 32 :
+                                                 (name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
+  sub[n] = '\0';
+  o.device = sub;
+  c = tt_context_with(&o);
+  cr_expect_str_eq(tabcl_context_device_name(c), name);
+  tabcl_context_destroy(c);
+
+  o.device = platform;
+  c = tt_context_with(&o);
+  tabcl_context_destroy(c);
+
+  /* the environment variable, when the option is NULL */
+  setenv("TABCL_DEVICE", "0:0", 1);
+  c = tt_context();
+  tabcl_context_destroy(c);
+  setenv("TABCL_DEVICE", "no-such-device-anywhere", 1);
+  tabcl_context *bad = NULL;
+  cr_expect_eq(tabcl_context_create(NULL, &bad), TABCL_NO_DEVICE);
+  unsetenv("TABCL_DEVICE");
+}
+
+Test(runtime, no_match_lists_devices) {
+  tabcl_context *ctx = tt_context();
+  char name[256];
+  snprintf(name, sizeof name, "%s", tabcl_context_device_name(ctx));
+  tabcl_context_destroy(ctx);
+  tabcl_options o = {0};
+  const char *bad[] = {"zz-no-such-device-zz", "99:0", "0:99"};
+  for (int i = 0; i < 3; i++) {
+    o.device = bad[i];
+    tabcl_context *c = NULL;
+    cr_expect_eq(tabcl_context_create(&o, &c), TABCL_NO_DEVICE, "selector %s", bad[i]);
+    cr_expect_null(c);
+    const char *msg = tabcl_last_error();
+    cr_expect(strstr(msg, bad[i]) != NULL, "message names the selector: %s", msg);
+    cr_expect(strstr(msg, name) != NULL, "message lists the devices: %s", msg);
+    cr_expect(strstr(msg, "0:0") != NULL, "message gives indices: %s", msg);
+  }
+}
+
+static void prepare_all(tabcl_context *ctx, int *built, int *cached) {
+  *built = *cached = 0;
+  for (int i = 0; i < tabcl_program_count(); i++) {
+    int from_cache = -1;
+    tt_assert_ok(tabcl_program_prepare(ctx, i, &from_cache));
+    if (from_cache == 1) (*cached)++;
+    else if (from_cache == 0) (*built)++;
+  }
+}
+
+Test(runtime, disk_cache_second_context_builds_nothing) {
+  char *dir = tt_temp_dir("cache");
+  tabcl_options o = {0};
+  o.cache_dir = dir;
+  tabcl_context *a = tt_context_with(&o);
+  int built, cached;
+  prepare_all(a, &built, &cached);
+  cr_expect_eq(built, tabcl_program_count());
+  cr_expect_eq(cached, 0);
+  /* a second request in the same context hits the memory cache */
+  int again = 7;
+  tt_assert_ok(tabcl_program_prepare(a, 0, &again));
+  cr_expect_eq(again, -1);
+  tabcl_stats sa;
+  tabcl_context_stats(a, &sa);
+  cr_expect_eq(sa.programs_built, (uint64_t)tabcl_program_count());
+  tabcl_context_destroy(a);
+
+  tabcl_context *b = tt_context_with(&o);
+  prepare_all(b, &built, &cached);
+  tabcl_stats sb;
+  tabcl_context_stats(b, &sb);
+  cr_expect_gt(sb.programs_from_cache, 0);
+  cr_expect_eq(sb.programs_built, 0);
+  cr_expect_eq(cached, tabcl_program_count());
+  cr_expect_eq(tabcl_selfcheck_run(b, 0), TABCL_OK, "%s", tabcl_last_error());
+  tabcl_context_destroy(b);
+  tt_remove_tree(dir);
+  free(dir);
+}
+
+/* Every way a cache file can be damaged: each must be rebuilt, not trusted. */
+Test(runtime, corrupt_cache_file_is_rebuilt) {
+  char *dir = tt_temp_dir("corrupt");
+  tabcl_options o = {0};
+  o.cache_dir = dir;
+  tabcl_context *a = tt_context_with(&o);
+  int built, cached;
+  prepare_all(a, &built, &cached);
+  tabcl_context_destroy(a);
+
+  for (int mode = 0; mode < 4; mode++) {
+    DIR *d = opendir(dir);
+    cr_assert(d);
+    struct dirent *e;
+    int touched = 0;
+    while ((e = readdir(d))) {
+      if (!strstr(e->d_name, ".clbin")) continue;
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      struct stat st;
+      cr_assert(stat(path, &st) == 0);
+      FILE *f = fopen(path, "r+b");
+      cr_assert(f);
+      if (mode == 0) { /* flip a byte in the middle of the binary */
+        fseek(f, st.st_size / 2 + 40, SEEK_SET);
+        int ch = fgetc(f);
+        fseek(f, -1, SEEK_CUR);
+        fputc(ch ^ 0x5A, f);
+      } else if (mode == 1) { /* truncate */
+        cr_assert(ftruncate(fileno(f), st.st_size / 3) == 0);
+      } else if (mode == 2) { /* extend */
+        fseek(f, 0, SEEK_END);
+        fputs("trailing garbage", f);
+      } else { /* empty file */
+        cr_assert(ftruncate(fileno(f), 0) == 0);
+      }
+      fclose(f);
+      touched++;
+    }
+    closedir(d);
+    cr_assert_gt(touched, 0, "the cache holds entries");
+    tabcl_context *b = tt_context_with(&o);
+    prepare_all(b, &built, &cached);
+    cr_expect_eq(cached, 0, "mode %d: a damaged entry is never loaded", mode);
+    cr_expect_eq(built, tabcl_program_count(), "mode %d: every damaged entry is rebuilt", mode);
+    cr_expect_eq(tabcl_selfcheck_run(b, 0), TABCL_OK, "%s", tabcl_last_error());
+    tabcl_context_destroy(b);
+    /* the rebuilt entries are whole again */
+    tabcl_context *c = tt_context_with(&o);
+    prepare_all(c, &built, &cached);
+    cr_expect_eq(cached, tabcl_program_count(), "mode %d: rebuilt entries reload", mode);
+    tabcl_context_destroy(c);
+  }
+  tt_remove_tree(dir);
+  free(dir);
+}
+
+Test(runtime, cache_off_with_empty_string) {
+  char *dir = tt_temp_dir("off");
+  setenv("TABCL_CACHE_DIR", dir, 1);
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *a = tt_context_with(&o);
+  int built, cached;
+  prepare_all(a, &built, &cached);
+  tabcl_context_destroy(a);
+  DIR *d = opendir(dir);
+  int entries = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') entries++;
+  closedir(d);
+  cr_expect_eq(entries, 0, "\"\" turns the disk cache off");
+  tt_remove_tree(dir);
+  free(dir);
+}
+
+Test(runtime, broken_kernel_gives_build_failed_with_log) {
+  char *dir = tt_temp_dir("kernels");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/probe.cl", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs("__kernel void probe_iota(__global ulong *out) { out[0] = this_is_not_declared; }\n", f);
+  fclose(f);
+  tabcl_options o = {0};
+  o.kernel_dir = dir;
+  o.cache_dir = "";
+  tabcl_context *ctx = tt_context_with(&o);
+  tt_live base = tt_live_now();
+  int probe = -1;
+  for (int i = 0; i < tabcl_program_count(); i++)
+    if (!strcmp(tabcl_program_name(i), "probe")) probe = i;
+  cr_assert_geq(probe, 0);
+  cr_expect_eq(tabcl_program_prepare(ctx, probe, NULL), TABCL_BUILD_FAILED);
+  const char *log = tabcl_last_error();
+  cr_expect(strstr(log, "this_is_not_declared") != NULL, "the log names the error: %s", log);
+  cr_expect_eq(tabcl_selfcheck_run(ctx, 0), TABCL_BUILD_FAILED);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+  tt_remove_tree(dir);
+  free(dir);
+}
+
+Test(runtime, kernel_dir_from_environment) {
+  char *dir = tt_temp_dir("envkernels");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/probe.cl", dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs("#error broken on purpose\n", f);
+  fclose(f);
+  setenv("TABCL_KERNEL_DIR", dir, 1);
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *ctx = tt_context_with(&o);
+  cr_expect_eq(tabcl_selfcheck_run(ctx, 0), TABCL_BUILD_FAILED);
+  cr_expect(strstr(tabcl_last_error(), "broken on purpose") != NULL, "%s", tabcl_last_error());
+  tabcl_context_destroy(ctx);
+  unsetenv("TABCL_KERNEL_DIR");
+  tt_remove_tree(dir);
+  free(dir);
+}
+
+Test(runtime, zero_size_buffer_is_allowed) {
+  tabcl_context *ctx = tt_context();
+  tt_live base = tt_live_now();
+  cl_mem m = NULL;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 0, NULL, &m, "empty"));
+  cr_expect_not_null(m);
+  tt_assert_ok(tabcl__write(ctx, m, 0, 0, NULL));
+  tabcl__buffer_release(m);
+  cl_mem huge = NULL;
+  cr_expect_eq(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE,
+                                    (size_t)ctx->info.max_mem_alloc_size + 1, NULL, &huge, "huge"),
+               TABCL_OUT_OF_MEMORY);
+  cr_expect_null(huge);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+Test(runtime, slicing_planner_respects_limits) {
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 7;
+  tabcl_context *ctx = tt_context_with(&o);
+  cr_expect_eq(tabcl__slice_items(ctx, 16, 64), 7);
+  cr_expect_eq(tabcl__slice_items(ctx, ctx->info.max_mem_alloc_size, 1), 1);
+  tabcl_context_destroy(ctx);
+  ctx = tt_context();
+  int64_t per = tabcl__slice_items(ctx, 1024, 1);
+  cr_expect_leq((uint64_t)per * 1024, ctx->info.max_mem_alloc_size);
+  cr_expect_gt((uint64_t)(per + 1) * 1024, ctx->info.max_mem_alloc_size);
+  int64_t by_range = tabcl__slice_items(ctx, 0, 1u << 20);
+  cr_expect_leq((uint64_t)by_range << 20, (uint64_t)1 << 31);
+  cr_expect_geq(by_range, 1);
+  tabcl_context_destroy(ctx);
+}
+
+#ifdef TABCL_FAULT_INJECTION
+/* Fail the 1st, 2nd, ... host allocation, then OpenCL call, of context
+   creation (with a program build and a kernel run) until it succeeds;
+   each failure must return an error and leak nothing. */
+static void sweep_context(int which) {
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  for (long n = 1; n < 10000; n++) {
+    tt_live base = tt_live_now();
+    tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+    tabcl_context *ctx = NULL;
+    tabcl_status s = tabcl_context_create(&o, &ctx);
+    if (s == TABCL_OK) s = tabcl_selfcheck_run(ctx, 0);
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    if (fired) {
+      cr_expect_neq(s, TABCL_OK, "%s failure %ld was swallowed", which ? "OpenCL" : "alloc", n);
+      if (s == TABCL_OK) {
+        tabcl_context_destroy(ctx);
+        return;
+      }
+      cr_expect_neq(strlen(tabcl_last_error()), 0);
+    }
+    tabcl_context_destroy(ctx);
+    tt_expect_no_leak(base);
+    if (!fired) {
+      cr_expect_eq(s, TABCL_OK, "%s", tabcl_last_error());
+      cr_log_info("%s sweep: %ld points", which ? "OpenCL" : "alloc", n - 1);
+      return;
+    }
+  }
+  cr_assert_fail("the sweep did not end");
+}
+Test(runtime, injected_alloc_failures_in_context_create) { sweep_context(0); }
+Test(runtime, injected_cl_failures_in_context_create) { sweep_context(1); }
+#endif

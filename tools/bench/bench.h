@@ -1,0 +1,33 @@
+/* Shared by the tabcl-bench families: arguments, timing and the device's
+ * own ceilings, measured in the same run so every figure has its ratio. */
+#ifndef TABCL_BENCH_H
+#define TABCL_BENCH_H
+
+#include "internal.h"
+
+typedef struct bench_args {
+  const char *device;
+  int quick;     /* small sizes, for a smoke run on a CPU */
+  int reps;      /* timed repetitions after one warm-up; the median is reported */
+} bench_args;
+
+typedef int (*bench_fn)(tabcl_context *ctx, const bench_args *a);
+typedef struct bench_entry {
+  const char *name, *help;
+  bench_fn run;
+} bench_entry;
+
+/* Seconds between two profiled events' start and end (device time). */
+double bench_event_seconds(cl_event start, cl_event end);
+/* Wall-clock seconds, monotonic. */
+double bench_now(void);
+double bench_median(double *v, int n);
+
+/* The device's copy bandwidth in bytes/s (read + write) and fp32 FMA peak
+   in FLOP/s, measured once per process and remembered. */
+double bench_copy_bandwidth(tabcl_context *ctx, int quick);
+double bench_fma_peak(tabcl_context *ctx, int quick);
+
+int bench_copy(tabcl_context *ctx, const bench_args *a);
+
+#endif

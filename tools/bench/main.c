@@ -1,0 +1,58 @@
+/* tabcl-bench: speed and memory figures for each kernel family.
+ * Usage: tabcl-bench [--device SEL] [--quick] [--json] <what>...
+ * where <what> is one of the table below, or "all". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const bench_entry benches[] = {
+    {"copy", "device copy bandwidth and fp32 FMA peak", bench_copy},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: tabcl-bench [--device SEL] [--quick] [--reps N] <what>... | all\n");
+  for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+    fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
+}
+
+int main(int argc, char **argv) {
+  bench_args a = {0};
+  a.reps = 10;
+  const char *what[32];
+  int nwhat = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--device") && i + 1 < argc) a.device = argv[++i];
+    else if (!strcmp(argv[i], "--quick")) a.quick = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) a.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
+    else if (argv[i][0] == '-') { usage(stderr); return 2; }
+    else if (nwhat < 32) what[nwhat++] = argv[i];
+  }
+  if (nwhat == 0) { usage(stderr); return 2; }
+  tabcl_options o = {0};
+  o.device = a.device;
+  tabcl_context *ctx = NULL;
+  tabcl_status s = tabcl_context_create(&o, &ctx);
+  if (s) {
+    fprintf(stderr, "tabcl-bench: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
+    return 1;
+  }
+  printf("# tabcl-bench %s on %s (%s), driver %s\n", tabcl_version_string(), ctx->info.name,
+         ctx->info.platform_name, ctx->info.driver_version);
+  int failed = 0;
+  for (int w = 0; w < nwhat; w++) {
+    int found = 0;
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++) {
+      if (strcmp(what[w], "all") && strcmp(what[w], benches[i].name)) continue;
+      found = 1;
+      printf("\n## %s\n", benches[i].name);
+      fflush(stdout);
+      if (benches[i].run(ctx, &a) != 0) failed = 1;
+    }
+    if (!found) { fprintf(stderr, "tabcl-bench: unknown benchmark %s\n", what[w]); failed = 1; }
+  }
+  tabcl_context_destroy(ctx);
+  return failed;
+}
