@@ -121,3 +121,8 @@ const char *tabcl_context_device_name(const tabcl_context *ctx) {
 const char *tabcl_context_platform_name(const tabcl_context *ctx) {
   return ctx ? ctx->info.platform_name : "";
 }
+
+#include "tabcl/tabcl_cl.h"
+cl_context tabcl_context_cl_context(const tabcl_context *ctx) { return ctx ? ctx->cl : NULL; }
+cl_command_queue tabcl_context_cl_queue(const tabcl_context *ctx) { return ctx ? ctx->queue : NULL; }
+cl_device_id tabcl_context_cl_device(const tabcl_context *ctx) { return ctx ? ctx->device : NULL; }

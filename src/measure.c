@@ -68,11 +68,11 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, double 
   size_t global = (size_t)ctx->info.compute_units * 2048;
   if (ctx->info.is_cpu) global = (size_t)ctx->info.compute_units * 64;
   float a = 0.999f, b = 0.001f;
-  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &out, "fma output");
-  if (!s) s = tabcl__kernel_create(ctx, "probe", NULL, "probe_fma", &k);
-  if (!s) s = TABCL_SET_ARGS(k, "probe_fma", TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
+  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, "probe_fma", &k);
   size_t wg = k ? tabcl__wg_size(ctx, k, 256) : 1;
   global = tabcl__round_up(global, wg);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &out, "fma output");
+  if (!s) s = TABCL_SET_ARGS(k, "probe_fma", TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
   for (int r = -1; !s && r < reps; r++) {
     cl_event ev = NULL;
     s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_fma");

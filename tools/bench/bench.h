@@ -9,6 +9,8 @@ typedef struct bench_args {
   const char *device;
   int quick;     /* small sizes, for a smoke run on a CPU */
   int reps;      /* timed repetitions after one warm-up; the median is reported */
+  const char *jsonl;    /* --jsonl PATH: every figure also appended there as one JSON line */
+  const char *dump_dir; /* --dump DIR: benchmarks write their inputs there for the peers */
 } bench_args;
 
 typedef int (*bench_fn)(tabcl_context *ctx, const bench_args *a);
@@ -27,6 +29,13 @@ double bench_median(double *v, int n);
    in FLOP/s, measured once per process and remembered. */
 double bench_copy_bandwidth(tabcl_context *ctx, int quick);
 double bench_fma_peak(tabcl_context *ctx, int quick);
+
+/* Records one figure: printed nowhere (callers print their own tables),
+   appended to a->jsonl as
+   {"bench":"lookup","case":"...","metric":"lookup_ms","value":1.25,"unit":"ms"}
+   so bench/report.py can join it with the peers' figures. */
+void bench_record(const bench_args *a, const char *bench, const char *case_name,
+                  const char *metric, double value, const char *unit);
 
 int bench_copy(tabcl_context *ctx, const bench_args *a);
 

@@ -12,6 +12,19 @@ double bench_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void bench_record(const bench_args *a, const char *bench, const char *case_name,
+                  const char *metric, double value, const char *unit) {
+  if (!a->jsonl) return;
+  FILE *f = fopen(a->jsonl, "a");
+  if (!f) {
+    fprintf(stderr, "tabcl-bench: cannot append to %s\n", a->jsonl);
+    return;
+  }
+  fprintf(f, "{\"bench\":\"%s\",\"case\":\"%s\",\"metric\":\"%s\",\"value\":%.9g,\"unit\":\"%s\"}\n",
+          bench, case_name, metric, value, unit);
+  fclose(f);
+}
+
 double bench_median(double *v, int n) { return tabcl__median(v, n); }
 
 double bench_copy_bandwidth(tabcl_context *ctx, int quick) {
@@ -41,5 +54,7 @@ int bench_copy(tabcl_context *ctx, const bench_args *a) {
   printf("| figure | value |\n|---|---|\n");
   printf("| copy bandwidth (read+write) | %.1f GB/s |\n", bw * 1e-9);
   printf("| fp32 FMA peak | %.2f TFLOP/s |\n", fl * 1e-12);
+  bench_record(a, "copy", "device", "copy_bandwidth", bw * 1e-9, "GB/s");
+  bench_record(a, "copy", "device", "fp32_fma_peak", fl * 1e-12, "TFLOP/s");
   return bw > 0 && fl > 0 ? 0 : 1;
 }

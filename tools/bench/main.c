@@ -1,5 +1,5 @@
 /* tabcl-bench: speed and memory figures for each kernel family.
- * Usage: tabcl-bench [--device SEL] [--quick] [--json] <what>...
+ * Usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR] <what>...
  * where <what> is one of the table below, or "all". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@ static const bench_entry benches[] = {
 };
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: tabcl-bench [--device SEL] [--quick] [--reps N] <what>... | all\n");
+  fprintf(f, "usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR]\n                   <what>... | all\n");
   for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
     fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
 }
@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--device") && i + 1 < argc) a.device = argv[++i];
     else if (!strcmp(argv[i], "--quick")) a.quick = 1;
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) a.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) a.jsonl = argv[++i];
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc) a.dump_dir = argv[++i];
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
     else if (argv[i][0] == '-') { usage(stderr); return 2; }
     else if (nwhat < 32) what[nwhat++] = argv[i];

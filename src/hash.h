@@ -1,0 +1,30 @@
+/* The label hash (hash.c, cl/hash.cl): XXH3-64 of the label's bytes under
+ * a seed derived from (seed, column). The length is part of XXH3 itself. */
+#ifndef TABCL_HASH_H
+#define TABCL_HASH_H
+#include "strings.h"
+
+/* The XXH3 seed used for column col under index seed `seed`. */
+uint64_t tabcl__column_seed(uint64_t seed, int col);
+
+/* tabcl's own host implementation of XXH3-64 (checked against libxxhash). */
+uint64_t tabcl__xxh3_64(const void *data, size_t len, uint64_t xxh3_seed);
+
+/* Host hash of one label: tabcl__xxh3_64(bytes, n, tabcl__column_seed(seed, col)) & mask. */
+uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, uint64_t mask);
+
+/* Hashes every label of s on the device into out[out_offset + i] (ulong),
+   masked with `mask` (all ones normally; tests shrink it to force
+   collisions). A null label's slot gets an unspecified value and must not
+   be used. Long labels are hashed cooperatively by a work-group, short
+   ones one per work-item. Enqueued after `wait`; `ev` (may be NULL)
+   completes when every hash is written. */
+tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
+                                uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
+                                cl_uint nwait, const cl_event *wait, cl_event *ev);
+
+/* The mask a context's test-only hash width asks for (all ones for 64). */
+uint64_t tabcl__hash_mask(const tabcl_context *ctx);
+
+tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
+#endif

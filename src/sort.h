@@ -1,0 +1,17 @@
+/* The device bitonic sort of (64-bit key, 32-bit value) pairs (sort.c,
+ * cl/sort.cl), a primitive the categorical index builds on. */
+#ifndef TABCL_SORT_H
+#define TABCL_SORT_H
+#include "internal.h"
+
+/* Sorts n pairs in place, ascending by key and, among equal keys, by value,
+   so the order is fully determined. Any n >= 0 (not only powers of two):
+   missing elements up to the next power of two act as +infinity. Short
+   strides run in local memory, long ones as global passes. Enqueued after
+   `wait`; `ev` (may be NULL) completes when the pairs are sorted. */
+tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys /* ulong[n] */,
+                               cl_mem values /* uint[n] */, size_t n, cl_uint nwait,
+                               const cl_event *wait, cl_event *ev);
+
+tabcl_status tabcl__selfcheck_sort(tabcl_context *ctx);
+#endif
