@@ -87,9 +87,11 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl_device_
                         strstr(ext, "cl_intel_subgroups") != NULL;
   info->is_gpu = (info->type & CL_DEVICE_TYPE_GPU) != 0;
   info->is_cpu = (info->type & CL_DEVICE_TYPE_CPU) != 0;
-  info->is_nvidia = contains_nocase(info->vendor, "nvidia");
-  info->is_amd = contains_nocase(info->vendor, "advanced micro") || contains_nocase(info->vendor, "amd");
-  info->is_intel = contains_nocase(info->vendor, "intel");
+  /* Vendor paths are GPU paths: a CPU runtime reports its CPU's maker
+     ("AuthenticAMD", "GenuineIntel"), which says nothing about the kernels. */
+  info->is_nvidia = info->is_gpu && contains_nocase(info->vendor, "nvidia");
+  info->is_amd = info->is_gpu && contains_nocase(info->vendor, "advanced micro");
+  info->is_intel = info->is_gpu && contains_nocase(info->vendor, "intel");
   if (sscanf(info->device_version, "OpenCL %d.%d", &info->cl_major, &info->cl_minor) != 2)
     info->cl_major = 1, info->cl_minor = 2;
   /* A good default until a kernel tells the truth (program.c refines it). */

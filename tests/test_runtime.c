@@ -334,3 +334,10 @@ static void sweep_context(int which) {
 Test(runtime, injected_alloc_failures_in_context_create) { sweep_context(0); }
 Test(runtime, injected_cl_failures_in_context_create) { sweep_context(1); }
 #endif
+
+/* Run under oclgrind in CI: the probe kernels on a small shape. */
+Test(oclgrind_runtime, probe_kernels) {
+  tabcl_context *ctx = tt_context();
+  cr_expect_eq(tabcl_selfcheck_run(ctx, 0), TABCL_OK, "%s", tabcl_last_error());
+  tabcl_context_destroy(ctx);
+}

@@ -1,4 +1,426 @@
-/* placeholder, replaced by the full report */
+/* cl-probe: tells whether a machine runs tabcl correctly and how fast.
+ *
+ * For every OpenCL device (or the one --device names): a table of what
+ * tabcl relies on, every kernel program compiled (time, and whether the disk
+ * cache supplied it), every registered self-check run, and the copy
+ * bandwidth and fp32 FMA throughput measured. Every query is checked; a
+ * failure is shown inline and the report carries on. The exit status is
+ * non-zero if anything failed. Progress goes to stderr, the report to stdout
+ * (a table, or JSON with --json). */
+#include <stdarg.h>
 #include <stdio.h>
-#include "tabcl/tabcl.h"
-int main(void) { printf("%s\n", tabcl_version_string()); return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "measure.h"
+
+typedef struct probe_opts {
+  int json, quick;
+  const char *device;
+} probe_opts;
+
+/* ---- output: one writer for both the text table and JSON ---- */
+
+static int json_mode;
+static int json_first = 1; /* whether the next JSON member is the first of its object */
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c == '\n') printf("\\n");
+    else if (c == '\t') printf("\\t");
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
+static void json_key(const char *key) {
+  printf("%s", json_first ? "" : ",");
+  json_first = 0;
+  if (key) {
+    json_string(key);
+    putchar(':');
+  }
+}
+static void json_open(const char *key, char bracket) {
+  json_key(key);
+  putchar(bracket);
+  json_first = 1;
+}
+static void json_close(char bracket) {
+  putchar(bracket);
+  json_first = 0;
+}
+
+/* A row: name and value text, or an error shown inline. */
+static void row(const char *name, const char *error, const char *fmt, ...) TABCL_PRINTF(3, 4);
+static void row(const char *name, const char *error, const char *fmt, ...) {
+  char value[1024] = "";
+  if (!error && fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof value, fmt, ap);
+    va_end(ap);
+  }
+  if (json_mode) {
+    json_open(name, '{');
+    if (error) {
+      json_key("error");
+      json_string(error);
+    } else {
+      json_key("value");
+      json_string(value);
+    }
+    json_close('}');
+  } else {
+    printf("  %-32s %s%s\n", name, error ? "ERROR: " : "", error ? error : value);
+  }
+}
+
+static void heading(const char *fmt, ...) TABCL_PRINTF(1, 2);
+static void heading(const char *fmt, ...) {
+  if (json_mode) return;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("\n");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the device table ---- */
+
+typedef enum kind { K_STR, K_UINT, K_ULONG, K_SIZE, K_SIZES, K_TYPE, K_EXT, K_FP } kind;
+typedef struct query {
+  const char *name;
+  cl_device_info param;
+  kind kind;
+  const char *ext; /* K_EXT: the extension whose presence is reported */
+} query;
+
+static const query queries[] = {
+    {"name", CL_DEVICE_NAME, K_STR, NULL},
+    {"vendor", CL_DEVICE_VENDOR, K_STR, NULL},
+    {"driver version", CL_DRIVER_VERSION, K_STR, NULL},
+    {"device version", CL_DEVICE_VERSION, K_STR, NULL},
+    {"OpenCL C version", CL_DEVICE_OPENCL_C_VERSION, K_STR, NULL},
+    {"type", CL_DEVICE_TYPE, K_TYPE, NULL},
+    {"compute units", CL_DEVICE_MAX_COMPUTE_UNITS, K_UINT, NULL},
+    {"max clock (MHz)", CL_DEVICE_MAX_CLOCK_FREQUENCY, K_UINT, NULL},
+    {"max work-group size", CL_DEVICE_MAX_WORK_GROUP_SIZE, K_SIZE, NULL},
+    {"max work-item sizes", CL_DEVICE_MAX_WORK_ITEM_SIZES, K_SIZES, NULL},
+    {"local memory (bytes)", CL_DEVICE_LOCAL_MEM_SIZE, K_ULONG, NULL},
+    {"max allocation (bytes)", CL_DEVICE_MAX_MEM_ALLOC_SIZE, K_ULONG, NULL},
+    {"global memory (bytes)", CL_DEVICE_GLOBAL_MEM_SIZE, K_ULONG, NULL},
+    {"address bits", CL_DEVICE_ADDRESS_BITS, K_UINT, NULL},
+    {"base address align (bits)", CL_DEVICE_MEM_BASE_ADDR_ALIGN, K_UINT, NULL},
+    {"fp64", CL_DEVICE_DOUBLE_FP_CONFIG, K_FP, NULL},
+    {"fp16 (cl_khr_fp16)", CL_DEVICE_EXTENSIONS, K_EXT, "cl_khr_fp16"},
+    {"subgroups (cl_khr_subgroups)", CL_DEVICE_EXTENSIONS, K_EXT, "cl_khr_subgroups"},
+    {"subgroups (cl_intel_subgroups)", CL_DEVICE_EXTENSIONS, K_EXT, "cl_intel_subgroups"},
+};
+
+static int report_query(cl_device_id d, const query *q) {
+  char buf[8192], err[256];
+  cl_int e = CL_SUCCESS;
+  size_t got = 0;
+  switch (q->kind) {
+    case K_STR:
+    case K_EXT:
+      e = clGetDeviceInfo(d, q->param, sizeof buf - 1, buf, &got);
+      if (e != CL_SUCCESS) break;
+      buf[got < sizeof buf ? got : sizeof buf - 1] = '\0';
+      if (q->kind == K_STR) row(q->name, NULL, "%s", buf);
+      else row(q->name, NULL, "%s", strstr(buf, q->ext) ? "yes" : "no");
+      return 0;
+    case K_UINT: {
+      cl_uint v = 0;
+      if ((e = clGetDeviceInfo(d, q->param, sizeof v, &v, NULL)) != CL_SUCCESS) break;
+      row(q->name, NULL, "%u", v);
+      return 0;
+    }
+    case K_ULONG: {
+      cl_ulong v = 0;
+      if ((e = clGetDeviceInfo(d, q->param, sizeof v, &v, NULL)) != CL_SUCCESS) break;
+      row(q->name, NULL, "%llu", (unsigned long long)v);
+      return 0;
+    }
+    case K_SIZE: {
+      size_t v = 0;
+      if ((e = clGetDeviceInfo(d, q->param, sizeof v, &v, NULL)) != CL_SUCCESS) break;
+      row(q->name, NULL, "%zu", v);
+      return 0;
+    }
+    case K_SIZES: {
+      size_t v[3] = {0, 0, 0};
+      cl_uint dims = 0;
+      if ((e = clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, sizeof dims, &dims, NULL)) !=
+          CL_SUCCESS)
+        break;
+      size_t all[16] = {0};
+      if (dims > 16) dims = 16;
+      if ((e = clGetDeviceInfo(d, q->param, dims * sizeof(size_t), all, NULL)) != CL_SUCCESS) break;
+      for (cl_uint i = 0; i < 3 && i < dims; i++) v[i] = all[i];
+      row(q->name, NULL, "%zu x %zu x %zu", v[0], v[1], v[2]);
+      return 0;
+    }
+    case K_TYPE: {
+      cl_device_type t = 0;
+      if ((e = clGetDeviceInfo(d, q->param, sizeof t, &t, NULL)) != CL_SUCCESS) break;
+      row(q->name, NULL, "%s%s%s%s", t & CL_DEVICE_TYPE_GPU ? "GPU " : "",
+          t & CL_DEVICE_TYPE_CPU ? "CPU " : "", t & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator " : "",
+          t & CL_DEVICE_TYPE_DEFAULT ? "(default)" : "");
+      return 0;
+    }
+    case K_FP: {
+      cl_device_fp_config fp = 0;
+      e = clGetDeviceInfo(d, q->param, sizeof fp, &fp, NULL);
+      /* Devices without fp64 may reject the query: that means "no". */
+      row(q->name, NULL, "%s", e == CL_SUCCESS && fp ? "yes" : "no");
+      return 0;
+    }
+  }
+  snprintf(err, sizeof err, "clGetDeviceInfo: %s (%d)", tabcl__cl_error_name(e), (int)e);
+  row(q->name, err, NULL);
+  return 1;
+}
+
+/* ---- one device: table, kernels, self-checks, ceilings ---- */
+
+static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
+  int failures = 0;
+  char sel[32];
+  snprintf(sel, sizeof sel, "%d:%d", pi, di);
+  fprintf(stderr, "cl-probe: device %s: querying\n", sel);
+  if (json_mode) {
+    json_open(NULL, '{');
+    json_key("selector");
+    json_string(sel);
+    json_open("info", '{');
+  } else {
+    heading("Device %s", sel);
+  }
+  for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++)
+    failures += report_query(d, &queries[i]);
+  if (json_mode) json_close('}');
+
+  tabcl_options opts = {0};
+  opts.device = sel;
+  tabcl_context *ctx = NULL;
+  tabcl_status s = tabcl_context_create(&opts, &ctx);
+  if (s != TABCL_OK) {
+    char err[2048];
+    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
+    row("context", err, NULL);
+    if (json_mode) json_close('}');
+    return failures + 1;
+  }
+  char devopts[512];
+  tabcl__device_build_options(&ctx->info, devopts, sizeof devopts);
+  row("build options", NULL, "%s", devopts);
+
+  /* Kernel programs */
+  if (json_mode) json_open("programs", '[');
+  else heading("  Kernel programs (compile time, source)");
+  for (int i = 0; i < tabcl_program_count(); i++) {
+    const char *name = tabcl_program_name(i);
+    fprintf(stderr, "cl-probe: device %s: building %s\n", sel, name);
+    int from_cache = 0;
+    double t0 = now();
+    s = tabcl_program_prepare(ctx, i, &from_cache);
+    double ms = (now() - t0) * 1e3;
+    if (json_mode) {
+      json_open(NULL, '{');
+      json_key("name");
+      json_string(name);
+      json_key("ok");
+      printf("%s", s == TABCL_OK ? "true" : "false");
+      json_key("ms");
+      printf("%.1f", ms);
+      json_key("from_cache");
+      printf("%s", from_cache == 1 ? "true" : "false");
+      if (s) {
+        json_key("error");
+        json_string(tabcl_last_error());
+      }
+      json_close('}');
+    } else if (s) {
+      printf("  %-32s FAILED: %s: %s\n", name, tabcl_status_name(s), tabcl_last_error());
+    } else {
+      printf("  %-32s %8.1f ms  %s\n", name, ms, from_cache == 1 ? "disk cache" : "built");
+    }
+    failures += s != TABCL_OK;
+  }
+  if (json_mode) json_close(']');
+
+  /* Self-checks */
+  if (json_mode) json_open("selfchecks", '[');
+  else heading("  Self-checks");
+  for (int i = 0; i < tabcl_selfcheck_count(); i++) {
+    const char *name = tabcl_selfcheck_name(i);
+    fprintf(stderr, "cl-probe: device %s: self-check %s\n", sel, name);
+    double t0 = now();
+    s = tabcl_selfcheck_run(ctx, i);
+    double ms = (now() - t0) * 1e3;
+    if (json_mode) {
+      json_open(NULL, '{');
+      json_key("name");
+      json_string(name);
+      json_key("ok");
+      printf("%s", s == TABCL_OK ? "true" : "false");
+      json_key("ms");
+      printf("%.1f", ms);
+      if (s) {
+        json_key("error");
+        json_string(tabcl_last_error());
+      }
+      json_close('}');
+    } else {
+      printf("  %-32s %s%s%s (%.1f ms)\n", name, s ? "FAILED: " : "ok", s ? tabcl_status_name(s) : "",
+             s ? "" : "", ms);
+      if (s) printf("    %s\n", tabcl_last_error());
+    }
+    failures += s != TABCL_OK;
+  }
+  if (json_mode) json_close(']');
+
+  /* Ceilings */
+  if (json_mode) json_open("measured", '{');
+  else heading("  Measured");
+  fprintf(stderr, "cl-probe: device %s: measuring\n", sel);
+  double bw = 0, flops = 0;
+  size_t bytes = o->quick ? ((size_t)8 << 20) : ((size_t)512 << 20);
+  s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, &bw);
+  if (s) {
+    char err[2048];
+    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
+    row("copy bandwidth (GB/s)", err, NULL);
+    failures++;
+  } else {
+    row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
+  }
+  s = tabcl__measure_fma(ctx, o->quick ? 128 : 4096, o->quick ? 3 : 10, &flops);
+  if (s) {
+    char err[2048];
+    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
+    row("fp32 FMA (GFLOP/s)", err, NULL);
+    failures++;
+  } else {
+    row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
+  }
+  tabcl_stats st;
+  tabcl_context_stats(ctx, &st);
+  row("programs built / from cache", NULL, "%llu / %llu", (unsigned long long)st.programs_built,
+      (unsigned long long)st.programs_from_cache);
+  if (json_mode) json_close('}');
+  tabcl_context_destroy(ctx);
+
+  if (json_mode) {
+    json_key("failures");
+    printf("%d", failures);
+    json_close('}');
+  } else {
+    printf("  %-32s %s\n", "result", failures ? "FAILED" : "ok");
+  }
+  return failures;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: cl-probe [--json] [--quick] [--device SEL]\n"
+          "  --device SEL  only the device SEL names (\"P:D\" or a name substring)\n"
+          "  --quick       small measurements, for a fast check\n"
+          "  --json        a machine-readable report on stdout\n");
+}
+
+int main(int argc, char **argv) {
+  probe_opts o = {0};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) o.json = 1;
+    else if (!strcmp(argv[i], "--quick")) o.quick = 1;
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc) o.device = argv[++i];
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
+    else { usage(stderr); return 2; }
+  }
+  json_mode = o.json;
+  int failures = 0;
+  if (json_mode) {
+    json_open(NULL, '{');
+    json_key("tabcl");
+    json_string(tabcl_version_string());
+    json_open("devices", '[');
+  } else {
+    printf("cl-probe for tabcl %s\n", tabcl_version_string());
+  }
+
+  /* With --device, resolve it the way the library does, then probe only it. */
+  cl_platform_id only_p = NULL;
+  cl_device_id only_d = NULL;
+  if (o.device) {
+    tabcl_status s = tabcl__device_select(o.device, &only_p, &only_d);
+    if (s) {
+      fprintf(stderr, "cl-probe: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
+      if (json_mode) {
+        json_close(']');
+        json_key("error");
+        json_string(tabcl_last_error());
+        json_close('}');
+        printf("\n");
+      }
+      return 1;
+    }
+  }
+
+  cl_platform_id plats[32];
+  cl_uint np = 0;
+  cl_int e = clGetPlatformIDs(32, plats, &np);
+  if (e != CL_SUCCESS || np == 0) {
+    fprintf(stderr, "cl-probe: no OpenCL platform (clGetPlatformIDs: %s)\n", tabcl__cl_error_name(e));
+    failures++;
+    np = 0;
+  }
+  int devices = 0;
+  for (cl_uint p = 0; p < np && p < 32; p++) {
+    char pname[256] = "";
+    e = clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+    if (e != CL_SUCCESS) snprintf(pname, sizeof pname, "(name unavailable: %s)", tabcl__cl_error_name(e));
+    cl_device_id devs[64];
+    cl_uint nd = 0;
+    e = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd);
+    if (e != CL_SUCCESS) {
+      fprintf(stderr, "cl-probe: platform %u (%s): clGetDeviceIDs: %s\n", p, pname,
+              tabcl__cl_error_name(e));
+      if (e != CL_DEVICE_NOT_FOUND) failures++;
+      continue;
+    }
+    if (!json_mode && !o.device) heading("Platform %u: %s", p, pname);
+    for (cl_uint d = 0; d < nd && d < 64; d++) {
+      if (o.device && devs[d] != only_d) continue;
+      devices++;
+      failures += probe_device(&o, (int)p, (int)d, devs[d]);
+    }
+  }
+  if (devices == 0) failures++;
+  if (json_mode) {
+    json_close(']');
+    json_key("failures");
+    printf("%d", failures);
+    json_close('}');
+    printf("\n");
+  } else {
+    printf("\n%s: %d device(s), %d failure(s)\n", failures ? "FAILED" : "PASSED", devices, failures);
+  }
+  fprintf(stderr, "cl-probe: done, %d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}
