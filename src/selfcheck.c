@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "sort.h"
 
 typedef struct selfcheck {
   const char *name;
@@ -12,6 +13,7 @@ typedef struct selfcheck {
 
 static const selfcheck checks[] = {
     {"probe", tabcl__selfcheck_probe},
+    {"sort", tabcl__selfcheck_sort},
 };
 
 int tabcl_selfcheck_count(void) { return (int)(sizeof checks / sizeof checks[0]); }

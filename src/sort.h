@@ -14,4 +14,9 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys /* ulong[n] */,
                                const cl_event *wait, cl_event *ev);
 
 tabcl_status tabcl__selfcheck_sort(tabcl_context *ctx);
+
+/* Test-only, process-wide: force the local tile to `tile` pairs (a power of
+   two >= 2; 0 = from the device) and cap the work-items of one launch
+   (0 = the NDRange limit), so tiny inputs take every kernel path. */
+void tabcl__sort_set_test_limits(unsigned tile, size_t max_items_per_launch);
 #endif
