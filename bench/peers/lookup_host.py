@@ -90,6 +90,7 @@ def run_pandas(case, rec, reps, rows):
         dtype = str(qidx.dtype)
     ok, msg = check(case, codes)
     note = "pandas %s, labels as %s, index dtype %s" % (pd.__version__, "/".join(sorted(kinds)), dtype)
+    rec("lookup", case.case, "queries", max(len(q) for q in case.query), "rows")
     rec("lookup", case.case, "pandas_fit_ms", fit_t, "ms", vs="fit_ms", note=note)
     rec("lookup", case.case, "pandas_ms", look_t, "ms", vs="lookup_ms", note=note)
     rec("lookup", case.case, "pandas_cold_ms", cold_t, "ms", note=note)

@@ -210,6 +210,7 @@ def main():
             if not m:
                 msgs.append("column %d: %s" % (c, msg))
         runs = max(ix.run for ix in idx)
+        rec("lookup", case.case, "queries", max(len(q) for q in case.query), "rows")
         rec("lookup", case.case, "torch_gpu_fit_ms", fit_ms, "ms", vs="fit_ms")
         rec("lookup", case.case, "torch_gpu_ms", lookup_ms, "ms", vs="lookup_ms")
         rec("lookup", case.case, "torch_codes_match", 1 if ok else 0, "bool")

@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Joins tabcl-bench's figures (--jsonl) with the peers' (bench/peers/*.py)
+on (bench, case) and writes a markdown report: every figure, the ratio
+tabcl/peer, the issue's targets, and the device and driver it ran on.
+
+  report.py --tabcl tabcl.jsonl --peers peers.jsonl [--probe probe.json]
+            [--bench-md tabcl-bench.md] [--command CMD] [--note TEXT]... [--out report.md]
+
+A peer figure names the tabcl figure it is compared with in its "vs" field;
+when tabcl-bench has no figure by that name for the case, the tabcl figure
+of the same unit whose name shares most words with it is taken (or the only
+one), and the table shows which. Times are compared in ms.
+"""
+import argparse
+import datetime
+import json
+import re
+import sys
+from collections import OrderedDict
+
+TIME_UNITS = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
+BENCH_ORDER = ["lookup", "sort", "hash", "attention", "copy"]
+
+
+def read_jsonl(path):
+    out, bad = [], 0
+    if not path:
+        return out
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError:
+                    bad += 1
+                    continue
+                if all(k in r for k in ("bench", "case", "metric", "value")):
+                    out.append(r)
+                else:
+                    bad += 1
+    except OSError as e:
+        print("report: cannot read %s: %s" % (path, e), file=sys.stderr)
+    if bad:
+        print("report: %s: %d lines not understood" % (path, bad), file=sys.stderr)
+    return out
+
+
+def index(records):
+    """{(bench, case): OrderedDict(metric -> record)}, later lines winning."""
+    by = OrderedDict()
+    for r in records:
+        by.setdefault((r["bench"], str(r["case"])), OrderedDict())[r["metric"]] = r
+    return by
+
+
+def as_ms(r):
+    f = TIME_UNITS.get(r.get("unit", ""))
+    return None if f is None else float(r["value"]) * f
+
+
+GENERIC = {"time", "total", "median", "device", "kernel", "all"}
+SYNONYMS = {"query": "lookup", "queries": "lookup", "find": "lookup", "get": "lookup",
+            "build": "fit", "index": "fit", "flops": "tflops", "gflops": "tflops"}
+
+
+def words(metric, bench):
+    """The words of a metric name that say what was measured: not the unit,
+    the peer, the bench's own name or generic ones."""
+    ws = set()
+    for w in re.split(r"[_\W]+", metric.lower()):
+        w = SYNONYMS.get(w, w)
+        if w and w not in TIME_UNITS and w not in GENERIC and w != bench and \
+                w not in ("per", "torch", "gpu", "pandas", "pyarrow", "math", "cold"):
+            ws.add(w)
+    return ws
+
+
+def counterpart(tabcl_metrics, peer):
+    """The tabcl record to compare a peer record with, or None. Only a peer
+    figure that names one (vs) is compared: by that name, else the tabcl
+    figure of the same kind saying the same thing in other words."""
+    vs = peer.get("vs")
+    if not vs or peer.get("unit") == "bool":
+        return None
+    if vs in tabcl_metrics and same_kind(tabcl_metrics[vs], peer):
+        return tabcl_metrics[vs]
+    bench = peer["bench"]
+    cands = [t for t in tabcl_metrics.values() if same_kind(t, peer)]
+    want = words(vs, bench)
+    if want:
+        best = [t for t in cands if words(t["metric"], bench) & want]
+    else:  # e.g. "attention_ms": the bench's plain time
+        best = [t for t in cands if not words(t["metric"], bench)] or cands
+    return best[0] if len(best) == 1 else None
+
+
+def same_kind(t, p):
+    tu, pu = t.get("unit", ""), p.get("unit", "")
+    return tu == pu or (tu in TIME_UNITS and pu in TIME_UNITS)
+
+
+def ratio(t, p):
+    """(tabcl/peer, whether tabcl is the faster) for two records of one kind."""
+    if t.get("unit") in TIME_UNITS:
+        tv, pv = as_ms(t), as_ms(p)
+        if not tv or not pv:
+            return None, None
+        return tv / pv, tv < pv
+    tv, pv = float(t["value"]), float(p["value"])
+    if not tv or not pv:
+        return None, None
+    return tv / pv, tv > pv
+
+
+def fmt(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    v = float(v)
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return "%.0f" % v
+    if a >= 100:
+        return "%.1f" % v
+    if a >= 1:
+        return "%.3g" % v if a < 10 else "%.1f" % v
+    return "%.3g" % v
+
+
+def fig(r):
+    return "%s %s" % (fmt(r["value"]), r.get("unit", "")) if r else ""
+
+
+def header_lines(a, tabcl, peers):
+    lines = []
+    first = ""
+    if a.bench_md:
+        try:
+            with open(a.bench_md) as f:
+                for line in f:
+                    if line.startswith("# tabcl-bench"):
+                        first = line[2:].strip()
+                        break
+        except OSError:
+            pass
+    m = re.match(r"tabcl-bench (\S+) on (.*) \((.*)\), driver (.*)$", first)
+    if m:
+        lines.append("- tabcl: %s" % m.group(1))
+        lines.append("- device: %s" % m.group(2))
+        lines.append("- platform: %s" % m.group(3))
+        lines.append("- driver: %s" % m.group(4))
+    elif first:
+        lines.append("- tabcl-bench: %s" % first)
+    else:
+        lines.append("- device, driver: not known (no tabcl-bench header)")
+    lines += probe_lines(a.probe)
+    seen = OrderedDict()
+    for r in peers:
+        key = (r.get("peer", "?"), r.get("device", "?"))
+        seen.setdefault(key, set())
+        if r.get("note") and "failed" not in r["note"]:
+            seen[key].add(r["note"])
+    for (peer, dev), notes in seen.items():
+        lines.append("- peer %s on %s%s" % (peer, dev, (": " + "; ".join(sorted(notes))) if notes else ""))
+    if a.command:
+        lines.append("- command: `%s`" % a.command)
+    lines.append("- written: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    for n in a.note or []:
+        lines.append("- note: %s" % n)
+    return lines
+
+
+def probe_lines(path):
+    """Device identity from cl-probe --json, whatever its exact shape: every
+    string leaf whose key names a device, vendor, platform, driver or version."""
+    if not path:
+        return []
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        return ["- cl-probe: no readable JSON (%s)" % e]
+    found = OrderedDict()
+    pat = re.compile(r"(name|vendor|platform|driver|version|selector)", re.I)
+
+    def walk(x, key, depth):
+        if depth > 6:
+            return
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if isinstance(v, dict) and "value" in v and isinstance(v["value"], str):
+                    if pat.search(k):
+                        found.setdefault(k, v["value"])
+                elif isinstance(v, str) and pat.search(k) and k != "name":
+                    found.setdefault(k, v)
+                elif k not in ("programs", "selfchecks"):
+                    walk(v, k, depth + 1)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, key, depth + 1)
+
+    walk(data, "", 0)
+    if not found:
+        return []
+    return ["- cl-probe: " + "; ".join("%s: %s" % (k, v) for k, v in list(found.items())[:12])]
+
+
+def bench_tables(tab, peer):
+    out = []
+    benches = list(OrderedDict.fromkeys([b for b, _ in tab] + [b for b, _ in peer]))
+    benches.sort(key=lambda b: (BENCH_ORDER.index(b) if b in BENCH_ORDER else 99, b))
+    for bench in benches:
+        cases = [c for b, c in tab if b == bench] + [c for b, c in peer if b == bench and (b, c) not in tab]
+        pcases = [c for c in cases if (bench, c) in peer]
+        out.append("\n## %s\n" % bench)
+        if pcases:
+            out.append("| case | tabcl figure | tabcl | peer figure | peer | tabcl/peer | faster |")
+            out.append("|---|---|---|---|---|---|---|")
+            for c in pcases:
+                tm = tab.get((bench, c), OrderedDict())
+                for p in peer[(bench, c)].values():
+                    if p.get("unit") == "bool" or p["metric"] == "queries":
+                        continue
+                    t = counterpart(tm, p)
+                    r, tabcl_faster = ratio(t, p) if t else (None, None)
+                    faster = "" if r is None else ("tabcl" if tabcl_faster else "peer")
+                    note = " (%s)" % p["note"] if p.get("note", "").startswith("batch chunked") else ""
+                    out.append("| %s | %s | %s | %s%s | %s | %s | %s |" % (
+                        c, t["metric"] if t else "(none)", fig(t), p["metric"], note, fig(p),
+                        fmt(r) if r is not None else "", faster))
+            checks = [(c, p) for c in pcases for p in peer[(bench, c)].values() if p.get("unit") == "bool"]
+            if checks:
+                out.append("\nChecks (1 = the peer's result equals tabcl's, or is correct):\n")
+                out.append("| case | check | result |")
+                out.append("|---|---|---|")
+                for c, p in checks:
+                    out.append("| %s | %s | %s |" % (c, p["metric"], "pass" if p["value"] else
+                                                      "**FAIL**" + (" " + p["note"] if p.get("note") else "")))
+        only = [c for c in cases if (bench, c) in tab]
+        rest = [(c, t) for c in only for t in tab[(bench, c)].values()]
+        if rest:
+            out.append("\nAll tabcl figures:\n" if pcases else "")
+            out.append("| case | figure | value |")
+            out.append("|---|---|---|")
+            for c, t in rest:
+                out.append("| %s | %s | %s |" % (c, t["metric"], fig(t)))
+    return out
+
+
+def pick(tab, peer, bench, case, peer_metric):
+    p = peer.get((bench, case), {}).get(peer_metric)
+    t = counterpart(tab.get((bench, case), OrderedDict()), p) if p else None
+    return t, p
+
+
+def targets(tab, peer):
+    """The issue's targets, each: (target, evidence, verdict)."""
+    rows = []
+    # lookup faster than the PyTorch-native GPU lookup in every case
+    lk = [c for b, c in peer if b == "lookup" and "torch_gpu_ms" in peer[(b, c)]]
+    ev, ok, known = [], True, bool(lk)
+    for c in lk:
+        t, p = pick(tab, peer, "lookup", c, "torch_gpu_ms")
+        if not t:
+            known = False
+            ev.append("%s: no tabcl figure" % c)
+            continue
+        r, faster = ratio(t, p)
+        ok = ok and bool(faster)
+        ev.append("%s: %s/%s = %s" % (c, fig(t), fig(p), fmt(r)))
+    rows.append(("lookup faster than the PyTorch-native GPU lookup, every case", "; ".join(ev) or "no data",
+                 verdict(ok, known)))
+    # >= 100x faster than pandas on 100,000-row queries
+    ev, ok, known = [], True, False
+    for (b, c), ms in peer.items():
+        if b != "lookup" or "pandas_ms" not in ms:
+            continue
+        q = ms.get("queries") or peer.get((b, c), {}).get("queries")
+        nq = float(q["value"]) if q else rows_from_name(c)
+        if nq is None or nq < 100000:
+            continue
+        t, p = pick(tab, peer, "lookup", c, "pandas_ms")
+        if not t:
+            ev.append("%s: no tabcl figure" % c)
+            continue
+        known = True
+        speed = as_ms(p) / as_ms(t) if as_ms(t) else 0
+        ok = ok and speed >= 100
+        ev.append("%s: pandas %s, tabcl %s: %sx" % (c, fig(p), fig(t), fmt(speed)))
+    rows.append(("lookup >= 100x faster than pandas get_indexer, 100,000-row queries",
+                 "; ".join(ev) or "no case with 100,000 query rows", verdict(ok, known)))
+    # sort 2^24 within 3x torch.sort
+    t, p = pick(tab, peer, "sort", "2^24", "torch_ms")
+    if t and p:
+        r, _ = ratio(t, p)
+        rows.append(("sort of 2^24 pairs within 3x torch.sort", "tabcl %s, torch %s: %sx" % (fig(t), fig(p), fmt(r)),
+                     verdict(r is not None and r <= 3, r is not None)))
+    else:
+        rows.append(("sort of 2^24 pairs within 3x torch.sort", "no 2^24 figures from both", "not measured"))
+    rows.append(hash_target(tab))
+    # attention
+    for case, what, limit in (("tab_b60000_l54_h8_d64_f32", "f32 faster than PyTorch f32", 1.0),
+                              ("tab_b60000_l54_h8_d64_f16", "f16 within 1.5x PyTorch f16", 1.5)):
+        t, p = pick(tab, peer, "attention", case, "torch_ms")
+        if t and p:
+            r, _ = ratio(t, p)
+            good = r is not None and (r < limit if limit == 1.0 else r <= limit)
+            rows.append(("attention %s: %s" % (case, what), "tabcl %s, torch %s: %sx" % (fig(t), fig(p), fmt(r)),
+                         verdict(good, r is not None)))
+        else:
+            rows.append(("attention %s: %s" % (case, what), "no figures from both", "not measured"))
+    ev, ok, known = [], True, False
+    for (b, c), ms in peer.items():
+        if b != "attention" or not c.startswith("long_") or not c.endswith("_f32") or "torch_ms" not in ms:
+            continue
+        t, p = pick(tab, peer, b, c, "torch_ms")
+        if not t:
+            continue
+        known = True
+        share = as_ms(p) / as_ms(t) if as_ms(t) else 0  # tabcl throughput / torch throughput
+        ok = ok and share >= 0.7
+        ev.append("%s: %s%%" % (c, fmt(100 * share)))
+    rows.append(("attention, long sequences f32: >= 70% of PyTorch's throughput", "; ".join(ev) or "no data",
+                 verdict(ok, known)))
+    return rows
+
+
+def rows_from_name(case):
+    m = re.search(r"q(\d+)", case)
+    return float(m.group(1)) if m else None
+
+
+def hash_target(tab):
+    """Hash throughput >= 60% of copy bandwidth for labels of >= 256 bytes."""
+    copy = None
+    for (b, c), ms in tab.items():
+        if b == "copy" and "copy_bandwidth" in ms:
+            copy = float(ms["copy_bandwidth"]["value"])
+    ev, ok, known = [], True, False
+    for (b, c), ms in tab.items():
+        if b != "hash":
+            continue
+        m = re.search(r"(?:len|bytes|_b|^)(\d+)(?:b|B|bytes)?(?:$|_|-)", c)
+        if not m or int(m.group(1)) < 256:
+            continue
+        for r in ms.values():
+            if r.get("unit") == "%" and "copy" in r["metric"]:
+                share = float(r["value"]) / 100
+            elif r.get("unit") == "GB/s" and copy:
+                share = float(r["value"]) / copy
+            else:
+                continue
+            known = True
+            ok = ok and share >= 0.6
+            ev.append("%s %s: %s%%" % (c, r["metric"], fmt(100 * share)))
+            break
+    return ("hash >= 60% of copy bandwidth, labels >= 256 bytes", "; ".join(ev) or "no hash figure found",
+            verdict(ok, known))
+
+
+def verdict(ok, known):
+    if not known:
+        return "not measured"
+    return "met" if ok else "**not met**"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tabcl", required=True)
+    ap.add_argument("--peers", required=True)
+    ap.add_argument("--probe")
+    ap.add_argument("--bench-md")
+    ap.add_argument("--command")
+    ap.add_argument("--note", action="append")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    trec, prec = read_jsonl(a.tabcl), read_jsonl(a.peers)
+    tab, peer = index(trec), index(prec)
+    out = ["# tabcl and its peers, side by side", ""]
+    out += header_lines(a, trec, prec)
+    out += ["", "tabcl/peer: for times, below 1 means tabcl is faster; for rates (GB/s, TFLOP/s, "
+            "Gpairs/s), above 1 means tabcl is faster. tabcl: OpenCL profiling events; GPU peers: "
+            "CUDA events; host peers: wall clock. Medians of repeated runs after warm-ups.", ""]
+    out += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
+    for t, e, v in targets(tab, peer):
+        out.append("| %s | %s | %s |" % (t, e, v))
+    out += bench_tables(tab, peer)
+    text = "\n".join(out) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    print("report: %d tabcl figures, %d peer figures, %d (bench, case) pairs"
+          % (len(trec), len(prec), len(set(tab) | set(peer))), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
