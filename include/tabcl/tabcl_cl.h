@@ -24,6 +24,38 @@ TABCL_API cl_device_id tabcl_context_cl_device(const tabcl_context *ctx);
 
 /* ---- categorical index (see tabcl_category_index_lookup) ---- */
 
+/* A string column already on the device, Arrow layout. offsets holds
+   length + 1 longs (offsets[0] == 0, non-decreasing, offsets[length] ==
+   bytes); data holds the label bytes; validity is (length + 7) / 8 bytes,
+   bit i (LSB first) set = label i present, or NULL when every label is
+   present. The buffers' contents are not read on the host, so they are
+   trusted: offsets that break these rules give unspecified codes. Kernels
+   read labels as whole aligned words: a data buffer of at least
+   round_up(bytes, 8) + 8 bytes is read in place (the bytes past `bytes`
+   never change a result); a shorter one is first copied into a padded
+   buffer of the call's own. A column of length 0 may have NULL buffers. */
+typedef struct tabcl_strings_cl {
+  int64_t length;
+  int64_t bytes;
+  cl_mem data;
+  cl_mem offsets;
+  cl_mem validity;
+} tabcl_strings_cl;
+
+/* tabcl_category_index_lookup with queries and codes on the device: codes[c]
+   (int32 per row, at least queries[c].length of them) receives the fitted
+   code of queries[c] label i, or -1. The work is enqueued on the context's
+   queue after the nwait events in wait; *ev (ev may be NULL) completes when
+   every code is written; the caller releases it. Arguments are checked
+   first (ncols, NULL buffers, buffer sizes and owning context): a failed
+   check enqueues nothing and changes no buffer. An OpenCL failure while
+   enqueueing may leave codes of columns past the fourth partly written.
+   Safe to call from several threads on one index. */
+TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols,
+                                                      const tabcl_strings_cl *queries,
+                                                      cl_mem const *codes, cl_uint nwait,
+                                                      const cl_event *wait, cl_event *ev);
+
 /* ---- attention (see tabcl_sdpa_host) ---- */
 
 #ifdef __cplusplus
