@@ -18,7 +18,9 @@ uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, 
    collisions). A null label's slot gets an unspecified value and must not
    be used. Long labels are hashed cooperatively by a work-group, short
    ones one per work-item. Enqueued after `wait`; `ev` (may be NULL)
-   completes when every hash is written. */
+   completes when every hash is written. s must be laid out as
+   tabcl__strings_upload makes it (data padded to whole words) and
+   s->max_label must be at least its longest label: it picks the kernels. */
 tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev);
@@ -27,4 +29,10 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
 uint64_t tabcl__hash_mask(const tabcl_context *ctx);
 
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
+
+/* Test-only, process-wide: labels of at least group_min_bytes (> 240; 0 =
+   the default, 16384) are hashed by a work-group each, of group_wg
+   work-items (0 = the default, 256; at least 8), so small tests reach the
+   cooperative kernel and its multi-round path. */
+void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
 #endif

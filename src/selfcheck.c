@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "hash.h"
 #include "sort.h"
 
 typedef struct selfcheck {
@@ -13,6 +14,7 @@ typedef struct selfcheck {
 
 static const selfcheck checks[] = {
     {"probe", tabcl__selfcheck_probe},
+    {"hash", tabcl__selfcheck_hash},
     {"sort", tabcl__selfcheck_sort},
 };
 

@@ -9,7 +9,8 @@ typedef struct tabcl_dev_strings {
   int64_t length;        /* labels */
   int64_t bytes;         /* offsets[length] after rebasing */
   int64_t max_label;     /* longest label in bytes */
-  cl_mem data;           /* uchar[bytes] (a small placeholder when bytes == 0) */
+  cl_mem data;           /* uchar[bytes], then zeros up to a multiple of 8 plus 8 more,
+                            so kernels may read whole aligned words */
   cl_mem offsets;        /* long[length + 1] */
   cl_mem validity;       /* uchar[(length + 7) / 8], LSB first; NULL = all present */
 } tabcl_dev_strings;

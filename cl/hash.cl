@@ -1,0 +1,328 @@
+// XXH3-64 of every label of a string column (the published algorithm,
+// checked bit for bit against libxxhash by the tests).
+//
+// Three kernels share the work so that no label keeps the device waiting:
+//   hash_short  one work-item per label of <= 240 bytes (XXH3's short
+//               paths); it lists the longer labels for the other two.
+//   hash_team   four lanes per label of 241 .. group_min - 1 bytes; lane p
+//               owns accumulators 2p and 2p+1 and reads 16 bytes of each
+//               64-byte stripe, so a team reads whole stripes.
+//   hash_group  a work-group per label of group_min bytes or more. The
+//               stripe step only adds into the accumulators, so the sums of
+//               many 1 KiB blocks are formed in parallel (one team a block)
+//               and only the scramble between blocks runs in sequence.
+//
+// Labels start at any byte: the data buffer is padded by the upload so two
+// aligned words can always be read and joined (no per-byte loads).
+
+#define XXH_P32_1 0x9E3779B1UL
+#define XXH_P32_2 0x85EBCA77UL
+#define XXH_P32_3 0xC2B2AE3DUL
+#define XXH_P64_1 0x9E3779B185EBCA87UL
+#define XXH_P64_2 0xC2B2AE3D27D4EB4FUL
+#define XXH_P64_3 0x165667B19E3779F9UL
+#define XXH_P64_4 0x85EBCA77C2B2AE63UL
+#define XXH_P64_5 0x27D4EB2F165667C5UL
+#define XXH_MX1 0x165667919E3779F9UL
+#define XXH_MX2 0x9FB21C651E98DF25UL
+#define XXH_SHORT_MAX 240
+#define XXH_BLOCK 1024
+
+// The default 192-byte secret as little-endian words.
+__constant ulong xxh_secret[24] = {
+    0xbe4ba423396cfeb8UL, 0x1cad21f72c81017cUL, 0xdb979083e96dd4deUL,
+    0x1f67b3b7a4a44072UL, 0x78e5c0cc4ee679cbUL, 0x2172ffcc7dd05a82UL,
+    0x8e2443f7744608b8UL, 0x4c263a81e69035e0UL, 0xcb00c391bb52283cUL,
+    0xa32e531b8b65d088UL, 0x4ef90da297486471UL, 0xd8acdea946ef1938UL,
+    0x3f349ce33f76faa8UL, 0x1d4f0bc7c7bbdcf9UL, 0x3159b4cd4be0518aUL,
+    0x647378d9c97e9fc8UL, 0xc3ebd33483acc5eaUL, 0xeb6313faffa081c5UL,
+    0x49daf0b751dd0d17UL, 0x9e68d429265516d3UL, 0xfca1477d58be162bUL,
+    0xce31d07ad1b8f88fUL, 0x280416958f3acb45UL, 0x7e404bbbcafbd7afUL,
+};
+
+// Bytes [8q + r, 8q + r + 8) from the aligned words a = w[q], b = w[q + 1],
+// r in 0..7 given as bits (0..56). The double shift keeps r == 0 exact.
+inline ulong xxh_join(ulong a, ulong b, uint rbits) {
+  return (a >> rbits) | ((b << 1) << (63 - rbits));
+}
+
+inline ulong xxh_ld64(__global const ulong *w, ulong pos) {
+  ulong q = pos >> 3;
+  return xxh_join(w[q], w[q + 1], (uint)(pos & 7) * 8);
+}
+
+// The default secret read at any byte offset (the short paths use it so).
+inline ulong xxh_ksec(uint off) {
+  return xxh_join(xxh_secret[off >> 3], xxh_secret[(off >> 3) + 1], (off & 7) * 8);
+}
+
+inline ulong xxh_fold(ulong a, ulong b) { return (a * b) ^ mul_hi(a, b); }
+
+inline ulong xxh64_avalanche(ulong h) {
+  h ^= h >> 33;
+  h *= XXH_P64_2;
+  h ^= h >> 29;
+  h *= XXH_P64_3;
+  return h ^ (h >> 32);
+}
+
+inline ulong xxh3_avalanche(ulong h) {
+  h ^= h >> 37;
+  h *= XXH_MX1;
+  return h ^ (h >> 32);
+}
+
+inline ulong xxh_rrmxmx(ulong h, ulong len) {
+  h ^= rotate(h, (ulong)49) ^ rotate(h, (ulong)24);
+  h *= XXH_MX2;
+  h ^= (h >> 35) + len;
+  h *= XXH_MX2;
+  return h ^ (h >> 28);
+}
+
+inline ulong xxh_mix16(__global const ulong *w, ulong pos, uint soff, ulong seed) {
+  ulong lo = xxh_ld64(w, pos), hi = xxh_ld64(w, pos + 8);
+  return xxh_fold(lo ^ (xxh_ksec(soff) + seed), hi ^ (xxh_ksec(soff + 8) - seed));
+}
+
+inline uint xxh_swap32(uint x) {
+  return (x >> 24) | ((x >> 8) & 0xFF00u) | ((x << 8) & 0xFF0000u) | (x << 24);
+}
+
+inline ulong xxh_swap64(ulong x) {
+  return ((ulong)xxh_swap32((uint)x) << 32) | (ulong)xxh_swap32((uint)(x >> 32));
+}
+
+// XXH3-64 of a label of at most 240 bytes starting at byte `pos`.
+ulong xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed) {
+  if (len <= 16) {
+    if (len > 8) {
+      ulong lo = xxh_ld64(w, pos) ^ ((xxh_secret[3] ^ xxh_secret[4]) + seed);
+      ulong hi = xxh_ld64(w, pos + len - 8) ^ ((xxh_secret[5] ^ xxh_secret[6]) - seed);
+      return xxh3_avalanche((ulong)len + xxh_swap64(lo) + hi + xxh_fold(lo, hi));
+    }
+    if (len == 0) return xxh64_avalanche(seed ^ xxh_secret[7] ^ xxh_secret[8]);
+    // A label of 1..8 bytes lies inside the 8 bytes from its start.
+    ulong v = xxh_ld64(w, pos);
+    if (len >= 4) {
+      ulong s = seed ^ ((ulong)xxh_swap32((uint)seed) << 32);
+      ulong in = (ulong)(uint)(v >> ((len - 4) * 8)) + ((ulong)(uint)v << 32);
+      return xxh_rrmxmx(in ^ ((xxh_secret[1] ^ xxh_secret[2]) - s), len);
+    }
+    uint c1 = (uint)v & 0xFFu, c2 = (uint)(v >> ((len >> 1) * 8)) & 0xFFu;
+    uint c3 = (uint)(v >> ((len - 1) * 8)) & 0xFFu;
+    uint combined = (c1 << 16) | (c2 << 24) | c3 | (len << 8);
+    ulong bitflip = ((xxh_secret[0] & 0xFFFFFFFFUL) ^ (xxh_secret[0] >> 32)) + seed;
+    return xxh64_avalanche((ulong)combined ^ bitflip);
+  }
+  ulong acc = (ulong)len * XXH_P64_1;
+  if (len <= 128) {
+    if (len > 32) {
+      if (len > 64) {
+        if (len > 96) {
+          acc += xxh_mix16(w, pos + 48, 96, seed);
+          acc += xxh_mix16(w, pos + len - 64, 112, seed);
+        }
+        acc += xxh_mix16(w, pos + 32, 64, seed);
+        acc += xxh_mix16(w, pos + len - 48, 80, seed);
+      }
+      acc += xxh_mix16(w, pos + 16, 32, seed);
+      acc += xxh_mix16(w, pos + len - 32, 48, seed);
+    }
+    acc += xxh_mix16(w, pos, 0, seed);
+    acc += xxh_mix16(w, pos + len - 16, 16, seed);
+    return xxh3_avalanche(acc);
+  }
+  for (uint i = 0; i < 8; i++) acc += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
+  acc = xxh3_avalanche(acc);
+  uint rounds = len / 16;
+  for (uint i = 8; i < rounds; i++) acc += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  acc += xxh_mix16(w, pos + len - 16, 119, seed);
+  return xxh3_avalanche(acc);
+}
+
+__kernel void hash_short(__global const ulong *w, __global const long *offsets, ulong base,
+                         uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                         __global uint *list, __global uint *counts, uint huge_at,
+                         ulong group_min) {
+  __local uint local_n[2], local_base[2];
+  uint lid = (uint)get_local_id(0);
+  uint i = (uint)get_global_id(0);
+  if (lid == 0) local_n[0] = local_n[1] = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  int which = -1;
+  uint slot = 0;
+  if (i < count) {
+    ulong pos = (ulong)offsets[base + i];
+    ulong len = (ulong)offsets[base + i + 1] - pos;
+    if (len <= XXH_SHORT_MAX) {
+      out[out_off + base + i] = xxh_short(w, pos, (uint)len, seed) & mask;
+    } else {
+      which = len >= group_min ? 1 : 0;
+      slot = atomic_inc(&local_n[which]);
+    }
+  }
+  // One global atomic per work-group and list keeps long labels cheap to
+  // gather even when every label is long.
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (lid < 2 && local_n[lid] > 0) local_base[lid] = atomic_add(&counts[lid], local_n[lid]);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (which >= 0) list[(which ? huge_at : 0) + local_base[which] + slot] = i;
+}
+
+// The secret the long path uses: each 16-byte pair of the default one
+// gets +seed on its first word and -seed on its second.
+inline void xxh_derive(__local ulong *sec, ulong seed) {
+  for (uint i = (uint)get_local_id(0); i < 24; i += (uint)get_local_size(0))
+    sec[i] = xxh_secret[i] + ((i & 1) ? (ulong)0 - seed : seed);
+}
+
+inline ulong xxh_lsec(__local const ulong *sec, uint off) {
+  return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
+}
+
+// Lane p's share of one stripe at byte `pos`: words 2p and 2p+1, keyed by
+// the secret at byte koff + 16p. Each lane adds its own pair's data words
+// into the other accumulator of the pair, so no lane needs another's word.
+inline void xxh_stripe(__global const ulong *w, ulong pos, uint p, ulong k0, ulong k1,
+                       ulong *a0, ulong *a1) {
+  ulong q = (pos >> 3) + 2 * p;
+  uint r = (uint)(pos & 7) * 8;
+  ulong x = w[q], y = w[q + 1], z = w[q + 2];
+  ulong v0 = xxh_join(x, y, r), v1 = xxh_join(y, z, r);
+  ulong d0 = v0 ^ k0, d1 = v1 ^ k1;
+  *a0 += v1 + (d0 & 0xFFFFFFFFUL) * (d0 >> 32);
+  *a1 += v0 + (d1 & 0xFFFFFFFFUL) * (d1 >> 32);
+}
+
+// Lane p's sums over the 16 stripes of the block at byte `pos`.
+inline void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p,
+                      ulong *a0, ulong *a1) {
+#pragma unroll 4
+  for (uint s = 0; s < 16; s++)
+    xxh_stripe(w, pos + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
+}
+
+inline ulong xxh_scramble(ulong a, ulong key) {
+  a ^= a >> 47;
+  a ^= key;
+  return a * XXH_P32_1;
+}
+
+// Lane p's part of the final merge of accumulators 2p and 2p+1.
+inline ulong xxh_merge_part(__local const ulong *sec, uint p, ulong a0, ulong a1) {
+  return xxh_fold(a0 ^ xxh_lsec(sec, 11 + 16 * p), a1 ^ xxh_lsec(sec, 19 + 16 * p));
+}
+
+// Labels of 241 bytes up to group_min: four lanes a label. scratch holds
+// one word per work-item; the work-group size is a multiple of 4.
+__kernel void hash_team(__global const ulong *w, __global const long *offsets, ulong base,
+                        ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                        __global const uint *list, __global const uint *counts,
+                        __local ulong *scratch) {
+  __local ulong sec[24];
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), p = lid & 3;
+  uint teams = (uint)get_local_size(0) / 4;
+  uint n = counts[0];
+  // The trip count depends only on the group, so every work-item reaches
+  // the barriers below.
+  for (uint t0 = (uint)get_group_id(0) * teams; t0 < n; t0 += (uint)get_num_groups(0) * teams) {
+    uint t = t0 + lid / 4;
+    uint idx = 0;
+    ulong len = 0;
+    ulong part = 0;
+    if (t < n) {
+      idx = list[t];
+      ulong pos = (ulong)offsets[base + idx];
+      len = (ulong)offsets[base + idx + 1] - pos;
+      ulong a0 = p == 0 ? XXH_P32_3 : p == 1 ? XXH_P64_2 : p == 2 ? XXH_P64_4 : XXH_P64_5;
+      ulong a1 = p == 0 ? XXH_P64_1 : p == 1 ? XXH_P64_3 : p == 2 ? XXH_P32_2 : XXH_P32_1;
+      ulong blocks = (len - 1) / XXH_BLOCK;
+      for (ulong b = 0; b < blocks; b++) {
+        xxh_block(w, sec, pos + b * XXH_BLOCK, p, &a0, &a1);
+        a0 = xxh_scramble(a0, sec[16 + 2 * p]);
+        a1 = xxh_scramble(a1, sec[17 + 2 * p]);
+      }
+      uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+      ulong at = pos + blocks * XXH_BLOCK;
+      for (uint s = 0; s < tail; s++)
+        xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
+      xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p), xxh_lsec(sec, 129 + 16 * p),
+                 &a0, &a1);
+      part = xxh_merge_part(sec, p, a0, a1);
+    }
+    scratch[lid] = part;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (t < n && p == 0) {
+      ulong h = len * XXH_P64_1 + scratch[lid] + scratch[lid + 1] + scratch[lid + 2] + scratch[lid + 3];
+      out[out_off + base + idx] = xxh3_avalanche(h) & mask;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// Labels of group_min bytes or more: a work-group a label, one block a
+// team at a time. scratch holds 2 * local size + 8 words; the work-group
+// size is a multiple of 4 and at least 8.
+__kernel void hash_group(__global const ulong *w, __global const long *offsets, ulong base,
+                         ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                         __global const uint *list, __global const uint *counts, uint huge_at,
+                         __local ulong *scratch) {
+  __local ulong sec[24];
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), p = lid & 3, team = lid / 4;
+  uint teams = (uint)get_local_size(0) / 4;
+  __local ulong *sums = scratch;                 // [team][8]
+  __local ulong *accs = scratch + 8 * teams;     // [8]
+  uint n = counts[1];
+  for (uint h = (uint)get_group_id(0); h < n; h += (uint)get_num_groups(0)) {
+    uint idx = list[huge_at + h];
+    ulong pos = (ulong)offsets[base + idx];
+    ulong len = (ulong)offsets[base + idx + 1] - pos;
+    ulong blocks = (len - 1) / XXH_BLOCK;
+    // Work-items 0..7 carry accumulator `lid` through the scrambles.
+    ulong acc = lid == 0 ? XXH_P32_3 : lid == 1 ? XXH_P64_1 : lid == 2 ? XXH_P64_2
+              : lid == 3 ? XXH_P64_3 : lid == 4 ? XXH_P64_4 : lid == 5 ? XXH_P32_2
+              : lid == 6 ? XXH_P64_5 : XXH_P32_1;
+    for (ulong b0 = 0; b0 < blocks; b0 += teams) {
+      ulong a0 = 0, a1 = 0;
+      if (b0 + team < blocks) xxh_block(w, sec, pos + (b0 + team) * XXH_BLOCK, p, &a0, &a1);
+      sums[8 * team + 2 * p] = a0;
+      sums[8 * team + 2 * p + 1] = a1;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid < 8) {
+        ulong left = blocks - b0;
+        uint m = left < teams ? (uint)left : teams;
+        for (uint t = 0; t < m; t++) acc = xxh_scramble(acc + sums[8 * t + lid], sec[16 + lid]);
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    // The last, partial block and the final stripe (unit `tail`), spread
+    // over the teams; no scramble follows them, so their sums just add.
+    uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+    ulong at = pos + blocks * XXH_BLOCK;
+    ulong a0 = 0, a1 = 0;
+    for (uint u = team; u <= tail; u += teams) {
+      if (u < tail) xxh_stripe(w, at + 64 * u, p, sec[u + 2 * p], sec[u + 2 * p + 1], &a0, &a1);
+      else xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p),
+                      xxh_lsec(sec, 129 + 16 * p), &a0, &a1);
+    }
+    sums[8 * team + 2 * p] = a0;
+    sums[8 * team + 2 * p + 1] = a1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < 8) {
+      uint m = tail + 1 < teams ? tail + 1 : teams;
+      for (uint t = 0; t < m; t++) acc += sums[8 * t + lid];
+      accs[lid] = acc;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+      ulong hsum = len * XXH_P64_1;
+      for (uint q = 0; q < 4; q++) hsum += xxh_merge_part(sec, q, accs[2 * q], accs[2 * q + 1]);
+      out[out_off + base + idx] = xxh3_avalanche(hsum) & mask;
+    }
+  }
+}

@@ -1,0 +1,228 @@
+/* The label hash: seeds, masks, the device launches (cl/hash.cl) and the
+ * cl-probe self-check. The host XXH3 itself is in xxh3.c. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "hash.h"
+
+/* Labels of at least this many bytes get a work-group each; shorter long
+   ones (241 bytes and up) get four lanes. Below ~16 blocks a work-group of
+   teams would sit mostly idle; above it four lanes would serialise too
+   many blocks. */
+#define GROUP_MIN_DEFAULT 16384
+#define SHORT_MAX 240
+
+static _Atomic int64_t group_min_override;
+static _Atomic size_t group_wg_override;
+
+void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg) {
+  atomic_store(&group_min_override, group_min_bytes);
+  atomic_store(&group_wg_override, group_wg);
+}
+
+static int64_t group_min(void) {
+  int64_t g = atomic_load(&group_min_override);
+  return g > SHORT_MAX ? g : GROUP_MIN_DEFAULT;
+}
+
+uint64_t tabcl__column_seed(uint64_t seed, int col) {
+  /* splitmix64's finaliser over seed and column, so nearby seeds and
+     columns give unrelated XXH3 seeds. */
+  uint64_t z = seed ^ ((uint64_t)(uint32_t)col + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, uint64_t mask) {
+  return tabcl__xxh3_64(bytes, n, tabcl__column_seed(seed, col)) & mask;
+}
+
+uint64_t tabcl__hash_mask(const tabcl_context *ctx) {
+  unsigned bits = ctx ? ctx->hash_bits : 64;
+  return bits >= 64 ? ~0ULL : ((1ULL << bits) - 1);
+}
+
+typedef struct hash_run {
+  cl_kernel shortk, team, group;
+  size_t wg_short, wg_team, wg_group;
+  cl_mem list, counts;
+  cl_uint list_cap, huge_at;
+} hash_run;
+
+static void run_release(hash_run *r) {
+  tabcl__kernel_release(r->shortk);
+  tabcl__kernel_release(r->team);
+  tabcl__kernel_release(r->group);
+  tabcl__buffer_release(r->list);
+  tabcl__buffer_release(r->counts);
+}
+
+/* Launches counts in the device's (and the test's) limits. */
+static size_t groups_for(const tabcl_context *ctx, uint64_t items, size_t per_cu) {
+  uint64_t cap = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * per_cu;
+  if (items < 1) items = 1;
+  return (size_t)(items < cap ? items : cap);
+}
+
+tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
+                                uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
+                                cl_uint nwait, const cl_event *wait, cl_event *ev) {
+  if (!ctx || !s || !out || s->length < 0 || s->bytes < 0 || (nwait && !wait))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__hash_column: column %d: bad arguments", col);
+  if (ev) *ev = NULL;
+  if (s->length == 0) {
+    /* Nothing to hash, but the caller may still wait on ev. */
+    cl_event e = NULL;
+    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, ev ? &e : NULL));
+    if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "empty column");
+    if (ev) *ev = e;
+    return TABCL_OK;
+  }
+  uint64_t xseed = tabcl__column_seed(seed, col);
+  int64_t gmin = group_min();
+  int any_long = s->max_label > SHORT_MAX, any_huge = s->max_label >= gmin;
+  int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
+  hash_run r;
+  memset(&r, 0, sizeof r);
+  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, "hash_short", &r.shortk);
+  if (!st) r.wg_short = tabcl__wg_size(ctx, r.shortk, 256);
+  if (!st && any_long) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_team", &r.team);
+  if (!st && any_long) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
+  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_group", &r.group);
+  if (!st && any_huge) {
+    size_t want = atomic_load(&group_wg_override);
+    r.wg_group = tabcl__wg_size(ctx, r.group, want ? want : 256);
+  }
+  if (!st && (r.wg_short < 8 || (any_long && r.wg_team < 8) || (any_huge && r.wg_group < 8)))
+    st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
+                     ctx->info.name);
+  int64_t slice_max = s->length < per ? s->length : per;
+  if (!st && any_long) {
+    /* Each list holds at most one entry per label, and no more labels than
+       the bytes allow. */
+    uint64_t mid_cap = (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
+    uint64_t huge_cap = (uint64_t)(s->bytes / gmin) + 1;
+    if (mid_cap > (uint64_t)slice_max) mid_cap = (uint64_t)slice_max;
+    if (huge_cap > (uint64_t)slice_max) huge_cap = (uint64_t)slice_max;
+    r.huge_at = (cl_uint)mid_cap;
+    r.list_cap = (cl_uint)(mid_cap + huge_cap);
+    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)r.list_cap * sizeof(cl_uint), NULL,
+                              &r.list, "long-label list");
+    if (!st) st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 2 * sizeof(cl_uint), NULL, &r.counts,
+                                       "long-label counts");
+  }
+  /* With no long label the lists are never touched; any buffer stands in. */
+  cl_mem list = r.list ? r.list : s->offsets, counts = r.counts ? r.counts : s->offsets;
+  uint64_t gmin_arg = (uint64_t)gmin;
+  uint64_t out_off = out_offset;
+  int first = 1;
+  for (int64_t base = 0; !st && base < s->length; base += per) {
+    int64_t n = s->length - base < per ? s->length - base : per;
+    uint64_t ubase = (uint64_t)base;
+    cl_uint count = (cl_uint)n;
+    cl_uint nw = first ? nwait : 0;
+    const cl_event *wl = first ? wait : NULL;
+    first = 0;
+    int last = base + n >= s->length;
+    if (any_long) {
+      static const cl_uint zero2[2] = {0, 0};
+      cl_int err = TABCL_CL(clEnqueueFillBuffer(ctx->queue, r.counts, zero2, sizeof zero2, 0,
+                                                sizeof zero2, nw, wl, NULL));
+      if (err != CL_SUCCESS) {
+        st = tabcl__cl_fail(err, "clEnqueueFillBuffer", "long-label counts");
+        break;
+      }
+      nw = 0;
+      wl = NULL;
+    }
+    st = TABCL_SET_ARGS(r.shortk, "hash_short", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                        TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
+                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(list), TABCL_ARG(counts),
+                        TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg));
+    size_t global = tabcl__round_up((size_t)n, r.wg_short);
+    if (!st) st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
+                                last && !any_long ? ev : NULL, "hash_short");
+    if (!st && any_long) {
+      uint64_t items = (uint64_t)r.huge_at;
+      size_t teams = r.wg_team / 4;
+      size_t groups = groups_for(ctx, (items + teams - 1) / teams, 16);
+      size_t g = groups * r.wg_team;
+      st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
+                          TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
+                          TABCL_LOCAL(r.wg_team * sizeof(cl_ulong)));
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
+                                  last && !any_huge ? ev : NULL, "hash_team");
+    }
+    if (!st && any_huge) {
+      size_t groups = groups_for(ctx, (uint64_t)(r.list_cap - r.huge_at), 8);
+      size_t g = groups * r.wg_group;
+      st = TABCL_SET_ARGS(r.group, "hash_group", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
+                          TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
+                          TABCL_ARG(r.huge_at), TABCL_LOCAL((2 * r.wg_group + 8) * sizeof(cl_ulong)));
+      if (!st) st = tabcl__launch(ctx, r.group, 1, &g, &r.wg_group, 0, NULL, last ? ev : NULL,
+                                  "hash_group");
+    }
+  }
+  if (st && ev && *ev) {
+    clReleaseEvent(*ev);
+    *ev = NULL;
+  }
+  /* OpenCL keeps the temporaries alive until the enqueued kernels finish. */
+  run_release(&r);
+  return st;
+}
+
+/* A few hundred labels of every length class, at odd starts, one longer
+   than the work-group threshold, hashed on the device and on the host. */
+tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
+  enum { N = 300 };
+  const int64_t huge = GROUP_MIN_DEFAULT + 4321;
+  int64_t *offsets = tabcl__malloc((N + 1) * sizeof *offsets);
+  uint64_t *got = tabcl__malloc(N * sizeof *got);
+  int64_t total = 3;
+  for (int i = 0; i < N; i++) total += i == 150 ? huge : (i * 37) % 1500;
+  uint8_t *data = tabcl__malloc((size_t)total);
+  if (!offsets || !got || !data) {
+    tabcl__free(offsets);
+    tabcl__free(got);
+    tabcl__free(data);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "hash self-check: out of host memory");
+  }
+  uint64_t x = 0x243F6A8885A308D3ULL;
+  for (int64_t i = 0; i < total; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    data[i] = (uint8_t)x;
+  }
+  offsets[0] = 3;
+  for (int i = 0; i < N; i++) offsets[i + 1] = offsets[i] + (i == 150 ? huge : (i * 37) % 1500);
+  tabcl_strings_view v = {N, offsets, data, NULL};
+  tabcl_dev_strings d;
+  memset(&d, 0, sizeof d);
+  cl_mem out = NULL;
+  const uint64_t seed = 0x5EED;
+  const int col = 3;
+  tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, N * sizeof *got, NULL, &out, "hashes");
+  if (!s) s = tabcl__hash_column(ctx, &d, col, seed, ~0ULL, out, 0, 0, NULL, NULL);
+  if (!s) s = tabcl__read(ctx, out, 0, N * sizeof *got, got);
+  for (int i = 0; !s && i < N; i++) {
+    uint64_t want = tabcl__label_hash(data + offsets[i], (size_t)(offsets[i + 1] - offsets[i]), seed,
+                                      col, ~0ULL);
+    if (got[i] != want)
+      s = tabcl__fail(TABCL_OPENCL_ERROR,
+                      "hash self-check: label %d (%lld bytes) hashed to %016llx on %s, %016llx on the host",
+                      i, (long long)(offsets[i + 1] - offsets[i]), (unsigned long long)got[i],
+                      ctx->info.name, (unsigned long long)want);
+  }
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  tabcl__free(offsets);
+  tabcl__free(got);
+  tabcl__free(data);
+  return s;
+}

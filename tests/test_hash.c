@@ -1,0 +1,419 @@
+/* The label hash: tabcl's host XXH3 and the device kernels against
+ * libxxhash's XXH3_64bits_withSeed, every length class, unaligned starts,
+ * any byte values, nulls, empty columns, one huge label among many short
+ * ones, column seeds, masks, slicing, and failure injection. */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "hash.h"
+#include "tt.h"
+
+static uint8_t *random_bytes(tt_rng *r, size_t n) {
+  uint8_t *b = malloc(n ? n : 1);
+  cr_assert(b);
+  for (size_t i = 0; i < n; i++) b[i] = (uint8_t)tt_next(r);
+  return b;
+}
+
+/* Lengths around each of XXH3's class and block boundaries. */
+static const size_t boundaries[] = {
+    0,    1,    2,    3,    4,    5,    7,    8,    9,    15,   16,   17,   31,   32,   33,
+    63,   64,   65,   95,   96,   97,   127,  128,  129,  130,  143,  144,  239,  240,  241,
+    242,  255,  256,  257,  319,  320,  321,  1023, 1024, 1025, 1087, 1088, 1089, 2047, 2048,
+    2049, 3071, 3072, 3073, 16383, 16384, 16385, 65535, 65536, 65537, 69999, 70000};
+#define NBOUND (sizeof boundaries / sizeof boundaries[0])
+
+static const uint64_t seeds[] = {0, 1, 0x9E3779B97F4A7C15ULL, ~0ULL, 0x00000000FFFFFFFFULL};
+
+Test(hash_host, every_length_to_300_and_boundaries) {
+  tt_rng r = {tt_seed("hash_host/every_length")};
+  uint8_t *buf = random_bytes(&r, 70000 + 16);
+  for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+    for (size_t len = 0; len <= 300; len++)
+      for (size_t start = 0; start < 8; start += 3) {
+        uint64_t want = XXH3_64bits_withSeed(buf + start, len, seeds[s]);
+        uint64_t got = tabcl__xxh3_64(buf + start, len, seeds[s]);
+        cr_assert_eq(got, want, "len %zu start %zu seed %llx: %016llx, libxxhash %016llx", len,
+                     start, (unsigned long long)seeds[s], (unsigned long long)got,
+                     (unsigned long long)want);
+      }
+    for (size_t b = 0; b < NBOUND; b++) {
+      size_t len = boundaries[b];
+      uint64_t want = XXH3_64bits_withSeed(buf + 5, len, seeds[s]);
+      cr_assert_eq(tabcl__xxh3_64(buf + 5, len, seeds[s]), want, "len %zu seed %llx", len,
+                   (unsigned long long)seeds[s]);
+    }
+  }
+  free(buf);
+}
+
+Test(hash_host, random_lengths_and_seeds) {
+  tt_rng r = {tt_seed("hash_host/random")};
+  uint8_t *buf = random_bytes(&r, 70000 + 64);
+  for (int i = 0; i < 400; i++) {
+    size_t len = (size_t)tt_below(&r, i % 4 == 0 ? 70001 : 2500);
+    size_t start = (size_t)tt_below(&r, 64);
+    uint64_t seed = tt_next(&r);
+    cr_assert_eq(tabcl__xxh3_64(buf + start, len, seed), XXH3_64bits_withSeed(buf + start, len, seed),
+                 "len %zu start %zu seed %llx", len, start, (unsigned long long)seed);
+  }
+  free(buf);
+}
+
+Test(hash_host, all_byte_values_and_zero_bytes) {
+  uint8_t all[256 * 3];
+  for (int i = 0; i < 256 * 3; i++) all[i] = (uint8_t)(i * 7 + 3);
+  for (size_t len = 0; len <= sizeof all; len += 1 + len / 7)
+    cr_assert_eq(tabcl__xxh3_64(all, len, 42), XXH3_64bits_withSeed(all, len, 42), "len %zu", len);
+  uint8_t zeros[300] = {0};
+  for (size_t len = 0; len <= 300; len++) {
+    cr_assert_eq(tabcl__xxh3_64(zeros, len, 7), XXH3_64bits_withSeed(zeros, len, 7), "len %zu", len);
+    if (len) cr_expect_neq(tabcl__xxh3_64(zeros, len, 7), tabcl__xxh3_64(zeros, len - 1, 7),
+                           "zero bytes count: len %zu", len);
+  }
+  cr_expect_eq(tabcl__xxh3_64(NULL, 0, 9), XXH3_64bits_withSeed("", 0, 9), "NULL with no bytes");
+}
+
+Test(hash_host, column_seed_and_mask) {
+  cr_expect_neq(tabcl__column_seed(1, 0), tabcl__column_seed(1, 1));
+  cr_expect_neq(tabcl__column_seed(1, 0), tabcl__column_seed(2, 0));
+  cr_expect_neq(tabcl__label_hash("cat", 3, 1, 0, ~0ULL), tabcl__label_hash("cat", 3, 1, 1, ~0ULL));
+  cr_expect_neq(tabcl__label_hash("cat", 3, 1, 0, ~0ULL), tabcl__label_hash("cat", 3, 2, 0, ~0ULL));
+  cr_expect_eq(tabcl__label_hash("cat", 3, 5, 2, ~0ULL),
+               XXH3_64bits_withSeed("cat", 3, tabcl__column_seed(5, 2)));
+  cr_expect_eq(tabcl__label_hash("cat", 3, 5, 2, 0xFF),
+               XXH3_64bits_withSeed("cat", 3, tabcl__column_seed(5, 2)) & 0xFF);
+  tabcl_context *ctx = tt_context();
+  cr_expect_eq(tabcl__hash_mask(ctx), ~0ULL);
+  tabcl__context_set_hash_bits(ctx, 3);
+  cr_expect_eq(tabcl__hash_mask(ctx), 7ULL);
+  tabcl__context_set_hash_bits(ctx, 63);
+  cr_expect_eq(tabcl__hash_mask(ctx), ~0ULL >> 1);
+  tabcl__context_set_hash_bits(ctx, 64);
+  cr_expect_eq(tabcl__hash_mask(ctx), ~0ULL);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- device ------------------------------------------------------------ */
+
+/* Hashes column v on the device and checks every present label against
+   libxxhash (and null slots only for being written without a fault). */
+static void check_device(tabcl_context *ctx, const tabcl_strings_view *v, int col, uint64_t seed,
+                         uint64_t mask, size_t out_offset) {
+  tabcl_dev_strings d;
+  memset(&d, 0, sizeof d);
+  tt_assert_ok(tabcl__strings_upload(ctx, v, &d));
+  size_t n = (size_t)v->length + out_offset;
+  uint64_t *got = malloc((n ? n : 1) * sizeof *got);
+  cr_assert(got);
+  cl_mem out = NULL;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof *got, NULL, &out, "out"));
+  for (size_t i = 0; i < n; i++) got[i] = 0xABCDEF0123456789ULL;
+  tt_assert_ok(tabcl__write(ctx, out, 0, n * sizeof *got, got));
+  cl_event ev = NULL;
+  tt_assert_ok(tabcl__hash_column(ctx, &d, col, seed, mask, out, out_offset, 0, NULL, &ev));
+  cr_assert_not_null(ev);
+  cr_assert_eq(clWaitForEvents(1, &ev), CL_SUCCESS);
+  clReleaseEvent(ev);
+  tt_assert_ok(tabcl__read(ctx, out, 0, n * sizeof *got, got));
+  for (size_t i = 0; i < out_offset; i++)
+    cr_assert_eq(got[i], 0xABCDEF0123456789ULL, "slot %zu before out_offset was written", i);
+  uint64_t xseed = tabcl__column_seed(seed, col);
+  for (int64_t i = 0; i < v->length; i++) {
+    size_t len;
+    const uint8_t *p = tt_label(v, i, &len);
+    if (!p) continue;
+    uint64_t want = XXH3_64bits_withSeed(p, len, xseed) & mask;
+    cr_assert_eq(got[out_offset + i], want, "label %lld (%zu bytes, at %lld): device %016llx, libxxhash %016llx",
+                 (long long)i, len, (long long)v->offsets[i], (unsigned long long)got[out_offset + i],
+                 (unsigned long long)want);
+  }
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  free(got);
+}
+
+Test(hash_device, every_length_to_300_unaligned) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/every_length")};
+  for (int64_t first = 0; first < 3; first++) {
+    tt_strings s;
+    tt_strings_init(&s, first * 5);
+    for (size_t len = 0; len <= 300; len++) {
+      uint8_t *b = random_bytes(&r, len);
+      tt_strings_push(&s, b, len);
+      free(b);
+    }
+    tabcl_strings_view v = tt_view(&s);
+    check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, 0);
+    tt_strings_free(&s);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, boundaries_every_start) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/boundaries")};
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  for (size_t b = 0; b < NBOUND; b++)
+    for (int start = 0; start < 8; start++) {
+      /* a 1..7 byte filler shifts the next label's start through every residue */
+      uint8_t *fill = random_bytes(&r, (size_t)start + 1);
+      tt_strings_push(&s, fill, (size_t)start + 1);
+      free(fill);
+      uint8_t *lab = random_bytes(&r, boundaries[b]);
+      tt_strings_push(&s, lab, boundaries[b]);
+      free(lab);
+    }
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 1, 12345, ~0ULL, 0);
+  check_device(ctx, &v, 2, 0, ~0ULL, 3);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, random_lengths_to_70000) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/random")};
+  tt_strings s;
+  tt_strings_init(&s, (int64_t)tt_below(&r, 13));
+  for (int i = 0; i < 600; i++) {
+    size_t len = (size_t)(i % 40 == 0 ? tt_below(&r, 70001) : i % 3 ? tt_below(&r, 300) : tt_below(&r, 5000));
+    uint8_t *b = random_bytes(&r, len);
+    if (i % 11 == 0) tt_strings_push_null(&s);
+    tt_strings_push(&s, b, len);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 4, tt_next(&r), ~0ULL, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, byte_values_zero_bytes_nulls) {
+  tabcl_context *ctx = tt_context();
+  tt_strings s;
+  tt_strings_init(&s, 1);
+  uint8_t all[256];
+  for (int i = 0; i < 256; i++) all[i] = (uint8_t)(255 - i);
+  for (size_t len = 1; len <= 256; len++) tt_strings_push(&s, all + 256 - len, len);
+  uint8_t zeros[2000] = {0};
+  for (size_t len = 0; len < 2000; len += 1 + len / 3) {
+    tt_strings_push(&s, zeros, len);
+    tt_strings_push_null(&s);
+  }
+  const char invalid[] = "\xff\xfe\xc3\x28 \xe2\x82 \x00 caf\xc3\xa9";
+  tt_strings_push(&s, invalid, sizeof invalid);
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 0, 99, ~0ULL, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, empty_and_only_empty_labels) {
+  tabcl_context *ctx = tt_context();
+  tt_assert_ok(tabcl__selfcheck_hash(ctx)); /* the compiled program stays in the context */
+  tt_live base = tt_live_now();
+  tabcl_strings_view none = {0, NULL, NULL, NULL};
+  check_device(ctx, &none, 0, 1, ~0ULL, 0);
+  check_device(ctx, &none, 0, 1, ~0ULL, 2);
+  tt_strings s;
+  tt_strings_init(&s, 0);
+  for (int i = 0; i < 1000; i++) {
+    if (i % 9 == 0) tt_strings_push_null(&s);
+    else tt_strings_push(&s, "", 0);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  v.data = NULL;
+  check_device(ctx, &v, 5, 77, ~0ULL, 0);
+  tt_strings_free(&s);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* One 70,000-byte label among many short ones, and several huge ones
+   with a small work-group so the block rounds of the cooperative kernel
+   run more than once. */
+Test(hash_device, huge_among_short) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/huge_among_short")};
+  tt_strings s;
+  tt_strings_init(&s, 7);
+  uint8_t *big = random_bytes(&r, 70001);
+  for (int i = 0; i < 20000; i++) {
+    if (i == 12345) tt_strings_push(&s, big + 1, 70000);
+    char lab[24];
+    int n = snprintf(lab, sizeof lab, "label-%d", i);
+    tt_strings_push(&s, lab, (size_t)n);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 0, 5, ~0ULL, 0);
+  tt_strings_free(&s);
+
+  tabcl__hash_tune(1500, 8);
+  tt_strings_init(&s, 1);
+  size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    tt_strings_push(&s, "x", 1);
+    tt_strings_push(&s, big + i, lens[i]);
+  }
+  v = tt_view(&s);
+  check_device(ctx, &v, 2, 6, ~0ULL, 1);
+  tabcl__hash_tune(0, 0);
+  tt_strings_free(&s);
+  free(big);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, columns_differ_and_masks) {
+  tabcl_context *ctx = tt_context();
+  tt_strings s;
+  tt_strings_init(&s, 0);
+  const char *labels[] = {"", "a", "same label", "a label longer than sixteen bytes"};
+  for (int i = 0; i < 4; i++) tt_strings_push(&s, labels[i], strlen(labels[i]));
+  tabcl_strings_view v = tt_view(&s);
+  tabcl_dev_strings d;
+  memset(&d, 0, sizeof d);
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
+  cl_mem out = NULL;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 8 * sizeof(uint64_t), NULL, &out, "out"));
+  tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 11, ~0ULL, out, 0, 0, NULL, NULL));
+  tt_assert_ok(tabcl__hash_column(ctx, &d, 1, 11, ~0ULL, out, 4, 0, NULL, NULL));
+  uint64_t h[8];
+  tt_assert_ok(tabcl__read(ctx, out, 0, sizeof h, h));
+  for (int i = 0; i < 4; i++) {
+    cr_expect_neq(h[i], h[4 + i], "label %d: columns 0 and 1 give different hashes", i);
+    cr_expect_eq(h[i], tabcl__label_hash(labels[i], strlen(labels[i]), 11, 0, ~0ULL));
+  }
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  tt_strings_free(&s);
+  /* masked: the low bits only */
+  tt_rng r = {tt_seed("hash_device/masks")};
+  tt_strings_init(&s, 2);
+  for (int i = 0; i < 500; i++) {
+    size_t len = (size_t)tt_below(&r, 700);
+    uint8_t *b = random_bytes(&r, len);
+    tt_strings_push(&s, b, len);
+    free(b);
+  }
+  v = tt_view(&s);
+  check_device(ctx, &v, 3, 8, 0x7, 0);
+  check_device(ctx, &v, 3, 8, 0xFFFF, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, sliced_equals_unsliced) {
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 37;
+  tabcl_context *ctx = tt_context_with(&o);
+  tt_rng r = {tt_seed("hash_device/sliced")};
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  for (int i = 0; i < 400; i++) {
+    size_t len = (size_t)(i % 50 == 7 ? 17000 + tt_below(&r, 3000) : tt_below(&r, 600));
+    uint8_t *b = random_bytes(&r, len);
+    tt_strings_push(&s, b, len);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 1, 3, ~0ULL, 5);
+  tabcl_stats st;
+  tabcl_context_stats(ctx, &st);
+  cr_expect_gt(st.kernel_launches, 400 / 37, "the column was sliced");
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+Test(hash_device, selfcheck_and_one_compile) {
+  tabcl_context *ctx = tt_context();
+  tt_assert_ok(tabcl__selfcheck_hash(ctx));
+  tabcl_stats a, b;
+  tabcl_context_stats(ctx, &a);
+  tt_assert_ok(tabcl__selfcheck_hash(ctx));
+  tabcl_context_stats(ctx, &b);
+  cr_expect_eq(a.programs_built + a.programs_from_cache, b.programs_built + b.programs_from_cache,
+               "a second run with other sizes compiles nothing");
+  tabcl_context_destroy(ctx);
+}
+
+#ifdef TABCL_FAULT_INJECTION
+/* Fail the 1st, 2nd, ... allocation or OpenCL call of upload + hash until
+   a run succeeds; each failed run leaks nothing and the context still works. */
+static void sweep_hash(int which) {
+  tabcl_context *ctx = tt_context();
+  tt_strings s;
+  tt_strings_init(&s, 5);
+  tt_rng r = {99};
+  size_t lens[] = {3, 0, 300, 17000, 12, 2000};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint8_t *b = random_bytes(&r, lens[i]);
+    tt_strings_push(&s, b, lens[i]);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  /* compile first, so the sweep covers the calls themselves */
+  tt_assert_ok(tabcl__selfcheck_hash(ctx));
+  for (long n = 1; n < 10000; n++) {
+    tt_live base = tt_live_now();
+    tabcl_dev_strings d;
+    memset(&d, 0, sizeof d);
+    cl_mem out = NULL;
+    cl_event ev = NULL;
+    tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+    tabcl_status st = tabcl__strings_upload(ctx, &v, &d);
+    if (!st) st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 8 * 6, NULL, &out, "out");
+    if (!st) st = tabcl__hash_column(ctx, &d, 0, 1, ~0ULL, out, 0, 0, NULL, &ev);
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    if (fired) {
+      cr_expect_neq(st, TABCL_OK, "%s failure %ld was swallowed", which ? "OpenCL" : "alloc", n);
+      cr_expect_null(ev, "no event on failure");
+      cr_expect_neq(strlen(tabcl_last_error()), 0);
+    }
+    if (ev) clReleaseEvent(ev);
+    tabcl__finish(ctx);
+    tabcl__buffer_release(out);
+    tabcl__strings_release(&d);
+    tt_expect_no_leak(base);
+    if (!fired) {
+      cr_expect_eq(st, TABCL_OK, "%s", tabcl_last_error());
+      tt_assert_ok(tabcl__selfcheck_hash(ctx));
+      cr_log_info("%s sweep: %ld points", which ? "OpenCL" : "alloc", n - 1);
+      break;
+    }
+  }
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+Test(hash_faults, injected_alloc_failures) { sweep_hash(0); }
+Test(hash_faults, injected_cl_failures) { sweep_hash(1); }
+#endif
+
+/* Tiny shapes for oclgrind: every kernel, the team kernel across a block
+   boundary, the work-group kernel just over its threshold and with more
+   blocks than teams. */
+Test(oclgrind_hash, tiny) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/tiny")};
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  size_t lens[] = {0, 1, 3, 4, 8, 9, 16, 17, 100, 129, 240, 241, 1025, 2100, 2101, 3200, 5};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint8_t *b = random_bytes(&r, lens[i]);
+    tt_strings_push(&s, b, lens[i]);
+    if (i == 4) tt_strings_push_null(&s);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: three blocks in two rounds of two teams */
+  check_device(ctx, &v, 1, 2, ~0ULL, 1);
+  tabcl__hash_tune(0, 0);
+  tabcl_strings_view none = {0, NULL, NULL, NULL};
+  check_device(ctx, &none, 0, 1, ~0ULL, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
