@@ -186,29 +186,26 @@ def probe_lines(path):
             data = json.load(f)
     except (OSError, ValueError) as e:
         return ["- cl-probe: no readable JSON (%s)" % e]
-    found = OrderedDict()
-    pat = re.compile(r"(name|vendor|platform|driver|version|selector)", re.I)
-
-    def walk(x, key, depth):
-        if depth > 6:
-            return
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if isinstance(v, dict) and "value" in v and isinstance(v["value"], str):
-                    if pat.search(k):
-                        found.setdefault(k, v["value"])
-                elif isinstance(v, str) and pat.search(k) and k != "name":
-                    found.setdefault(k, v)
-                elif k not in ("programs", "selfchecks"):
-                    walk(v, k, depth + 1)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v, key, depth + 1)
-
-    walk(data, "", 0)
-    if not found:
-        return []
-    return ["- cl-probe: " + "; ".join("%s: %s" % (k, v) for k, v in list(found.items())[:12])]
+    pat = re.compile(r"(name|vendor|driver|version)", re.I)
+    devices = data.get("devices") if isinstance(data, dict) else None
+    if not isinstance(devices, list):
+        devices = [data]
+    lines = []
+    for d in devices:
+        if not isinstance(d, dict):
+            continue
+        info = d.get("info", d)
+        found = []
+        for k, v in info.items() if isinstance(info, dict) else []:
+            if isinstance(v, dict):
+                v = v.get("value", v.get("error"))
+            if isinstance(v, str) and pat.search(k):
+                found.append("%s: %s" % (k, v))
+        if "failures" in d:
+            found.append("probe failures: %s" % d["failures"])
+        if found:
+            lines.append("- cl-probe %s: %s" % (d.get("selector", ""), "; ".join(found)))
+    return lines
 
 
 def bench_tables(tab, peer):
