@@ -273,25 +273,35 @@ def targets(tab, peer):
         ev.append("%s: %s/%s = %s" % (c, fig(t), fig(p), fmt(r)))
     rows.append(("lookup faster than the PyTorch-native GPU lookup, every case", "; ".join(ev) or "no data",
                  verdict(ok, known)))
-    # >= 100x faster than pandas on 100,000-row queries
-    ev, ok, known = [], True, False
+    # >= 100x faster than pandas on 100,000-row queries; judged against
+    # get_indexer on a fitted index, the cold figure (Index built too) shown
+    ev, warm_ok, cold_ok, known = [], True, True, False
     for (b, c), ms in peer.items():
         if b != "lookup" or "pandas_ms" not in ms:
             continue
-        q = ms.get("queries") or peer.get((b, c), {}).get("queries")
+        q = ms.get("queries")
         nq = float(q["value"]) if q else rows_from_name(c)
         if nq is None or nq < 100000:
             continue
         t, p = pick(tab, peer, "lookup", c, "pandas_ms")
-        if not t:
+        if not t or not as_ms(t):
             ev.append("%s: no tabcl figure" % c)
             continue
         known = True
-        speed = as_ms(p) / as_ms(t) if as_ms(t) else 0
-        ok = ok and speed >= 100
-        ev.append("%s: pandas %s, tabcl %s: %sx" % (c, fig(p), fig(t), fmt(speed)))
+        warm = as_ms(p) / as_ms(t)
+        warm_ok = warm_ok and warm >= 100
+        text = "%s: tabcl %s; pandas get_indexer %s (%sx)" % (c, fig(t), fig(p), fmt(warm))
+        cold = ms.get("pandas_cold_ms")
+        if cold:
+            cold_x = as_ms(cold) / as_ms(t)
+            cold_ok = cold_ok and cold_x >= 100
+            text += ", Index built and searched %s (%sx)" % (fig(cold), fmt(cold_x))
+        ev.append(text)
+    v = verdict(warm_ok, known)
+    if known and not warm_ok and cold_ok:
+        v = "**not met** against a fitted index; met against a cold one"
     rows.append(("lookup >= 100x faster than pandas get_indexer, 100,000-row queries",
-                 "; ".join(ev) or "no case with 100,000 query rows", verdict(ok, known)))
+                 "; ".join(ev) or "no case with 100,000 query rows", v))
     # sort 2^24 within 3x torch.sort
     t, p = pick(tab, peer, "sort", "2^24", "torch_ms")
     if t and p:

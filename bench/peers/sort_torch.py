@@ -54,6 +54,7 @@ def main():
         k = torch.from_numpy((keys ^ TOP).view(np.int64)).to(dev)
         v = torch.from_numpy(vals.view(np.int32)).to(dev)
         out = {}
+        n = keys.size
 
         def sort_pairs():
             sk, perm = torch.sort(k)
@@ -68,7 +69,8 @@ def main():
         sk = out["k"].cpu().numpy().view(np.uint64) ^ TOP
         sv = out["v"].cpu().numpy().view(np.uint32)
         ok, msg = check(keys, vals, sk, sv)
-        n = keys.size
+        if n > 1 and np.all(keys[1:] >= keys[:-1]):
+            msg += "; NOTE: the dumped keys were already ascending"
         rate = n / (pairs_ms * 1e-3) * 1e-9 if pairs_ms > 0 else 0.0
         rec("sort", case, "torch_ms", pairs_ms, "ms", vs="sort_ms")
         rec("sort", case, "torch_keys_only_ms", keys_ms, "ms")
