@@ -233,7 +233,7 @@ def bench_tables(tab, peer):
                         fmt(r) if r is not None else "", faster))
             checks = [(c, p) for c in pcases for p in peer[(bench, c)].values() if p.get("unit") == "bool"]
             if checks:
-                out.append("\nChecks (1 = the peer's result equals tabcl's, or is correct):\n")
+                out.append("\nChecks (the peer's codes equal tabcl's; the sort came out right):\n")
                 out.append("| case | check | result |")
                 out.append("|---|---|---|")
                 for c, p in checks:

@@ -9,7 +9,7 @@
 # bench/peers/ on the same inputs and shapes, then bench/report.py. Leaves
 # exactly: OUT/probe.json, tabcl-bench.md, tabcl.jsonl, peers.jsonl,
 # report.md, run.log. Every step has a time limit under one overall budget
-# (RUN_GPU_BUDGET_S, 460 s by default: the whole run stays under 8 minutes);
+# (RUN_GPU_BUDGET_S, 450 s by default: the whole run stays under 8 minutes);
 # a step that fails or runs out of time is logged and the run goes on.
 # --quick passes --quick everywhere: a smoke run on a CPU (PoCL, and torch
 # without CUDA), with a budget of 900 s by default.
@@ -37,7 +37,7 @@ LOG=$OUT/run.log
 rm -f "$OUT"/probe.json "$OUT"/tabcl-bench.md "$OUT"/tabcl.jsonl "$OUT"/peers.jsonl "$OUT"/report.md
 : > "$LOG"
 START=$(date +%s)
-if [ -n "$QUICK" ]; then BUDGET=${RUN_GPU_BUDGET_S:-900}; else BUDGET=${RUN_GPU_BUDGET_S:-460}; fi
+if [ -n "$QUICK" ]; then BUDGET=${RUN_GPU_BUDGET_S:-900}; else BUDGET=${RUN_GPU_BUDGET_S:-450}; fi
 RESERVE=15 # kept back for the report
 BUILD=${TABCL_BENCH_BUILD:-$(mktemp -d /tmp/tabcl-bench-build.XXXXXX)}
 DUMP=${TABCL_BENCH_DUMP:-/tmp/tabcl-dump}
