@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "hash.h"
+#include "sdpa.h"
 #include "sort.h"
 
 typedef struct selfcheck {
@@ -15,6 +16,7 @@ typedef struct selfcheck {
 static const selfcheck checks[] = {
     {"probe", tabcl__selfcheck_probe},
     {"hash", tabcl__selfcheck_hash},
+    {"sdpa", tabcl__selfcheck_sdpa},
     {"sort", tabcl__selfcheck_sort},
 };
 

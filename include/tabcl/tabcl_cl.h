@@ -58,6 +58,20 @@ TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx,
 
 /* ---- attention (see tabcl_sdpa_host) ---- */
 
+/* tabcl_sdpa_host with q, k, v, mask and out in device buffers of the
+   context, laid out exactly as there (q at offset 0, and so on). The work is
+   enqueued on the context's queue after the nwait events in wait (nwait == 0
+   with wait == NULL for none); *ev (ev may be NULL) completes when out is
+   fully written, and the caller releases it. A call with no work enqueues a
+   marker for ev. k, v and mask may be NULL when kv_len is 0; mask is ignored
+   when desc->mask is TABCL_MASK_NONE. The descriptor is checked first and a
+   failed check enqueues nothing; the buffers' sizes are the caller's
+   responsibility. Large batches run as several launches; an OpenCL failure
+   after the first may leave out partly written. */
+TABCL_API tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q,
+                                     cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
+                                     const cl_event *wait, cl_event *ev);
+
 #ifdef __cplusplus
 }
 #endif

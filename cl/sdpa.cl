@@ -1,0 +1,254 @@
+// Fused scaled dot-product attention (flash-attention style).
+//
+// A work-group of SDPA_NT work-items owns SDPA_BQ queries of one (batch,
+// head). Key and value tiles of SDPA_BK rows pass through one local buffer
+// (K first, then V into the same space) so that the query tile can stay in
+// local memory for the whole pass over the keys. Per key tile:
+//   1. S = Q K^T: each work-item computes an RQS x RKS register block of S
+//      from local memory, four head-dim elements per step (vector loads).
+//   2. One work-item per query row updates that row's running max and sum
+//      (online softmax, in the log2 domain so exp2 can be used) and turns
+//      its row of S into probabilities, while the rest load V.
+//   3. O += P V: each work-item owns an RQO x (4*CG) register block of the
+//      output, rescaled by the row's correction factor first.
+// The output is written once at the end. Sizes (batch, lengths, heads, the
+// exact head dim) are arguments; only the dtype and the tile shape (which
+// includes the head dim rounded up to a multiple of 16) are build options.
+//
+// Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
+// SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns).
+
+#if SDPA_DTYPE == 3
+typedef double real;
+typedef double4 real4;
+typedef double store_t;
+#else
+typedef float real;
+typedef float4 real4;
+#if SDPA_DTYPE == 0
+typedef float store_t;
+#elif SDPA_DTYPE == 1
+typedef half store_t;
+#else
+typedef ushort store_t;
+#endif
+#endif
+
+#if SDPA_DTYPE == 0 || SDPA_DTYPE == 3
+#define LD1(p, i) ((real)(p)[i])
+#define LD4(p, i) vload4((i) >> 2, (p))
+#define ST1(p, i, x) ((p)[i] = (x))
+#define ST4(p, i, x) vstore4((x), (i) >> 2, (p))
+#elif SDPA_DTYPE == 1
+// 16-bit storage without cl_khr_fp16: only vload_half/vstore_half touch it.
+#define LD1(p, i) vload_half((i), (p))
+#define LD4(p, i) vload_half4((i) >> 2, (p))
+#define ST1(p, i, x) vstore_half_rte((x), (i), (p))
+#define ST4(p, i, x) vstore_half4_rte((x), (i) >> 2, (p))
+#else
+// bf16 is the high half of an f32: widening is a shift; narrowing rounds to
+// nearest even and keeps NaNs quiet.
+inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
+inline ushort f32_to_bf16(float f) {
+  uint u = as_uint(f);
+  if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+#define LD1(p, i) bf16_to_f32((p)[i])
+#define LD4(p, i) as_float4(convert_uint4(vload4((i) >> 2, (p))) << 16)
+#define ST1(p, i, x) ((p)[i] = f32_to_bf16(x))
+#define ST4(p, i, x)                              \
+  do {                                            \
+    real4 x_ = (x);                               \
+    vstore4((ushort4)(f32_to_bf16(x_.x), f32_to_bf16(x_.y), f32_to_bf16(x_.z), \
+                      f32_to_bf16(x_.w)),         \
+            (i) >> 2, (p));                       \
+  } while (0)
+#endif
+
+#define NT SDPA_NT
+#define BQ SDPA_BQ
+#define BK SDPA_BK
+#define DP SDPA_DP
+#define DP4 (DP / 4)
+#define RS (DP4 + 1)      /* row stride (real4) of the Q and K/V tiles: padding spreads banks */
+#define TKS 8             /* work-items across the keys of S */
+#define RKS (BK / TKS)
+#define TQS (NT / TKS)
+#define RQS (BQ / TQS)
+#define TC SDPA_TC
+#define CG (DP4 / TC)     /* float4 output columns per work-item */
+#define TQO (NT / TC)
+#define RQO (BQ / TQO)
+#define PS (BK / 4 + 1)   /* row stride (real4) of P */
+#define LOG2E 1.4426950408889634
+
+// Four elements c0..c0+3 of a row of length d, zero past its end. vec: d is
+// a multiple of 4, so whole groups are in or out.
+inline real4 load4(__global const store_t *row, int c0, int d, int vec) {
+  if (vec) return c0 < d ? LD4(row, c0) : (real4)(0);
+  real4 x = (real4)(0);
+  if (c0 + 0 < d) x.x = LD1(row, c0 + 0);
+  if (c0 + 1 < d) x.y = LD1(row, c0 + 1);
+  if (c0 + 2 < d) x.z = LD1(row, c0 + 2);
+  if (c0 + 3 < d) x.w = LD1(row, c0 + 3);
+  return x;
+}
+
+inline void store4(__global store_t *row, int c0, int d, int vec, real4 x) {
+  if (vec) {
+    if (c0 < d) ST4(row, c0, x);
+    return;
+  }
+  if (c0 + 0 < d) ST1(row, c0 + 0, x.x);
+  if (c0 + 1 < d) ST1(row, c0 + 1, x.y);
+  if (c0 + 2 < d) ST1(row, c0 + 2, x.z);
+  if (c0 + 3 < d) ST1(row, c0 + 3, x.w);
+}
+
+inline real dot4(real4 a, real4 b, real acc) {
+  return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
+}
+
+// Loads rows r0.. of a [rows, d] tile whose rows are `stride` elements apart
+// into a local tile of n rows; rows at or past `avail` become zeros.
+inline void load_tile(__local real4 *dst, __global const store_t *src, long stride, int n,
+                      int avail, int d, int vec, real mul, int t) {
+  for (int idx = t; idx < n * DP4; idx += NT) {
+    int r = idx / DP4, c = idx - r * DP4;
+    real4 x = (real4)(0);
+    if (r < avail) x = load4(src + r * stride, c * 4, d, vec) * mul;
+    dst[r * RS + c] = x;
+  }
+}
+
+// One work-group per (query tile, head, batch entry), flattened into dim 0
+// in that order. Batch entry b0 + i of the buffers is the launch's i-th.
+// mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void sdpa_fused(__global const store_t *q, __global const store_t *k,
+                __global const store_t *v, __global const uchar *mask,
+                __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
+                real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int nqt) {
+  __local real4 qs[BQ * RS];
+  __local real4 kvs[BK * RS];
+  __local real4 ps4[BQ * PS];
+  __local real alpha_s[BQ];
+  __local real linv_s[BQ];
+  __local real *ps = (__local real *)ps4;
+
+  const int t = (int)get_local_id(0);
+  const long g = (long)get_group_id(0);
+  const int qt = (int)(g % nqt);
+  const long bh = g / nqt;
+  const int h = (int)(bh % hq);
+  const long b = b0 + bh / hq;
+  const int kh = h / (hq / hkv);
+  const int q0 = qt * BQ;
+  const int qn = min(BQ, lq - q0);
+  const long qstride = (long)hq * d, kstride = (long)hkv * d;
+  const int vec = (d & 3) == 0;
+  __global const store_t *qb = q + ((b * lq + q0) * hq + h) * (long)d;
+  __global const store_t *kb = k + (b * lk * hkv + kh) * (long)d;
+  __global const store_t *vb = v + (b * lk * hkv + kh) * (long)d;
+  long mbase = 0;
+  if (mask_kind)
+    mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
+
+  load_tile(qs, qb, qstride, BQ, qn, d, vec, scale2, t);
+
+  real m_run = -INFINITY, l_run = 0;  // meaningful for row owners t < BQ
+  real4 acc[RQO][CG];
+  for (int i = 0; i < RQO; i++)
+    for (int c = 0; c < CG; c++) acc[i][c] = (real4)(0);
+
+  const int tk = t % TKS, tq = t / TKS;
+  const int tc = t % TC, to = t / TC;
+  // Top-left aligned causality: no row of this tile sees keys past its last query.
+  const int kv_end = causal ? min(lk, q0 + qn) : lk;
+
+  for (int k0 = 0; k0 < kv_end; k0 += BK) {
+    const int kn = min(BK, lk - k0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    load_tile(kvs, kb + k0 * kstride, kstride, BK, kn, d, vec, (real)1, t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    real s[RQS][RKS];
+    for (int i = 0; i < RQS; i++)
+      for (int j = 0; j < RKS; j++) s[i][j] = 0;
+    for (int c = 0; c < DP4; c++) {
+      real4 qv[RQS], kv[RKS];
+      for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+      for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * RS + c];
+      for (int i = 0; i < RQS; i++)
+        for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
+    }
+    for (int i = 0; i < RQS; i++) {
+      const int r = tq + i * TQS, qi = q0 + r;
+      for (int j = 0; j < RKS; j++) {
+        const int cc = tk + j * TKS, kj = k0 + cc;
+        int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+        real x = s[i][j];
+        if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+        else if (ok && mask_kind == 2)
+          x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
+        ps[r * (PS * 4) + cc] = ok ? x : (real)(-INFINITY);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    load_tile(kvs, vb + k0 * kstride, kstride, BK, kn, d, vec, (real)1, t);
+    if (t < BQ) {
+      __local real *prow = ps + t * (PS * 4);
+      real mx = m_run;
+      for (int j = 0; j < BK; j++) mx = fmax(mx, prow[j]);
+      // A row with nothing attendable yet keeps m = -inf; exponents then use 0
+      // so that masked entries give exp2(-inf) = 0 instead of NaN.
+      const real mu = mx == -INFINITY ? (real)0 : mx;
+      const real a = exp2(m_run - mu);
+      real sum = 0;
+      for (int j = 0; j < BK; j++) {
+        const real p = exp2(prow[j] - mu);
+        prow[j] = p;
+        sum += p;
+      }
+      l_run = l_run * a + sum;
+      m_run = mx;
+      alpha_s[t] = a;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int i = 0; i < RQO; i++) {
+      const real a = alpha_s[to + i * TQO];
+      for (int c = 0; c < CG; c++) acc[i][c] *= a;
+    }
+    for (int j4 = 0; j4 < BK / 4; j4++) {
+      real4 pv[RQO];
+      for (int i = 0; i < RQO; i++) pv[i] = ps4[(to + i * TQO) * PS + j4];
+      __local const real4 *vrow = kvs + j4 * 4 * RS + tc;
+      for (int c = 0; c < CG; c++) {
+        const real4 v0 = vrow[c * TC], v1 = vrow[RS + c * TC];
+        const real4 v2 = vrow[2 * RS + c * TC], v3 = vrow[3 * RS + c * TC];
+        for (int i = 0; i < RQO; i++) {
+          real4 x = acc[i][c];
+          x = fma((real4)(pv[i].x), v0, x);
+          x = fma((real4)(pv[i].y), v1, x);
+          x = fma((real4)(pv[i].z), v2, x);
+          x = fma((real4)(pv[i].w), v3, x);
+          acc[i][c] = x;
+        }
+      }
+    }
+  }
+
+  if (t < BQ) linv_s[t] = l_run > 0 ? (real)1 / l_run : (real)0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
+  for (int i = 0; i < RQO; i++) {
+    const int r = to + i * TQO;
+    if (r >= qn) continue;
+    const real li = linv_s[r];
+    for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);
+  }
+}

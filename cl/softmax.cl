@@ -1,0 +1,103 @@
+// The softmax between the two GEMMs of the CLBlast attention path, and the
+// conversions of 16-bit tensors to and from the f32 the GEMMs run in.
+//
+// Build options: SM_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64: the tensors' dtype;
+// scores are f64 for f64 and f32 otherwise), SM_WG (work-group size, a
+// power of two).
+
+#if SM_DTYPE == 3
+typedef double real;
+typedef double store_t;
+#else
+typedef float real;
+#if SM_DTYPE == 0
+typedef float store_t;
+#elif SM_DTYPE == 1
+typedef half store_t;
+#else
+typedef ushort store_t;
+#endif
+#endif
+
+#if SM_DTYPE == 0 || SM_DTYPE == 3
+#define LD1(p, i) ((real)(p)[i])
+#define ST1(p, i, x) ((p)[i] = (x))
+#elif SM_DTYPE == 1
+#define LD1(p, i) vload_half((i), (p))
+#define ST1(p, i, x) vstore_half_rte((x), (i), (p))
+#else
+inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
+inline ushort f32_to_bf16(float f) {
+  uint u = as_uint(f);
+  if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+#define LD1(p, i) bf16_to_f32((p)[i])
+#define ST1(p, i, x) ((p)[i] = f32_to_bf16(x))
+#endif
+
+inline real wg_reduce(__local real *red, real x, int is_max) {
+  const int t = (int)get_local_id(0);
+  red[t] = x;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int w = SM_WG / 2; w > 0; w >>= 1) {
+    if (t < w) red[t] = is_max ? fmax(red[t], red[t + w]) : red[t] + red[t + w];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const real r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // red is reused by the next reduction
+  return r;
+}
+
+// One work-group per score row; rows are ordered (batch, head, query) like
+// the scores [nb, hq, lq, lk]. Batch entry i of the launch is b0 + i of the mask.
+// Each row becomes softmax(scale * s + mask), with masked keys (false, -inf,
+// causality) at 0 and a row with no attendable key all 0.
+__kernel __attribute__((reqd_work_group_size(SM_WG, 1, 1)))
+void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq, int lk,
+                  int hq, real scale, int causal, int mask_kind, int mask_bb, int mask_hb) {
+  __local real red[SM_WG];
+  const int t = (int)get_local_id(0);
+  const long row = (long)get_group_id(0);
+  const int i = (int)(row % lq);
+  const long bh = row / lq;
+  const int h = (int)(bh % hq);
+  const long b = b0 + bh / hq;
+  __global real *sr = s + row * lk;
+  long mrow = 0;
+  if (mask_kind)
+    mrow = (((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq + i) * lk;
+  const int lim = causal ? min(lk, i + 1) : lk;
+  real mx = -INFINITY;
+  for (int j = t; j < lk; j += SM_WG) {
+    real x = sr[j] * scale;
+    int ok = j < lim;
+    if (ok && mask_kind == 1) ok = mask[mrow + j] != 0;
+    else if (ok && mask_kind == 2) x += LD1((__global const store_t *)mask, mrow + j);
+    x = ok ? x : (real)(-INFINITY);
+    sr[j] = x;
+    mx = fmax(mx, x);
+  }
+  mx = wg_reduce(red, mx, 1);
+  const real mu = mx == -INFINITY ? (real)0 : mx;
+  real sum = 0;
+  for (int j = t; j < lk; j += SM_WG) {
+    const real p = exp(sr[j] - mu);
+    sr[j] = p;
+    sum += p;
+  }
+  sum = wg_reduce(red, sum, 0);
+  const real inv = sum > 0 ? (real)1 / sum : (real)0;
+  for (int j = t; j < lk; j += SM_WG) sr[j] *= inv;
+}
+
+__kernel void sdpa_widen(__global const store_t *src, long off, __global float *dst, long n) {
+  const long i = (long)get_global_id(0);
+  if (i < n) dst[i] = LD1(src, off + i);
+}
+
+__kernel void sdpa_narrow(__global const float *src, __global store_t *dst, long off, long n) {
+  const long i = (long)get_global_id(0);
+  if (i < n) ST1(dst, off + i, src[i]);
+}

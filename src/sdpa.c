@@ -1,0 +1,281 @@
+/* Scaled dot-product attention: descriptor validation, the choice between
+ * the fused kernel and the CLBlast path, batch slicing and the entry points. */
+#include <math.h>
+#include <string.h>
+
+#include "sdpa.h"
+#include "tabcl/tabcl_cl.h"
+
+size_t tabcl__sdpa_elem_size(tabcl_dtype dt) {
+  return dt == TABCL_F64 ? 8 : dt == TABCL_F32 ? 4 : 2;
+}
+
+int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d) { return d->batch > 0 && d->q_len > 0; }
+
+double tabcl__sdpa_scale(const tabcl_sdpa_desc *d) {
+  return d->scale != 0 ? d->scale : 1.0 / sqrt((double)d->head_dim);
+}
+
+void tabcl__sdpa_track(tabcl__sdpa_events *e, cl_event ev) {
+  if (!ev) return;
+  if (!e) {
+    clReleaseEvent(ev);
+    return;
+  }
+  if (e->want_first && !e->first) {
+    clRetainEvent(ev);
+    e->first = ev;
+  }
+  if (e->want_last) {
+    if (e->last) clReleaseEvent(e->last);
+    e->last = ev;
+  } else {
+    clReleaseEvent(ev);
+  }
+}
+
+void tabcl__sdpa_events_release(tabcl__sdpa_events *e) {
+  if (e->first) clReleaseEvent(e->first);
+  if (e->last) clReleaseEvent(e->last);
+  e->first = e->last = NULL;
+}
+
+tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
+                                  const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,
+                                  int has_mask, int has_out) {
+  if (!ctx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+  if (!d) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+  if (d->batch < 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: batch is %lld; it must be >= 0", fn,
+                       (long long)d->batch);
+  if (d->q_len < 0 || d->q_len > INT32_MAX)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: q_len is %lld; it must be in [0, 2^31)", fn,
+                       (long long)d->q_len);
+  if (d->kv_len < 0 || d->kv_len > INT32_MAX)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: kv_len is %lld; it must be in [0, 2^31)",
+                       fn, (long long)d->kv_len);
+  if ((unsigned)d->dtype > (unsigned)TABCL_F64)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: dtype %d is not a tabcl_dtype", fn,
+                       (int)d->dtype);
+  if ((unsigned)d->mask > (unsigned)TABCL_MASK_ADD)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: mask kind %d is not a tabcl_mask_kind", fn,
+                       (int)d->mask);
+  if (!isfinite(d->scale))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: scale is not finite", fn);
+  if (d->head_dim > 256)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: head_dim is %d; at most 256 is supported",
+                       fn, (int)d->head_dim);
+  if (d->q_heads > 0 && d->kv_heads > 0 && d->q_heads % d->kv_heads != 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "%s: q_heads (%d) is not a multiple of kv_heads (%d)", fn,
+                       (int)d->q_heads, (int)d->kv_heads);
+  if (d->q_heads < 0 || d->kv_heads < 0 || d->head_dim < 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: q_heads %d, kv_heads %d, head_dim %d: "
+                       "none may be negative", fn, (int)d->q_heads, (int)d->kv_heads,
+                       (int)d->head_dim);
+  if (!tabcl__sdpa_has_work(d)) return TABCL_OK;
+  if (d->q_heads <= 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: q_heads is %d; it must be > 0", fn,
+                       (int)d->q_heads);
+  if (d->kv_heads <= 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: kv_heads is %d; it must be > 0", fn,
+                       (int)d->kv_heads);
+  if (d->head_dim <= 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: head_dim is %d; it must be > 0", fn,
+                       (int)d->head_dim);
+  if (!has_q) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: q is NULL", fn);
+  if (!has_out) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: out is NULL", fn);
+  if (d->kv_len > 0 && !has_k) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: k is NULL", fn);
+  if (d->kv_len > 0 && !has_v) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: v is NULL", fn);
+  if (d->kv_len > 0 && d->mask != TABCL_MASK_NONE && !has_mask)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: mask is NULL but the mask kind is %s", fn,
+                       d->mask == TABCL_MASK_BOOL ? "TABCL_MASK_BOOL" : "TABCL_MASK_ADD");
+  return TABCL_OK;
+}
+
+int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
+                             tabcl__sdpa_tiles *t) {
+  const size_t es = dt == TABCL_F64 ? 8 : 4;
+  const int dp = (head_dim + 15) / 16 * 16;
+  /* More work-items per query row for the widest heads keeps the output
+     block (and so the register count) per work-item at most 64 values. */
+  const int ntf = dp > 128 ? 4 : 2;
+  /* The output's float4 columns split evenly over a power of two of work-items. */
+  const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
+  /* Largest query tile first (each K/V tile is reused by more queries),
+     then the largest key tile (fewer barriers per key). */
+  static const int cand[][2] = {{64, 32}, {64, 16}, {32, 32}, {32, 16}, {16, 16}, {16, 8}};
+  size_t maxwg = ctx->info.max_work_group_size;
+  if (ctx->info.max_work_item_sizes[0] < maxwg) maxwg = ctx->info.max_work_item_sizes[0];
+  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+    const int bq = cand[i][0], bk = cand[i][1], nt = bq * ntf;
+    if ((size_t)nt > maxwg) continue;
+    size_t local = es * ((size_t)bq * (dp + 4) + (size_t)bk * (dp + 4) + (size_t)bq * (bk + 4) +
+                         2 * (size_t)bq);
+    if (local > ctx->info.local_mem_size) continue;
+    t->dp = dp;
+    t->bq = bq;
+    t->bk = bk;
+    t->nt = nt;
+    t->tc = tc;
+    t->local_bytes = local;
+    return 1;
+  }
+  return 0;
+}
+
+tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                   int *picked, tabcl__sdpa_tiles *t) {
+  if (d->dtype == TABCL_F64 && !ctx->info.has_fp64)
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention in f64: %s has no fp64", ctx->info.name);
+  int fits = tabcl__sdpa_choose_tiles(ctx, d->dtype, d->head_dim, t);
+  if (path == TABCL__SDPA_AUTO) path = fits ? TABCL__SDPA_FUSED : TABCL__SDPA_CLBLAST;
+  if (path == TABCL__SDPA_FUSED && !fits)
+    return tabcl__fail(TABCL_UNSUPPORTED,
+                       "attention: the fused kernel for head_dim %d does not fit %s's %llu bytes "
+                       "of local memory", (int)d->head_dim, ctx->info.name,
+                       (unsigned long long)ctx->info.local_mem_size);
+  if (path == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available())
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: head_dim %d needs the CLBlast path, and "
+                       "this build has no CLBlast", (int)d->head_dim);
+  if (path != TABCL__SDPA_FUSED && path != TABCL__SDPA_CLBLAST)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "attention: no path %d", path);
+  *picked = path;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                             const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
+                             tabcl__sdpa_events *ev) {
+  tabcl__sdpa_tiles t;
+  int picked = 0;
+  tabcl_status s = tabcl__sdpa_pick_path(ctx, d, path, &picked, &t);
+  if (s) return s;
+  int64_t step = picked == TABCL__SDPA_FUSED ? tabcl__sdpa_fused_slice(ctx, d, &t)
+                                             : tabcl__sdpa_clblast_slice(ctx, d);
+  for (int64_t b0 = 0; b0 < d->batch && !s; b0 += step) {
+    int64_t nb = d->batch - b0 < step ? d->batch - b0 : step;
+    cl_uint nw = b0 == 0 ? nwait : 0;
+    const cl_event *w = b0 == 0 ? wait : NULL;
+    s = picked == TABCL__SDPA_FUSED ? tabcl__sdpa_fused_launch(ctx, d, &t, b, b0, nb, nw, w, ev)
+                                    : tabcl__sdpa_clblast_run(ctx, d, b, b0, nb, nw, w, ev);
+  }
+  return s;
+}
+
+/* Sizes in bytes of one batch entry of each tensor. */
+typedef struct item_bytes {
+  size_t q, kv, mask, mask_whole;
+} item_bytes;
+
+static item_bytes sizes_of(const tabcl_sdpa_desc *d) {
+  item_bytes r;
+  size_t es = tabcl__sdpa_elem_size(d->dtype);
+  r.q = (size_t)d->q_len * (size_t)d->q_heads * (size_t)d->head_dim * es;
+  r.kv = (size_t)d->kv_len * (size_t)d->kv_heads * (size_t)d->head_dim * es;
+  size_t mes = d->mask == TABCL_MASK_BOOL ? 1 : es;
+  size_t one = d->mask == TABCL_MASK_NONE
+                   ? 0
+                   : (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) * (size_t)d->q_len *
+                         (size_t)d->kv_len * mes;
+  r.mask = d->mask_batch_broadcast ? 0 : one;
+  r.mask_whole = d->mask_batch_broadcast ? one : 0;
+  return r;
+}
+
+tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d, const void *q,
+                                   const void *k, const void *v, const void *mask, void *out,
+                                   int path) {
+  tabcl_status s = tabcl__sdpa_validate("tabcl_sdpa_host", ctx, d, q != NULL, k != NULL,
+                                        v != NULL, mask != NULL, out != NULL);
+  if (s || !tabcl__sdpa_has_work(d)) return s;
+  tabcl__sdpa_tiles t;
+  int picked = 0;
+  if ((s = tabcl__sdpa_pick_path(ctx, d, path, &picked, &t))) return s;
+
+  item_bytes ib = sizes_of(d);
+  uint64_t per_item = ib.q > ib.kv ? ib.q : ib.kv;
+  if (ib.mask > per_item) per_item = ib.mask;
+  /* Upload slices only as large as one allocation allows; the launches
+     inside each slice are sliced again to the NDRange and batch limits. */
+  int64_t step = tabcl__slice_items(ctx, per_item, 0);
+  if (step > d->batch) step = d->batch;
+  const size_t out_bytes = (size_t)d->batch * ib.q;
+  tabcl__sdpa_bufs b = {0};
+  unsigned char *tmp = tabcl__malloc(out_bytes);
+  if (!tmp) return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_sdpa_host: out of host memory "
+                               "for %zu bytes of output", out_bytes);
+  const int has_mask = d->mask != TABCL_MASK_NONE && d->kv_len > 0;
+  s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)step * ib.q, NULL, &b.q, "attention q");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)step * ib.kv, NULL, &b.k,
+                                   "attention k");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)step * ib.kv, NULL, &b.v,
+                                   "attention v");
+  if (!s && has_mask)
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY,
+                             ib.mask_whole ? ib.mask_whole : (size_t)step * ib.mask, NULL,
+                             &b.mask, "attention mask");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)step * ib.q, NULL, &b.out,
+                                   "attention out");
+  if (!s && has_mask && ib.mask_whole) s = tabcl__write(ctx, b.mask, 0, ib.mask_whole, mask);
+  tabcl_sdpa_desc sd = *d;
+  if (!has_mask) sd.mask = TABCL_MASK_NONE;
+  for (int64_t b0 = 0; b0 < d->batch && !s; b0 += step) {
+    int64_t nb = d->batch - b0 < step ? d->batch - b0 : step;
+    sd.batch = nb;
+    s = tabcl__write(ctx, b.q, 0, (size_t)nb * ib.q, (const unsigned char *)q + (size_t)b0 * ib.q);
+    if (!s) s = tabcl__write(ctx, b.k, 0, (size_t)nb * ib.kv,
+                             (const unsigned char *)k + (size_t)b0 * ib.kv);
+    if (!s) s = tabcl__write(ctx, b.v, 0, (size_t)nb * ib.kv,
+                             (const unsigned char *)v + (size_t)b0 * ib.kv);
+    if (!s && has_mask && !ib.mask_whole)
+      s = tabcl__write(ctx, b.mask, 0, (size_t)nb * ib.mask,
+                       (const unsigned char *)mask + (size_t)b0 * ib.mask);
+    if (!s) s = tabcl__sdpa_run(ctx, &sd, picked, &b, 0, NULL, NULL);
+    if (!s) s = tabcl__read(ctx, b.out, 0, (size_t)nb * ib.q, tmp + (size_t)b0 * ib.q);
+  }
+  /* Commands may still run after a failure; they must not outlive the buffers' users. */
+  if (s) clFinish(ctx->queue);
+  if (!s) memcpy(out, tmp, out_bytes);
+  tabcl__buffer_release(b.q);
+  tabcl__buffer_release(b.k);
+  tabcl__buffer_release(b.v);
+  tabcl__buffer_release(b.mask);
+  tabcl__buffer_release(b.out);
+  tabcl__free(tmp);
+  return s;
+}
+
+tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc *desc, const void *q,
+                             const void *k, const void *v, const void *mask, void *out) {
+  return tabcl__sdpa_host_path(ctx, desc, q, k, v, mask, out, TABCL__SDPA_AUTO);
+}
+
+tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q, cl_mem k,
+                           cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait, const cl_event *wait,
+                           cl_event *ev) {
+  tabcl_status s = tabcl__sdpa_validate("tabcl_sdpa_cl", ctx, desc, q != NULL, k != NULL,
+                                        v != NULL, mask != NULL, out != NULL);
+  if (s) return s;
+  if ((nwait == 0) != (wait == NULL))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_sdpa_cl: nwait is %u but wait is %s",
+                       nwait, wait ? "not NULL" : "NULL");
+  if (ev) *ev = NULL;
+  if (!tabcl__sdpa_has_work(desc)) {
+    if (!ev) return TABCL_OK;
+    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, ev));
+    return err == CL_SUCCESS ? TABCL_OK
+                             : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "tabcl_sdpa_cl");
+  }
+  tabcl_sdpa_desc sd = *desc;
+  if (sd.kv_len == 0) sd.mask = TABCL_MASK_NONE;
+  tabcl__sdpa_bufs b = {q, k ? k : q, v ? v : q, mask, out};
+  tabcl__sdpa_events e = {NULL, NULL, 0, ev != NULL};
+  s = tabcl__sdpa_run(ctx, &sd, TABCL__SDPA_AUTO, &b, nwait, wait, &e);
+  if (s) {
+    tabcl__sdpa_events_release(&e);
+    return s;
+  }
+  if (ev) *ev = e.last;
+  return TABCL_OK;
+}

@@ -1,0 +1,78 @@
+/* Attention internals shared by sdpa.c (validation, slicing, entry points),
+ * sdpa_fused.c (the fused kernel), sdpa_clblast.c (the GEMM path) and the
+ * tests and benchmark. */
+#ifndef TABCL_SDPA_H
+#define TABCL_SDPA_H
+
+#include "internal.h"
+
+enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2 };
+
+/* The fused kernel's tile shape for one device, dtype and head dim. */
+typedef struct tabcl__sdpa_tiles {
+  int dp;      /* head dim rounded up to a multiple of 16 */
+  int bq, bk;  /* queries per work-group, keys per tile */
+  int nt;      /* work-group size */
+  int tc;      /* work-items across the output's float4 columns */
+  size_t local_bytes;
+} tabcl__sdpa_tiles;
+
+/* The device buffers of one call: whole tensors, batch entry 0 first. */
+typedef struct tabcl__sdpa_bufs {
+  cl_mem q, k, v, mask, out;
+} tabcl__sdpa_bufs;
+
+/* First and last command of a run, for callers that want to wait on or time it. */
+typedef struct tabcl__sdpa_events {
+  cl_event first, last;
+  int want_first, want_last;
+} tabcl__sdpa_events;
+void tabcl__sdpa_track(tabcl__sdpa_events *e, cl_event ev);
+void tabcl__sdpa_events_release(tabcl__sdpa_events *e);
+
+size_t tabcl__sdpa_elem_size(tabcl_dtype dt);
+int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d);
+double tabcl__sdpa_scale(const tabcl_sdpa_desc *d);
+/* Checks every field; has_* say whether the caller passed that tensor. */
+tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
+                                  const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,
+                                  int has_mask, int has_out);
+/* 1 and fills t when the fused kernel fits the device for this dtype and head dim. */
+int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
+                             tabcl__sdpa_tiles *t);
+/* Resolves TABCL__SDPA_AUTO and checks that the path can run here. */
+tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                   int *picked, tabcl__sdpa_tiles *t);
+
+/* Runs the whole call on device buffers, slicing the batch into launches.
+   wait applies to the first command; ev receives the first/last commands. */
+tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                             const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
+                             tabcl__sdpa_events *ev);
+
+/* One fused launch over batch entries [b0, b0 + nb) of the buffers. */
+tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                      const tabcl__sdpa_tiles *t, const tabcl__sdpa_bufs *b,
+                                      int64_t b0, int64_t nb, cl_uint nwait,
+                                      const cl_event *wait, tabcl__sdpa_events *ev);
+/* Batch entries a fused launch may take (NDRange and max_batch_per_launch). */
+int64_t tabcl__sdpa_fused_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                const tabcl__sdpa_tiles *t);
+
+/* The CLBlast path over batch entries [b0, b0 + nb): Q K^T, softmax, P V. */
+int tabcl__sdpa_clblast_available(void);
+tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                     const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
+                                     cl_uint nwait, const cl_event *wait,
+                                     tabcl__sdpa_events *ev);
+/* Batch entries one CLBlast step may take (its temporaries must fit). */
+int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d);
+
+/* tabcl_sdpa_host with a forced path (tests use it to cross-check). */
+tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
+                                   const void *q, const void *k, const void *v,
+                                   const void *mask, void *out, int path);
+
+tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
+
+#endif

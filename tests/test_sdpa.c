@@ -1,0 +1,683 @@
+/* Attention: the fused kernel and the CLBlast path against a float64 host
+ * loop, every dtype, masks and their broadcasts, causality, grouped heads,
+ * slicing, program reuse, invalid descriptors and injected failures. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sdpa.h"
+#include "tabcl/tabcl_cl.h"
+#include "tt.h"
+
+/* ---- 16-bit storage on the host (independent of the kernels' code) ---- */
+
+static uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7FFFFFu;
+  int exp = (int)((x >> 23) & 0xFF);
+  if (exp == 255) return (uint16_t)(sign | 0x7C00u | (mant ? 0x200u : 0));
+  int e = exp - 127 + 15;
+  if (e >= 31) return (uint16_t)(sign | 0x7C00u);
+  uint32_t h, rem, mid;
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    int shift = 14 - e;
+    h = mant >> shift;
+    rem = mant & ((1u << shift) - 1);
+    mid = 1u << (shift - 1);
+  } else {
+    h = ((uint32_t)e << 10) | (mant >> 13);
+    rem = mant & 0x1FFFu;
+    mid = 0x1000u;
+  }
+  if (rem > mid || (rem == mid && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static double f16_to_f64(uint16_t h) {
+  int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if (isnan(f)) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+static double bf16_to_f64(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static size_t esize(tabcl_dtype dt) { return tabcl__sdpa_elem_size(dt); }
+
+/* Stores x as dtype at element i of p; returns the stored value as a double. */
+static double put(void *p, tabcl_dtype dt, size_t i, double x) {
+  switch (dt) {
+    case TABCL_F32: ((float *)p)[i] = (float)x; return (float)x;
+    case TABCL_F64: ((double *)p)[i] = x; return x;
+    case TABCL_F16: ((uint16_t *)p)[i] = f32_to_f16((float)x); return f16_to_f64(((uint16_t *)p)[i]);
+    default: ((uint16_t *)p)[i] = f32_to_bf16((float)x); return bf16_to_f64(((uint16_t *)p)[i]);
+  }
+}
+
+static double get(const void *p, tabcl_dtype dt, size_t i) {
+  switch (dt) {
+    case TABCL_F32: return ((const float *)p)[i];
+    case TABCL_F64: return ((const double *)p)[i];
+    case TABCL_F16: return f16_to_f64(((const uint16_t *)p)[i]);
+    default: return bf16_to_f64(((const uint16_t *)p)[i]);
+  }
+}
+
+/* ---- one call's inputs and its float64 reference ---- */
+
+typedef struct sdpa_case {
+  tabcl_sdpa_desc d;
+  void *q, *k, *v, *mask, *out;
+  double *qd, *kd, *vd, *md, *ref;
+  unsigned char *dead;   /* per output row: 1 when the row may attend nothing */
+  size_t nq, nk, nm;
+} sdpa_case;
+
+static size_t mask_elems(const tabcl_sdpa_desc *d) {
+  if (d->mask == TABCL_MASK_NONE) return 0;
+  return (size_t)(d->mask_batch_broadcast ? 1 : d->batch) *
+         (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) * (size_t)d->q_len * (size_t)d->kv_len;
+}
+
+static void *xalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  cr_assert_not_null(p);
+  return p;
+}
+
+/* Random inputs (never all zero); masks with some rows fully masked. */
+static void case_fill(sdpa_case *c, tt_rng *r) {
+  const tabcl_sdpa_desc *d = &c->d;
+  size_t es = esize(d->dtype);
+  c->nq = (size_t)d->batch * d->q_len * d->q_heads * d->head_dim;
+  c->nk = (size_t)d->batch * d->kv_len * d->kv_heads * d->head_dim;
+  c->nm = mask_elems(d);
+  c->q = xalloc(c->nq * es), c->out = xalloc(c->nq * es);
+  c->k = xalloc(c->nk * es), c->v = xalloc(c->nk * es);
+  c->qd = xalloc(c->nq * 8), c->kd = xalloc(c->nk * 8), c->vd = xalloc(c->nk * 8);
+  c->ref = xalloc(c->nq * 8);
+  c->dead = xalloc((size_t)d->batch * d->q_len * d->q_heads);
+  for (size_t i = 0; i < c->nq; i++) c->qd[i] = put(c->q, d->dtype, i, tt_normal(r));
+  for (size_t i = 0; i < c->nk; i++) c->kd[i] = put(c->k, d->dtype, i, tt_normal(r));
+  for (size_t i = 0; i < c->nk; i++) c->vd[i] = put(c->v, d->dtype, i, tt_normal(r));
+  c->mask = NULL;
+  c->md = NULL;
+  if (d->mask != TABCL_MASK_NONE) {
+    size_t mes = d->mask == TABCL_MASK_BOOL ? 1 : es;
+    c->mask = xalloc(c->nm * mes);
+    c->md = xalloc(c->nm * 8);
+    size_t lk = (size_t)d->kv_len;
+    for (size_t i = 0; i < c->nm; i++) {
+      int off = tt_below(r, 5) == 0;
+      if (lk && tt_below(r, 11) == 0 && i % lk == 0) {
+        /* a whole row masked out */
+        for (size_t j = 0; j < lk; j++) {
+          if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[i + j] = 0;
+          c->md[i + j] = d->mask == TABCL_MASK_BOOL ? 0 : put(c->mask, d->dtype, i + j, -INFINITY);
+        }
+        i += lk - 1;
+        continue;
+      }
+      if (d->mask == TABCL_MASK_BOOL) {
+        uint8_t m = off ? 0 : (uint8_t)(1 + tt_below(r, 255));
+        ((uint8_t *)c->mask)[i] = m;
+        c->md[i] = m;
+      } else {
+        c->md[i] = put(c->mask, d->dtype, i, off ? -INFINITY : tt_normal(r));
+      }
+    }
+  }
+}
+
+static void case_reference(sdpa_case *c) {
+  const tabcl_sdpa_desc *d = &c->d;
+  const int64_t B = d->batch, LQ = d->q_len, LK = d->kv_len;
+  const int HQ = d->q_heads, HKV = d->kv_heads, D = d->head_dim, G = HQ / HKV;
+  const double scale = d->scale != 0 ? d->scale : 1.0 / sqrt((double)D);
+  double *w = xalloc((size_t)(LK ? LK : 1) * 8);
+  for (int64_t b = 0; b < B; b++)
+    for (int h = 0; h < HQ; h++)
+      for (int64_t i = 0; i < LQ; i++) {
+        double mx = -INFINITY;
+        size_t mrow = 0;
+        if (d->mask != TABCL_MASK_NONE)
+          mrow = (((size_t)(d->mask_batch_broadcast ? 0 : b) * (d->mask_head_broadcast ? 1 : HQ) +
+                   (d->mask_head_broadcast ? 0 : h)) * LQ + i) * LK;
+        for (int64_t j = 0; j < LK; j++) {
+          double x = 0;
+          for (int e = 0; e < D; e++)
+            x += c->qd[((b * LQ + i) * HQ + h) * D + e] * c->kd[((b * LK + j) * HKV + h / G) * D + e];
+          x *= scale;
+          int ok = !d->causal || j <= i;
+          if (ok && d->mask == TABCL_MASK_BOOL) ok = c->md[mrow + j] != 0;
+          if (ok && d->mask == TABCL_MASK_ADD) x += c->md[mrow + j];
+          w[j] = ok ? x : -INFINITY;
+          if (w[j] > mx) mx = w[j];
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < LK; j++) sum += w[j] = mx == -INFINITY ? 0 : exp(w[j] - mx);
+        size_t row = (size_t)((b * LQ + i) * HQ + h);
+        c->dead[row] = !(sum > 0);
+        for (int e = 0; e < D; e++) {
+          double o = 0;
+          for (int64_t j = 0; j < LK; j++) o += w[j] * c->vd[((b * LK + j) * HKV + h / G) * D + e];
+          c->ref[row * D + e] = sum > 0 ? o / sum : 0;
+        }
+      }
+  free(w);
+}
+
+static void case_free(sdpa_case *c) {
+  free(c->q), free(c->k), free(c->v), free(c->mask), free(c->out);
+  free(c->qd), free(c->kd), free(c->vd), free(c->md), free(c->ref), free(c->dead);
+}
+
+static double tolerance(tabcl_dtype dt) {
+  return dt == TABCL_F32 ? 1e-5 : dt == TABCL_F64 ? 1e-12 : 1e-2;
+}
+
+/* Relative norm error of out against the reference; dead rows must be exact zeros. */
+static void case_check(const sdpa_case *c, const char *what) {
+  const tabcl_sdpa_desc *d = &c->d;
+  double num = 0, den = 0;
+  const size_t D = (size_t)d->head_dim;
+  for (size_t i = 0; i < c->nq; i++) {
+    double g = get(c->out, d->dtype, i), e = c->ref[i];
+    if (c->dead[i / D] && g != 0) {
+      cr_expect_fail("%s: element %zu of a row that attends nothing is %g, not 0", what, i, g);
+      return;
+    }
+    num += (g - e) * (g - e);
+    den += e * e;
+  }
+  double err = den > 0 ? sqrt(num / den) : sqrt(num);
+  cr_expect(err <= tolerance(d->dtype),
+            "%s: relative error %.3g over %g (B=%lld Lq=%lld Lk=%lld Hq=%d Hkv=%d D=%d dtype=%d "
+            "causal=%d mask=%d bb=%d hb=%d)", what, err, tolerance(d->dtype),
+            (long long)d->batch, (long long)d->q_len, (long long)d->kv_len, d->q_heads,
+            d->kv_heads, d->head_dim, (int)d->dtype, d->causal, (int)d->mask,
+            d->mask_batch_broadcast, d->mask_head_broadcast);
+}
+
+static tabcl_sdpa_desc desc_of(int64_t b, int64_t lq, int64_t lk, int hq, int hkv, int dim,
+                               tabcl_dtype dt) {
+  tabcl_sdpa_desc d;
+  memset(&d, 0, sizeof d);
+  d.batch = b, d.q_len = lq, d.kv_len = lk, d.q_heads = hq, d.kv_heads = hkv, d.head_dim = dim;
+  d.dtype = dt;
+  return d;
+}
+
+/* Fills inputs, poisons out, runs the path and checks. Returns the status. */
+static tabcl_status run_case(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d, int path,
+                             const char *what) {
+  sdpa_case c;
+  memset(&c, 0, sizeof c);
+  c.d = *d;
+  case_fill(&c, r);
+  memset(c.out, 0x7F, c.nq * esize(d->dtype));
+  tabcl_status s = tabcl__sdpa_host_path(ctx, d, c.q, c.k, c.v, c.mask, c.out, path);
+  if (s == TABCL_OK) {
+    case_reference(&c);
+    case_check(&c, what);
+  }
+  case_free(&c);
+  return s;
+}
+
+static int has_fp64(tabcl_context *ctx) { return ctx->info.has_fp64; }
+
+/* ---- shapes and dtypes ---- */
+
+Test(sdpa, lengths_and_head_dims_f32) {
+  tt_rng r = {tt_seed("sdpa.lengths_and_head_dims_f32")};
+  tabcl_context *ctx = tt_context();
+  static const int lens[] = {1, 2, 17, 54, 65, 129};
+  static const int dims[] = {16, 64, 80, 128, 256, 20, 33};
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+    for (int n = 0; n < 3; n++) {
+      int lq = lens[tt_below(&r, 6)], lk = lens[tt_below(&r, 6)];
+      tabcl_sdpa_desc d = desc_of(1 + (int64_t)tt_below(&r, 2), lq, lk, 2, 1, dims[di], TABCL_F32);
+      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "f32 shape"));
+    }
+  tabcl_sdpa_desc d = desc_of(2, 129, 129, 1, 1, 64, TABCL_F32);
+  d.scale = 0.37;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "custom scale"));
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, sixteen_bit_dtypes) {
+  tt_rng r = {tt_seed("sdpa.sixteen_bit_dtypes")};
+  tabcl_context *ctx = tt_context();
+  static const int dims[] = {16, 64, 80, 128, 256};
+  for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++)
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+      tabcl_sdpa_desc d = desc_of(2, 17 + (int)tt_below(&r, 50), 1 + (int)tt_below(&r, 70), 2, 2,
+                                  dims[di], (tabcl_dtype)dt);
+      d.mask = TABCL_MASK_ADD;
+      d.mask_head_broadcast = 1;
+      d.causal = di == 2;
+      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, dt == TABCL_F16 ? "f16" : "bf16"));
+    }
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, f64_or_unsupported) {
+  tt_rng r = {tt_seed("sdpa.f64_or_unsupported")};
+  tabcl_context *ctx = tt_context();
+  static const int dims[] = {16, 80, 128, 256};
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    tabcl_sdpa_desc d = desc_of(2, 54, 65, 4, 2, dims[di], TABCL_F64);
+    d.mask = TABCL_MASK_ADD;
+    d.causal = di & 1;
+    if (!has_fp64(ctx)) {
+      double out = 42;
+      cr_expect_eq(tabcl__sdpa_host_path(ctx, &d, &out, &out, &out, &out, &out, 0),
+                   TABCL_UNSUPPORTED);
+      cr_expect_eq(out, 42);
+      continue;
+    }
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "f64"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- features ---- */
+
+Test(sdpa, causal_with_different_lengths) {
+  tt_rng r = {tt_seed("sdpa.causal_with_different_lengths")};
+  tabcl_context *ctx = tt_context();
+  static const int pairs[][2] = {{17, 65}, {65, 17}, {1, 129}, {129, 2}, {54, 54}, {70, 140}};
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+    for (int dt = 0; dt < 2; dt++) {
+      tabcl_sdpa_desc d = desc_of(2, pairs[i][0], pairs[i][1], 2, 1, 32, (tabcl_dtype)dt);
+      d.causal = 1;
+      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "causal"));
+    }
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, masks_and_broadcasts) {
+  tt_rng r = {tt_seed("sdpa.masks_and_broadcasts")};
+  tabcl_context *ctx = tt_context();
+  for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+    for (int bb = 0; bb < 2; bb++)
+      for (int hb = 0; hb < 2; hb++)
+        for (int causal = 0; causal < 2; causal++) {
+          tabcl_sdpa_desc d = desc_of(3, 33, 47, 4, 2, 64, TABCL_F32);
+          d.mask = (tabcl_mask_kind)kind;
+          d.mask_batch_broadcast = bb, d.mask_head_broadcast = hb, d.causal = causal;
+          tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "mask"));
+        }
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, rows_with_nothing_to_attend_are_zero) {
+  tt_rng r = {tt_seed("sdpa.rows_with_nothing_to_attend_are_zero")};
+  tabcl_context *ctx = tt_context();
+  for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++) {
+    tabcl_sdpa_desc d = desc_of(2, 9, 40, 2, 2, 16, TABCL_F32);
+    d.mask = (tabcl_mask_kind)kind;
+    sdpa_case c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    case_fill(&c, &r);
+    /* every row of batch entry 1, head 0 masked out */
+    for (int i = 0; i < 9 * 40; i++) {
+      size_t at = ((size_t)(1 * 2 + 0) * 9 * 40) + (size_t)i;
+      if (kind == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0, c.md[at] = 0;
+      else c.md[at] = put(c.mask, d.dtype, at, -INFINITY);
+    }
+    memset(c.out, 0x7F, c.nq * 4);
+    tt_assert_ok(tabcl_sdpa_host(ctx, &d, c.q, c.k, c.v, c.mask, c.out));
+    case_reference(&c);
+    case_check(&c, "masked rows");
+    for (int i = 0; i < 9; i++)
+      for (int e = 0; e < 16; e++)
+        cr_expect_eq(((float *)c.out)[(((size_t)1 * 9 + i) * 2 + 0) * 16 + e], 0.0f);
+    case_free(&c);
+  }
+  /* kv_len = 0: every row is zeros; k, v and mask may be NULL */
+  tabcl_sdpa_desc d = desc_of(3, 5, 0, 2, 1, 16, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL;
+  float q[3 * 5 * 2 * 16], out[3 * 5 * 2 * 16];
+  for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) q[i] = (float)tt_normal(&r), out[i] = NAN;
+  tt_assert_ok(tabcl_sdpa_host(ctx, &d, q, NULL, NULL, NULL, out));
+  for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) cr_expect_eq(out[i], 0.0f);
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, grouped_query_heads) {
+  tt_rng r = {tt_seed("sdpa.grouped_query_heads")};
+  tabcl_context *ctx = tt_context();
+  static const int ratios[] = {1, 2, 8};
+  for (int i = 0; i < 3; i++) {
+    tabcl_sdpa_desc d = desc_of(2, 20, 31, 8, 8 / ratios[i], 16, TABCL_F32);
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "gqa"));
+    d.dtype = TABCL_BF16;
+    d.causal = 1;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "gqa bf16"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(sdpa, empty_calls_write_nothing) {
+  tabcl_context *ctx = tt_context();
+  float out = 7;
+  tabcl_sdpa_desc d = desc_of(0, 5, 5, 2, 1, 16, TABCL_F32);
+  tt_assert_ok(tabcl_sdpa_host(ctx, &d, NULL, NULL, NULL, NULL, &out));
+  d = desc_of(4, 0, 5, 2, 1, 16, TABCL_F32);
+  tt_assert_ok(tabcl_sdpa_host(ctx, &d, NULL, NULL, NULL, NULL, NULL));
+  d = desc_of(0, 0, 0, 0, 0, 0, TABCL_F64);
+  tt_assert_ok(tabcl_sdpa_host(ctx, &d, NULL, NULL, NULL, NULL, NULL));
+  cr_expect_eq(out, 7);
+  cl_event ev = NULL;
+  tt_assert_ok(tabcl_sdpa_cl(ctx, &d, NULL, NULL, NULL, NULL, NULL, 0, NULL, &ev));
+  cr_assert_not_null(ev);
+  cr_expect_eq(clWaitForEvents(1, &ev), CL_SUCCESS);
+  clReleaseEvent(ev);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- slicing and program reuse ---- */
+
+Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
+  tt_rng r = {tt_seed("sdpa.sliced_equals_unsliced_bit_for_bit")};
+  tabcl_context *whole = tt_context();
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 7;
+  tabcl_context *sliced = tt_context_with(&o);
+  for (int dt = 0; dt < 3; dt++) {
+    tabcl_sdpa_desc d = desc_of(23, 54, 54, 4, 2, 64, (tabcl_dtype)dt);
+    d.mask = TABCL_MASK_ADD;
+    d.causal = dt == 1;
+    sdpa_case c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    case_fill(&c, &r);
+    size_t bytes = c.nq * esize(d.dtype);
+    unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
+    memset(a, 0x7F, bytes);
+    memset(b, 0x7F, bytes);
+    tt_assert_ok(tabcl_sdpa_host(whole, &d, c.q, c.k, c.v, c.mask, a));
+    tabcl_stats before, after;
+    tt_assert_ok(tabcl_sdpa_host(sliced, &d, c.q, c.k, c.v, c.mask, b));
+    tabcl_context_stats(sliced, &before);
+    tt_assert_ok(tabcl_sdpa_host(sliced, &d, c.q, c.k, c.v, c.mask, b));
+    tabcl_context_stats(sliced, &after);
+    cr_expect_eq(memcmp(a, b, bytes), 0, "dtype %d: sliced result differs", dt);
+    cr_expect_eq(after.programs_built + after.programs_from_cache,
+                 before.programs_built + before.programs_from_cache);
+    cr_expect_geq(after.kernel_launches - before.kernel_launches, 4, "23 entries in slices of 7");
+    memcpy(c.out, b, bytes);
+    case_reference(&c);
+    case_check(&c, "sliced");
+    free(a), free(b);
+    case_free(&c);
+  }
+  tabcl_context_destroy(sliced);
+  tabcl_context_destroy(whole);
+}
+
+Test(sdpa, two_hundred_shapes_build_nothing_new) {
+  tt_rng r = {tt_seed("sdpa.two_hundred_shapes_build_nothing_new")};
+  tabcl_context *ctx = tt_context();
+  static const int dims[] = {16, 24};
+  for (int dt = 0; dt < 2; dt++)
+    for (int di = 0; di < 2; di++) {
+      tabcl_sdpa_desc d = desc_of(1, 3, 3, 1, 1, dims[di], (tabcl_dtype)dt);
+      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "warm-up"));
+    }
+  tabcl_stats before, after;
+  tabcl_context_stats(ctx, &before);
+  for (int n = 0; n < 200; n++) {
+    int hkv = 1 + (int)tt_below(&r, 2);
+    tabcl_sdpa_desc d = desc_of(1 + (int)tt_below(&r, 3), 1 + (int)tt_below(&r, 20),
+                                (int)tt_below(&r, 20), hkv * (1 + (int)tt_below(&r, 2)), hkv,
+                                dims[tt_below(&r, 2)], (tabcl_dtype)tt_below(&r, 2));
+    d.causal = (int)tt_below(&r, 2);
+    d.mask = (tabcl_mask_kind)tt_below(&r, 3);
+    d.mask_batch_broadcast = (int)tt_below(&r, 2);
+    d.mask_head_broadcast = (int)tt_below(&r, 2);
+    if (tt_below(&r, 4) == 0) d.scale = tt_uniform(&r);
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "200 shapes"));
+  }
+  tabcl_context_stats(ctx, &after);
+  cr_expect_eq(after.programs_built, before.programs_built, "programs were built per shape");
+  cr_expect_eq(after.programs_from_cache, before.programs_from_cache);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- the CLBlast path ---- */
+
+Test(sdpa, fused_and_clblast_agree) {
+  if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
+  tt_rng r = {tt_seed("sdpa.fused_and_clblast_agree")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc ds[4];
+  ds[0] = desc_of(2, 17, 29, 4, 2, 64, TABCL_F32);
+  ds[0].mask = TABCL_MASK_BOOL, ds[0].causal = 1, ds[0].mask_head_broadcast = 1;
+  ds[1] = desc_of(3, 9, 12, 2, 1, 16, TABCL_F16);
+  ds[1].mask = TABCL_MASK_ADD;
+  ds[2] = desc_of(2, 5, 0, 2, 1, 16, TABCL_F32);
+  ds[3] = desc_of(2, 7, 11, 2, 2, 16, TABCL_F64);
+  ds[3].causal = 1;
+  for (int i = 0; i < 4; i++) {
+    if (ds[i].dtype == TABCL_F64 && !has_fp64(ctx)) continue;
+    sdpa_case c;
+    memset(&c, 0, sizeof c);
+    c.d = ds[i];
+    case_fill(&c, &r);
+    case_reference(&c);
+    size_t bytes = c.nq * esize(ds[i].dtype);
+    unsigned char *fused = xalloc(bytes);
+    memset(fused, 0x7F, bytes);
+    memset(c.out, 0x7F, bytes);
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &ds[i], c.q, c.k, c.v, c.mask, fused,
+                                       TABCL__SDPA_FUSED));
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &ds[i], c.q, c.k, c.v, c.mask, c.out,
+                                       TABCL__SDPA_CLBLAST));
+    case_check(&c, "clblast");
+    memcpy(c.out, fused, bytes);
+    case_check(&c, "fused");
+    free(fused);
+    case_free(&c);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- the device-buffer variant ---- */
+
+Test(sdpa, cl_variant_matches_host) {
+  tt_rng r = {tt_seed("sdpa.cl_variant_matches_host")};
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 3;
+  tabcl_context *ctx = tt_context_with(&o);
+  tabcl_sdpa_desc d = desc_of(8, 19, 23, 4, 1, 32, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL;
+  d.causal = 1;
+  sdpa_case c;
+  memset(&c, 0, sizeof c);
+  c.d = d;
+  case_fill(&c, &r);
+  cl_context cl = tabcl_context_cl_context(ctx);
+  cl_int err;
+  cl_mem q = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.q, &err);
+  cl_mem k = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.k, &err);
+  cl_mem v = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.v, &err);
+  cl_mem m = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nm, c.mask, &err);
+  cl_mem out = clCreateBuffer(cl, CL_MEM_READ_WRITE, c.nq * 4, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_event ev = NULL;
+  tt_assert_ok(tabcl_sdpa_cl(ctx, &d, q, k, v, m, out, 0, NULL, &ev));
+  cr_assert_not_null(ev);
+  memset(c.out, 0x7F, c.nq * 4);
+  cr_assert_eq(clEnqueueReadBuffer(tabcl_context_cl_queue(ctx), out, CL_TRUE, 0, c.nq * 4, c.out,
+                                   1, &ev, NULL), CL_SUCCESS);
+  clReleaseEvent(ev);
+  case_reference(&c);
+  case_check(&c, "cl variant");
+  cr_expect_eq(tabcl_sdpa_cl(ctx, &d, q, k, v, NULL, out, 0, NULL, NULL), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_sdpa_cl(ctx, &d, q, k, v, m, out, 1, NULL, NULL), TABCL_INVALID_ARGUMENT);
+  clReleaseMemObject(q), clReleaseMemObject(k), clReleaseMemObject(v), clReleaseMemObject(m);
+  clReleaseMemObject(out);
+  case_free(&c);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- invalid descriptors ---- */
+
+Test(sdpa, invalid_descriptors) {
+  tabcl_context *ctx = tt_context();
+  float buf[64];
+  for (int i = 0; i < 64; i++) buf[i] = 1.0f + (float)i;
+  float out[64];
+  for (int i = 0; i < 64; i++) out[i] = -3.0f;
+  const tabcl_sdpa_desc good = desc_of(1, 2, 2, 2, 1, 16, TABCL_F32);
+  struct {
+    const char *field;
+    tabcl_sdpa_desc d;
+    int null_which;   /* 1 q, 2 k, 3 v, 4 out, 5 mask */
+  } cases[20];
+  int n = 0;
+#define BAD(f, expr, nw)          \
+  do {                            \
+    cases[n].field = f;           \
+    cases[n].d = good;            \
+    { tabcl_sdpa_desc *d = &cases[n].d; (void)d; expr; } \
+    cases[n].null_which = nw;     \
+    n++;                          \
+  } while (0)
+  BAD("q_heads", (d->q_heads = 3, d->kv_heads = 2), 0);
+  BAD("batch", d->batch = -1, 0);
+  BAD("q_len", d->q_len = -2, 0);
+  BAD("kv_len", d->kv_len = -1, 0);
+  BAD("q_heads", d->q_heads = 0, 0);
+  BAD("kv_heads", d->kv_heads = 0, 0);
+  BAD("head_dim", d->head_dim = 0, 0);
+  BAD("head_dim", d->head_dim = 257, 0);
+  BAD("negative", d->kv_heads = -1, 0);
+  BAD("dtype", d->dtype = (tabcl_dtype)9, 0);
+  BAD("mask kind", d->mask = (tabcl_mask_kind)7, 0);
+  BAD("scale", d->scale = NAN, 0);
+  BAD("q is NULL", (void)0, 1);
+  BAD("k is NULL", (void)0, 2);
+  BAD("v is NULL", (void)0, 3);
+  BAD("out is NULL", d->mask = TABCL_MASK_NONE, 4);
+  BAD("mask is NULL", d->mask = TABCL_MASK_BOOL, 5);
+#undef BAD
+  for (int i = 0; i < n; i++) {
+    const void *q = buf, *k = buf, *v = buf, *m = cases[i].null_which == 5 ? NULL : buf;
+    void *o = out;
+    if (cases[i].null_which == 1) q = NULL;
+    if (cases[i].null_which == 2) k = NULL;
+    if (cases[i].null_which == 3) v = NULL;
+    if (cases[i].null_which == 4) o = NULL;
+    tabcl_status s = tabcl_sdpa_host(ctx, &cases[i].d, q, k, v, m, o);
+    cr_expect_eq(s, TABCL_INVALID_ARGUMENT, "case %d (%s): %s", i, cases[i].field,
+                 tabcl_status_name(s));
+    cr_expect(strstr(tabcl_last_error(), cases[i].field) != NULL, "case %d: message \"%s\" names %s",
+              i, tabcl_last_error(), cases[i].field);
+  }
+  for (int i = 0; i < 64; i++) cr_expect_eq(out[i], -3.0f);
+  cr_expect_eq(tabcl_sdpa_host(NULL, &good, buf, buf, buf, NULL, out), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_sdpa_host(ctx, NULL, buf, buf, buf, NULL, out), TABCL_INVALID_ARGUMENT);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- injected failures ---- */
+
+#ifdef TABCL_FAULT_INJECTION
+static void sweep_sdpa(int which, int path) {
+  tt_rng r = {tt_seed("sdpa.sweep")};
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 2;
+  tabcl_context *ctx = tt_context_with(&o);
+  tabcl_sdpa_desc d = desc_of(3, 5, 6, 2, 1, 16, TABCL_F16);
+  d.mask = TABCL_MASK_ADD;
+  sdpa_case c;
+  memset(&c, 0, sizeof c);
+  c.d = d;
+  case_fill(&c, &r);
+  size_t bytes = c.nq * 2;
+  /* builds the programs, so the sweep also covers running from the cache */
+  tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path));
+  for (long n = 1; n < 10000; n++) {
+    memset(c.out, 0x5A, bytes);
+    tt_live base = tt_live_now();
+    tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+    tabcl_status s = tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path);
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    tt_expect_no_leak(base);
+    if (fired) {
+      cr_expect_neq(s, TABCL_OK, "failure %ld was swallowed", n);
+      int untouched = 1;
+      for (size_t i = 0; i < bytes; i++) untouched &= ((unsigned char *)c.out)[i] == 0x5A;
+      cr_expect(untouched, "failure %ld changed out", n);
+      continue;
+    }
+    tt_assert_ok(s);
+    case_reference(&c);
+    case_check(&c, "after the sweep");
+    cr_log_info("sdpa %s sweep: %ld points", which ? "OpenCL" : "alloc", n - 1);
+    break;
+  }
+  case_free(&c);
+  tabcl_context_destroy(ctx);
+}
+Test(sdpa, injected_alloc_failures) { sweep_sdpa(0, TABCL__SDPA_FUSED); }
+Test(sdpa, injected_cl_failures) { sweep_sdpa(1, TABCL__SDPA_FUSED); }
+Test(sdpa, injected_cl_failures_clblast) {
+  if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
+  sweep_sdpa(1, TABCL__SDPA_CLBLAST);
+}
+#endif
+
+Test(sdpa, selfcheck) {
+  tabcl_context *ctx = tt_context();
+  tt_assert_ok(tabcl__selfcheck_sdpa(ctx));
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- tiny shapes for oclgrind: every kernel and variant once ---- */
+
+Test(oclgrind_sdpa, fused_variants) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.fused_variants")};
+  tabcl_context *ctx = tt_context();
+  for (int dt = 0; dt < 4; dt++) {
+    if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
+    tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, dt == 1 ? 20 : 16, (tabcl_dtype)dt);
+    d.mask = dt == 0 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+    d.causal = dt & 1;
+    d.mask_head_broadcast = dt == 2;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind fused"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(oclgrind_sdpa, softmax_and_conversions) {
+  if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
+  tt_rng r = {tt_seed("oclgrind_sdpa.softmax_and_conversions")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc d = desc_of(1, 2, 3, 2, 1, 16, TABCL_BF16);
+  d.mask = TABCL_MASK_ADD;
+  d.causal = 1;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_CLBLAST, "oclgrind clblast"));
+  tabcl_context_destroy(ctx);
+}
