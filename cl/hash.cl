@@ -40,6 +40,11 @@ __constant ulong xxh_secret[24] = {
     0xce31d07ad1b8f88fUL, 0x280416958f3acb45UL, 0x7e404bbbcafbd7afUL,
 };
 
+// The accumulators' starting values. (A table rather than a chain of
+// conditionals: oclgrind 21.10 evaluated that chain wrongly in some lanes.)
+__constant ulong xxh_init[8] = {XXH_P32_3, XXH_P64_1, XXH_P64_2, XXH_P64_3,
+                                XXH_P64_4, XXH_P32_2, XXH_P64_5, XXH_P32_1};
+
 // Bytes [8q + r, 8q + r + 8) from the aligned words a = w[q], b = w[q + 1],
 // r in 0..7 given as bits (0..56). The double shift keeps r == 0 exact.
 inline ulong xxh_join(ulong a, ulong b, uint rbits) {
@@ -215,12 +220,14 @@ inline ulong xxh_merge_part(__local const ulong *sec, uint p, ulong a0, ulong a1
 }
 
 // Labels of 241 bytes up to group_min: four lanes a label. scratch holds
-// one word per work-item; the work-group size is a multiple of 4.
+// one word per work-item and then the 24-word secret; the work-group size
+// is a multiple of 4.
 __kernel void hash_team(__global const ulong *w, __global const long *offsets, ulong base,
                         ulong seed, ulong mask, __global ulong *out, ulong out_off,
                         __global const uint *list, __global const uint *counts,
                         __local ulong *scratch) {
-  __local ulong sec[24];
+  // The derived secret follows the scratch words in the one local argument.
+  __local ulong *sec = scratch + get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
   uint lid = (uint)get_local_id(0), p = lid & 3;
@@ -237,8 +244,7 @@ __kernel void hash_team(__global const ulong *w, __global const long *offsets, u
       idx = list[t];
       ulong pos = (ulong)offsets[base + idx];
       len = (ulong)offsets[base + idx + 1] - pos;
-      ulong a0 = p == 0 ? XXH_P32_3 : p == 1 ? XXH_P64_2 : p == 2 ? XXH_P64_4 : XXH_P64_5;
-      ulong a1 = p == 0 ? XXH_P64_1 : p == 1 ? XXH_P64_3 : p == 2 ? XXH_P32_2 : XXH_P32_1;
+      ulong a0 = xxh_init[2 * p], a1 = xxh_init[2 * p + 1];
       ulong blocks = (len - 1) / XXH_BLOCK;
       for (ulong b = 0; b < blocks; b++) {
         xxh_block(w, sec, pos + b * XXH_BLOCK, p, &a0, &a1);
@@ -264,13 +270,13 @@ __kernel void hash_team(__global const ulong *w, __global const long *offsets, u
 }
 
 // Labels of group_min bytes or more: a work-group a label, one block a
-// team at a time. scratch holds 2 * local size + 8 words; the work-group
-// size is a multiple of 4 and at least 8.
+// team at a time. scratch holds 2 * local size + 8 words and then the
+// 24-word secret; the work-group size is a multiple of 4 and at least 8.
 __kernel void hash_group(__global const ulong *w, __global const long *offsets, ulong base,
                          ulong seed, ulong mask, __global ulong *out, ulong out_off,
                          __global const uint *list, __global const uint *counts, uint huge_at,
                          __local ulong *scratch) {
-  __local ulong sec[24];
+  __local ulong *sec = scratch + 2 * get_local_size(0) + 8;   // see hash_team
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
   uint lid = (uint)get_local_id(0), p = lid & 3, team = lid / 4;
@@ -284,9 +290,7 @@ __kernel void hash_group(__global const ulong *w, __global const long *offsets, 
     ulong len = (ulong)offsets[base + idx + 1] - pos;
     ulong blocks = (len - 1) / XXH_BLOCK;
     // Work-items 0..7 carry accumulator `lid` through the scrambles.
-    ulong acc = lid == 0 ? XXH_P32_3 : lid == 1 ? XXH_P64_1 : lid == 2 ? XXH_P64_2
-              : lid == 3 ? XXH_P64_3 : lid == 4 ? XXH_P64_4 : lid == 5 ? XXH_P32_2
-              : lid == 6 ? XXH_P64_5 : XXH_P32_1;
+    ulong acc = xxh_init[lid & 7];
     for (ulong b0 = 0; b0 < blocks; b0 += teams) {
       ulong a0 = 0, a1 = 0;
       if (b0 + team < blocks) xxh_block(w, sec, pos + (b0 + team) * XXH_BLOCK, p, &a0, &a1);

@@ -151,7 +151,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
                           TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
-                          TABCL_LOCAL(r.wg_team * sizeof(cl_ulong)));
+                          TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
@@ -161,7 +161,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       st = TABCL_SET_ARGS(r.group, "hash_group", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
                           TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
-                          TABCL_ARG(r.huge_at), TABCL_LOCAL((2 * r.wg_group + 8) * sizeof(cl_ulong)));
+                          TABCL_ARG(r.huge_at), TABCL_LOCAL((2 * r.wg_group + 8 + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.group, 1, &g, &r.wg_group, 0, NULL, last ? ev : NULL,
                                   "hash_group");
     }

@@ -5,10 +5,6 @@
 
 #include "strings.h"
 
-/* Offsets are rebased through a host chunk of this many entries, so a
-   column of any length needs only a small staging buffer. */
-#define STAGE_ENTRIES 65536
-
 /* "fn: column c: " (or "fn: " when the caller has no column). */
 static void where(char *buf, size_t cap, const char *fn, int col) {
   if (col >= 0) snprintf(buf, cap, "%s: column %d: ", fn ? fn : "tabcl", col);
@@ -105,15 +101,41 @@ void tabcl__strings_release(tabcl_dev_strings *s) {
    without a bounds check and without touching uninitialised memory. */
 static size_t padded_bytes(int64_t bytes) { return tabcl__round_up((size_t)bytes, 8) + 8; }
 
+/* Buffers are filled through a whole-buffer map rather than writes at
+   offsets: it needs no host staging copy, and oclgrind (21.10) loses track
+   of which bytes are initialised after a write at a non-zero offset. */
+static tabcl_status map_all(tabcl_context *ctx, cl_mem m, size_t bytes, void **out) {
+  cl_int err = CL_SUCCESS;
+  void *p = NULL;
+  if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
+  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
+                              NULL, NULL, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", "string column upload");
+  *out = p;
+  return TABCL_OK;
+}
+
+static tabcl_status unmap(tabcl_context *ctx, cl_mem m, void *p) {
+  int injected = tabcl__fault_cl();
+  /* An injected failure still unmaps, so the buffer is never released mapped. */
+  cl_int err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
+  if (injected && err == CL_SUCCESS) err = CL_OUT_OF_RESOURCES;
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", "string column upload");
+}
+
 /* Everything but the offsets, which the two entry points fill their own way. */
 static tabcl_status upload_parts(tabcl_context *ctx, int64_t length, int64_t bytes,
                                  const uint8_t *first_byte, const uint8_t *validity,
                                  tabcl_dev_strings *t) {
-  static const uint8_t zeros[16] = {0};
   size_t padded = padded_bytes(bytes);
+  void *p = NULL;
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &t->data, "label bytes");
-  if (!s) s = tabcl__write(ctx, t->data, 0, (size_t)bytes, first_byte);
-  if (!s) s = tabcl__write(ctx, t->data, (size_t)bytes, padded - (size_t)bytes, zeros);
+  if (!s) s = map_all(ctx, t->data, padded, &p);
+  if (!s) {
+    if (bytes) memcpy(p, first_byte, (size_t)bytes);
+    memset((uint8_t *)p + bytes, 0, padded - (size_t)bytes);
+    s = unmap(ctx, t->data, p);
+  }
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, ((size_t)length + 1) * sizeof(int64_t),
                                    NULL, &t->offsets, "label offsets");
   if (!s && validity) {
@@ -124,24 +146,15 @@ static tabcl_status upload_parts(tabcl_context *ctx, int64_t length, int64_t byt
   return s;
 }
 
-/* Writes length + 1 offsets, each minus first, through a staging chunk. */
-#define WRITE_REBASED(ctx, mem, offsets, length, s)                                 \
+/* Fills the offsets buffer with length + 1 offsets, each minus the first. */
+#define WRITE_REBASED(ctx, mem, offsets, length, s)                                    \
   do {                                                                                 \
-    int64_t total_ = (length) + 1;                                                     \
-    int64_t chunk_ = total_ < STAGE_ENTRIES ? total_ : STAGE_ENTRIES;                  \
-    int64_t *stage_ = tabcl__malloc((size_t)chunk_ * sizeof *stage_);                  \
-    if (!stage_) {                                                                     \
-      (s) = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory staging offsets");    \
-      break;                                                                           \
-    }                                                                                  \
+    int64_t *dst_ = NULL;                                                              \
+    (s) = map_all((ctx), (mem), ((size_t)(length) + 1) * sizeof *dst_, (void **)&dst_); \
+    if (s) break;                                                                      \
     int64_t first_ = (int64_t)(offsets)[0];                                            \
-    for (int64_t at_ = 0; !(s) && at_ < total_; at_ += chunk_) {                       \
-      int64_t n_ = total_ - at_ < chunk_ ? total_ - at_ : chunk_;                      \
-      for (int64_t i_ = 0; i_ < n_; i_++) stage_[i_] = (int64_t)(offsets)[at_ + i_] - first_; \
-      (s) = tabcl__write((ctx), (mem), (size_t)at_ * sizeof *stage_,                   \
-                         (size_t)n_ * sizeof *stage_, stage_);                         \
-    }                                                                                  \
-    tabcl__free(stage_);                                                               \
+    for (int64_t i_ = 0; i_ <= (length); i_++) dst_[i_] = (int64_t)(offsets)[i_] - first_; \
+    (s) = unmap((ctx), (mem), dst_);                                                   \
   } while (0)
 
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
@@ -156,8 +169,7 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
   t.bytes = offsets[v->length] - offsets[0];
   s = upload_parts(ctx, t.length, t.bytes, v->data ? v->data + offsets[0] : NULL, v->validity, &t);
   if (!s) {
-    if (offsets[0] == 0) s = tabcl__write(ctx, t.offsets, 0, ((size_t)t.length + 1) * sizeof *offsets, offsets);
-    else WRITE_REBASED(ctx, t.offsets, offsets, t.length, s);
+    WRITE_REBASED(ctx, t.offsets, offsets, t.length, s);
   }
   if (s) {
     tabcl__strings_release(&t);
