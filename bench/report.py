@@ -227,7 +227,8 @@ def bench_tables(tab, peer):
                     t = counterpart(tm, p)
                     r, tabcl_faster = ratio(t, p) if t else (None, None)
                     faster = "" if r is None else ("tabcl" if tabcl_faster else "peer")
-                    note = " (%s)" % p["note"] if p.get("note", "").startswith("batch chunked") else ""
+                    pn = p.get("note") or ""
+                    note = " (%s)" % pn if ("chunked" in pn or "backend" in pn) else ""
                     out.append("| %s | %s | %s | %s%s | %s | %s | %s |" % (
                         c, t["metric"] if t else "(none)", fig(t), p["metric"], note, fig(p),
                         fmt(r) if r is not None else "", faster))

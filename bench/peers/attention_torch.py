@@ -85,6 +85,20 @@ def math_attention(torch, q, k, v, causal):
     return torch.matmul(torch.softmax(s, dim=-1), v)
 
 
+def sdpa_backend(torch, q, k, v, causal):
+    """The backend SDPA's dispatcher picks for these inputs (private API,
+    so best effort: None when this torch does not have it)."""
+    try:
+        choice = torch._fused_sdp_choice(q, k, v, is_causal=causal)
+        from torch.nn.attention import SDPBackend
+        for b in SDPBackend.__members__.values():
+            if int(b.value) == int(choice):
+                return b.name
+        return str(choice)
+    except Exception:
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jsonl", help="append figures here")
@@ -111,6 +125,9 @@ def main():
             names = [c % t for c in (QUICK if a.quick else FULL) for t in DTYPES]
     dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     print("# %s attention on %s, torch %s" % ("SDPA" if have_sdpa else "math", devname, torch.__version__))
+    if dev.type == "cuda":
+        print("TF32 for f32 matmul allowed: %s"
+              % torch.backends.cuda.matmul.allow_tf32)
     rows, failed = [], 0
     for name in names:
         shp = parse_case(name)
@@ -135,6 +152,10 @@ def main():
                 return math_attention(torch, q, k, v, causal)
 
             run = whole
+            if have_sdpa and dev.type == "cuda":
+                backend = sdpa_backend(torch, q, k, v, causal)
+                if backend:
+                    note = "backend %s" % backend
             try:
                 whole()
                 if dev.type == "cuda":
@@ -144,7 +165,8 @@ def main():
                     raise
                 # grid limit on the batch (or batch*heads): chunk it
                 chunk = max(1, 65535 // h)
-                note = "batch chunked by %d (%s)" % (chunk, str(e).splitlines()[0][:60])
+                note = (note + "; " if note else "") + "batch chunked by %d (%s)" % (
+                    chunk, str(e).splitlines()[0][:60])
 
                 def run(q=q, k=k, v=v, chunk=chunk):
                     for i in range(0, b, chunk):
