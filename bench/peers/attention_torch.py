@@ -175,7 +175,7 @@ def main():
             ms = timer.median_ms(run)
             tflops = flops / (ms * 1e-3) * 1e-12
             pre = "torch" if have_sdpa else "torch_math"
-            rec("attention", name, pre + "_ms", ms, "ms", vs="attention_ms", note=note or None)
+            rec("attention", name, pre + "_ms", ms, "ms", vs="ms", note=note or None)
             rec("attention", name, pre + "_tflops", tflops, "TFLOP/s", vs="tflops", note=note or None)
             rows.append((name, impl, "%.3f" % ms, "%.2f" % tflops, note))
         except Exception as e:  # one shape failing (memory, dtype on CPU) must not stop the rest
