@@ -70,7 +70,12 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
 void tabcl__catindex_set_group_threshold(int64_t bytes);
 int64_t tabcl__catindex_group_threshold(void);
 
-/* Device memory a lookup of these queries allocates itself (peak). */
+/* The checksum a saved index ends with, over the n bytes before it (tests
+   use it to build files whose checksum holds but whose contents do not). */
+uint64_t tabcl__catindex_file_checksum(const uint8_t *p, size_t n);
+
+/* Device memory a host lookup of these queries allocates itself (its
+   uploads, hashes and codes; the hash kernels' small work lists aside). */
 int64_t tabcl__catindex_lookup_peak_bytes(int ncols, const tabcl_strings_view *queries);
 
 tabcl_status tabcl__selfcheck_catindex(tabcl_context *ctx);

@@ -37,6 +37,12 @@ static uint64_t check_finish(uint64_t h, uint64_t total) {
   return tabcl__xxh3_64(le, 8, h);
 }
 
+uint64_t tabcl__catindex_file_checksum(const uint8_t *p, size_t n) {
+  uint64_t h = CHECK_SEED;
+  for (size_t at = 0; at < n; at += BLOCK) h = check_block(p + at, n - at < BLOCK ? n - at : BLOCK, h);
+  return check_finish(h, n);
+}
+
 /* ---- save --------------------------------------------------------------- */
 
 typedef struct writer {
@@ -236,14 +242,11 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
   static const size_t HEADER = 8 + 16;
   if (size < HEADER + 8) return corrupt(path, "too short to be a saved index");
   if (memcmp(file, MAGIC, 8) != 0) return corrupt(path, "not a tabcl index file (bad magic)");
-  uint64_t h = CHECK_SEED;
   size_t body = size - 8;
-  for (size_t at = 0; at < body; at += BLOCK)
-    h = check_block(file + at, body - at < BLOCK ? body - at : BLOCK, h);
   reader ck = {file + body, 8};
   uint64_t want = 0;
   r_u64(&ck, &want);
-  if (check_finish(h, body) != want) return corrupt(path, "checksum mismatch (truncated, extended or altered)");
+  if (tabcl__catindex_file_checksum(file, body) != want) return corrupt(path, "checksum mismatch (truncated, extended or altered)");
   reader r = {file + 8, body - 8};
   uint32_t version = 0, order = 0, ncols = 0, zero = 0;
   r_u32(&r, &version);

@@ -285,3 +285,16 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   tabcl__free(off);
   return st;
 }
+
+int64_t tabcl__catindex_lookup_peak_bytes(int ncols, const tabcl_strings_view *queries) {
+  int64_t total = 0;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_view *v = &queries[c];
+    int64_t n = v->length, bytes = n ? v->offsets[n] - v->offsets[0] : 0;
+    total += (int64_t)tabcl__round_up((size_t)bytes, 8) + 8;   /* label bytes, padded */
+    total += (n + 1) * 8;                                         /* offsets */
+    if (v->validity) total += (n + 7) / 8;
+    total += n * 8 + n * 4;                                       /* hashes and codes */
+  }
+  return total;
+}

@@ -1,0 +1,845 @@
+/* The categorical index: fit and lookup against a plain host hash table,
+ * on random and edge-case vocabularies, forced hash collisions, four
+ * columns at once, align, the device-resident lookup, slicing, threads and
+ * the one-compile rule. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catindex_ref.h"
+#include "hash.h"
+#include "tabcl/tabcl_cl.h"
+
+/* ---- data ------------------------------------------------------------ */
+
+/* A label of one of several kinds: tiny alphabet (many duplicates), any
+   byte (NULs, invalid UTF-8), or printable of up to maxlen bytes. */
+static size_t random_label(tt_rng *r, uint8_t *buf, size_t maxlen) {
+  size_t n;
+  switch (tt_below(r, 3)) {
+  case 0:
+    n = (size_t)tt_below(r, 5);
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)('a' + tt_below(r, 2));
+    return n;
+  case 1:
+    n = (size_t)tt_below(r, maxlen + 1);
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)tt_below(r, 256);
+    return n;
+  default:
+    n = (size_t)tt_below(r, maxlen + 1);
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)(' ' + tt_below(r, 95));
+    return n;
+  }
+}
+
+/* Queries: mostly vocabulary labels (nulls' bytes included), some new
+   labels, some nulls, some empty strings, some vocabulary labels with one
+   byte changed. */
+static void random_queries(tt_rng *r, const tabcl_strings_view *vocab, tt_strings *q, int64_t n,
+                           size_t maxlen) {
+  uint8_t *buf = malloc(maxlen + 16);
+  cr_assert(buf);
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t k = tt_below(r, 10);
+    if (k < 5 && vocab->length) {
+      int64_t j = (int64_t)tt_below(r, (uint64_t)vocab->length);
+      size_t len = (size_t)(vocab->offsets[j + 1] - vocab->offsets[j]);
+      tt_strings_push(q, vocab->data ? vocab->data + vocab->offsets[j] : buf, len);
+    } else if (k < 6 && vocab->length) {
+      int64_t j = (int64_t)tt_below(r, (uint64_t)vocab->length);
+      size_t len = (size_t)(vocab->offsets[j + 1] - vocab->offsets[j]);
+      if (len > maxlen) len = maxlen;
+      if (len) memcpy(buf, vocab->data + vocab->offsets[j], len);
+      if (len) buf[tt_below(r, len)] ^= (uint8_t)(1 + tt_below(r, 255));
+      tt_strings_push(q, buf, len);
+    } else if (k < 8) {
+      tt_strings_push(q, buf, random_label(r, buf, maxlen));
+    } else if (k < 9) {
+      tt_strings_push_null(q);
+    } else {
+      tt_strings_push(q, "", 0);
+    }
+  }
+  free(buf);
+}
+
+/* A null whose offsets span real bytes: push the bytes, then mark the
+   label null in place (tt_strings_push_null would give an empty span). */
+static void push_null_with_bytes(tt_strings *s, const void *bytes, size_t n) {
+  tt_strings_push(s, bytes, n);
+  if (!s->validity) {
+    s->validity = malloc(s->len_cap / 8 + 1);
+    cr_assert(s->validity);
+    memset(s->validity, 0xFF, s->len_cap / 8 + 1);
+  }
+  s->validity[(s->length - 1) / 8] &= (uint8_t)~(1u << ((s->length - 1) % 8));
+}
+
+/* Random labels with exact duplicates and, when nulls, nulls over bytes. */
+static void random_vocab(tt_rng *r, tt_strings *v, int64_t n, size_t maxlen, int nulls) {
+  uint8_t *buf = malloc(maxlen + 16);
+  cr_assert(buf);
+  for (int64_t i = 0; i < n; i++) {
+    if (nulls && tt_below(r, 8) == 0) {
+      push_null_with_bytes(v, buf, random_label(r, buf, maxlen));
+    } else if (i > 0 && tt_below(r, 6) == 0) {
+      int64_t j = (int64_t)tt_below(r, (uint64_t)i);
+      size_t len = (size_t)(v->offsets[j + 1] - v->offsets[j]);
+      if (len) memcpy(buf, v->data + v->offsets[j], len);
+      tt_strings_push(v, buf, len);
+    } else {
+      tt_strings_push(v, buf, random_label(r, buf, maxlen));
+    }
+  }
+  free(buf);
+}
+
+/* ---- random ------------------------------------------------------------ */
+
+Test(catindex, random_vocabularies_both_orders) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/random_vocabularies_both_orders")};
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  for (int round = 0; round < 6; round++) {
+    int ncols = 1 + (int)tt_below(&r, 3);
+    tt_strings v[3], q[3];
+    tabcl_strings_view vv[3], qv[3];
+    for (int c = 0; c < ncols; c++) {
+      static const int64_t sizes[] = {0, 1, 2, 255, 256, 257, 1000, 1500};
+      int64_t n = sizes[tt_below(&r, 8)];
+      tt_strings_init(&v[c], (int64_t)tt_below(&r, 4));
+      random_vocab(&r, &v[c], n, 1 + tt_below(&r, 40), (int)tt_below(&r, 2));
+      vv[c] = tt_view(&v[c]);
+      tt_strings_init(&q[c], (int64_t)tt_below(&r, 4));
+      random_queries(&r, &vv[c], &q[c], (int64_t)tt_below(&r, 1200), 40);
+      qv[c] = tt_view(&q[c]);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "round %d", round);
+    cat_fit_and_expect(ctx, ncols, vv, qv, what);
+    for (int c = 0; c < ncols; c++) {
+      tt_strings_free(&v[c]);
+      tt_strings_free(&q[c]);
+    }
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- edges ------------------------------------------------------------- */
+
+static tabcl_strings_view labels_view(tt_strings *s, const char *const *labels, int n) {
+  tt_strings_init(s, 3);
+  for (int i = 0; i < n; i++) {
+    if (labels[i]) tt_strings_push(s, labels[i], strlen(labels[i]));
+    else tt_strings_push_null(s);
+  }
+  return tt_view(s);
+}
+
+Test(catindex, duplicates_get_last_position_or_one_rank) {
+  tabcl_context *ctx = tt_context();
+  static const char *const vocab[] = {"b", "a", "b", "c", "a", "", " a", NULL, "c", "ab"};
+  static const char *const query[] = {"a", "b", "c", "", " a", "ab", "abc", NULL, "B"};
+  /* worked out by hand, independently of the reference */
+  static const int32_t by_pos[] = {4, 2, 8, 5, 6, 9, -1, -1, -1};
+  static const int32_t by_val[] = {2, 4, 5, 0, 1, 3, -1, -1, -1};
+  tt_strings v, q;
+  tabcl_strings_view vv = labels_view(&v, vocab, 10), qv = labels_view(&q, query, 9);
+  for (int o = 0; o < 2; o++) {
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, (tabcl_code_order)o, &idx));
+    cr_expect_eq(tabcl_category_index_codes(idx, 0), o ? 6 : 10);
+    int32_t got[9];
+    int32_t *codes = got;
+    tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &codes));
+    for (int i = 0; i < 9; i++)
+      cr_expect_eq(got[i], o ? by_val[i] : by_pos[i], "order %d query %d: %d", o, i, got[i]);
+    cat_expect_lookup(idx, 1, &vv, (tabcl_code_order)o, &qv, "duplicates");
+    tabcl_category_index_destroy(idx);
+  }
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
+Test(catindex, nulls_are_never_matched) {
+  tabcl_context *ctx = tt_context();
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  push_null_with_bytes(&v, "ghost", 5);       /* null, but its span says "ghost" */
+  tt_strings_push(&v, "real", 4);
+  push_null_with_bytes(&v, "real", 4);        /* a null copy of a present label */
+  tt_strings_push_null(&v);
+  push_null_with_bytes(&v, "", 0);
+  tabcl_strings_view vv = tt_view(&v);
+  tt_strings_init(&q, 0);
+  tt_strings_push(&q, "ghost", 5);
+  tt_strings_push(&q, "real", 4);
+  tt_strings_push(&q, "", 0);
+  tt_strings_push_null(&q);
+  push_null_with_bytes(&q, "real", 4);
+  tabcl_strings_view qv = tt_view(&q);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  int32_t got[5];
+  int32_t *codes = got;
+  tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &codes));
+  static const int32_t want[5] = {-1, 1, -1, -1, -1};
+  for (int i = 0; i < 5; i++) cr_expect_eq(got[i], want[i], "query %d: %d", i, got[i]);
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), 5);
+  tabcl_category_index_destroy(idx);
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_VALUE, &idx));
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), 1, "only \"real\" is present");
+  cat_expect_lookup(idx, 1, &vv, TABCL_CODES_BY_VALUE, &qv, "nulls");
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
+Test(catindex, empty_vocabularies_queries_and_labels) {
+  tabcl_context *ctx = tt_context();
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  tt_strings empties, nulls, one;
+  tt_strings_init(&empties, 0);
+  for (int i = 0; i < 5; i++) tt_strings_push(&empties, "", 0);   /* no byte at all: data may be anything */
+  tt_strings_init(&nulls, 0);
+  for (int i = 0; i < 9; i++) tt_strings_push_null(&nulls);
+  tt_strings_init(&one, 0);
+  tt_strings_push(&one, "x", 1);
+  tabcl_strings_view vv[4] = {{0, NULL, NULL, NULL}, tt_view(&empties), tt_view(&nulls), tt_view(&one)};
+  vv[1].data = NULL;   /* allowed: no label has a byte */
+  tabcl_strings_view qv[4] = {tt_view(&empties), tt_view(&empties), tt_view(&empties),
+                              {0, NULL, NULL, NULL}};
+  qv[0].data = NULL;
+  cat_fit_and_expect(ctx, 4, vv, qv, "empties");
+  /* every query column empty: nothing runs, and NULL code arrays are fine */
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 4, vv, TABCL_CODES_BY_POSITION, &idx));
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), 0);
+  cr_expect_eq(tabcl_category_index_codes(idx, 1), 5);
+  cr_expect_eq(tabcl_category_index_codes(idx, 2), 9);
+  tabcl_strings_view none[4] = {{0}, {0}, {0}, {0}};
+  int32_t *nocodes[4] = {NULL, NULL, NULL, NULL};
+  tt_assert_ok(tabcl_category_index_lookup(idx, 4, none, nocodes));
+  tabcl_category_index_destroy(idx);
+  /* all-empty labels: the one distinct label "" ranks 0 by value, is 4 by position */
+  int32_t got[5];
+  int32_t *codes[4] = {NULL, got, NULL, NULL};
+  tabcl_strings_view only1[4] = {{0}, tt_view(&empties), {0}, {0}};
+  for (int o = 0; o < 2; o++) {
+    tt_assert_ok(tabcl_category_index_fit(ctx, 4, vv, (tabcl_code_order)o, &idx));
+    cr_expect_eq(tabcl_category_index_codes(idx, 1), o ? 1 : 5);
+    cr_expect_eq(tabcl_category_index_codes(idx, 2), o ? 0 : 9);
+    tt_assert_ok(tabcl_category_index_lookup(idx, 4, only1, codes));
+    for (int i = 0; i < 5; i++) cr_expect_eq(got[i], o ? 0 : 4, "order %d row %d: %d", o, i, got[i]);
+    tabcl_category_index_destroy(idx);
+  }
+  tt_strings_free(&empties);
+  tt_strings_free(&nulls);
+  tt_strings_free(&one);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* Labels of 0 to 70,000 bytes, with variants differing in the first, a
+   middle and the last byte, and one byte longer or shorter. */
+Test(catindex, label_lengths_0_to_70000) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/label_lengths_0_to_70000")};
+  static const size_t lens[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 240, 241,
+                                255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097, 10000, 70000};
+  enum { NL = sizeof lens / sizeof lens[0] };
+  uint8_t *buf = malloc(70001 + 8);
+  cr_assert(buf);
+  tt_strings v, q;
+  tt_strings_init(&v, 5);
+  tt_strings_init(&q, 1);
+  for (int i = 0; i < NL; i++) {
+    size_t n = lens[i];
+    for (size_t k = 0; k < n + 1; k++) buf[k] = (uint8_t)tt_below(&r, 256);
+    tt_strings_push(&v, buf, n);
+    tt_strings_push(&q, buf, n);
+    if (n) {
+      /* near misses: not in the vocabulary */
+      static const int where[3] = {0, 1, 2};
+      for (int w = 0; w < 3; w++) {
+        size_t at = where[w] == 0 ? 0 : where[w] == 1 ? n / 2 : n - 1;
+        buf[at] ^= 0x01;
+        tt_strings_push(&q, buf, n);
+        buf[at] ^= 0x01;
+      }
+      tt_strings_push(&q, buf, n - 1);
+    }
+    tt_strings_push(&q, buf, n + 1);
+  }
+  tabcl_strings_view vv = tt_view(&v), qv = tt_view(&q);
+  cat_fit_and_expect(ctx, 1, &vv, &qv, "lengths");
+  free(buf);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
+Test(catindex, shared_prefixes_and_middle_differences) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/shared_prefixes_and_middle_differences")};
+  enum { N = 150, PREFIX = 3000, HEADTAIL = 1500 };
+  uint8_t *buf = malloc(2 * PREFIX + 64);
+  cr_assert(buf);
+  tt_strings v[2], q[2];
+  for (int c = 0; c < 2; c++) {
+    tt_strings_init(&v[c], 0);
+    tt_strings_init(&q[c], 0);
+  }
+  for (size_t k = 0; k < 2 * PREFIX + 64; k++) buf[k] = (uint8_t)(' ' + tt_below(&r, 95));
+  for (int i = 0; i < N; i++) {
+    /* column 0: a long shared prefix, then a short distinct suffix */
+    size_t n = PREFIX + (size_t)tt_below(&r, 6);
+    for (size_t k = PREFIX; k < n; k++) buf[k] = (uint8_t)('a' + tt_below(&r, 3));
+    tt_strings_push(&v[0], buf, n);
+    tt_strings_push(&q[0], buf, n);
+    buf[n - 1 > PREFIX ? n - 1 : PREFIX] ^= 0x40;
+    tt_strings_push(&q[0], buf, n);
+  }
+  uint8_t *mid = malloc(2 * HEADTAIL + 4);
+  cr_assert(mid);
+  for (size_t k = 0; k < 2 * HEADTAIL + 4; k++) mid[k] = (uint8_t)('A' + tt_below(&r, 26));
+  for (int i = 0; i < N; i++) {
+    /* column 1: equal heads and tails, different middles */
+    for (int k = 0; k < 4; k++) mid[HEADTAIL + k] = (uint8_t)tt_below(&r, 256);
+    tt_strings_push(&v[1], mid, 2 * HEADTAIL + 4);
+    tt_strings_push(&q[1], mid, 2 * HEADTAIL + 4);
+    mid[HEADTAIL + 1] ^= 0x80;
+    tt_strings_push(&q[1], mid, 2 * HEADTAIL + 4);
+  }
+  tabcl_strings_view vv[2] = {tt_view(&v[0]), tt_view(&v[1])}, qv[2] = {tt_view(&q[0]), tt_view(&q[1])};
+  cat_fit_and_expect(ctx, 2, vv, qv, "prefixes");
+  free(buf);
+  free(mid);
+  for (int c = 0; c < 2; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(catindex, non_ascii_and_invalid_utf8) {
+  tabcl_context *ctx = tt_context();
+  static const char *const odd[] = {
+      "\xc3\xa9t\xc3\xa9",  "ete",        "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80",
+      "\xc0\x80",           "\xed\xa0\x80", "\x80",                    "\xff\xfe\xfd",
+      "\xc3",               "caf\xc3\xa9",  "cafe\xcc\x81",            "\x7f\x01\x02",
+  };
+  enum { NO = sizeof odd / sizeof odd[0] };
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  tt_strings_init(&q, 0);
+  for (int i = 0; i < NO; i++) {
+    tt_strings_push(&v, odd[i], strlen(odd[i]));
+    tt_strings_push(&q, odd[i], strlen(odd[i]));
+  }
+  /* embedded NULs: "a\0b" and "a\0c" differ only after the NUL */
+  tt_strings_push(&v, "a\0b", 3);
+  tt_strings_push(&q, "a\0b", 3);
+  tt_strings_push(&q, "a\0c", 3);
+  tt_strings_push(&q, "a", 1);
+  tt_rng r = {tt_seed("catindex/non_ascii_and_invalid_utf8")};
+  uint8_t buf[64];
+  for (int i = 0; i < 300; i++) {
+    size_t n = (size_t)tt_below(&r, 40);
+    for (size_t k = 0; k < n; k++) buf[k] = (uint8_t)(0x80 + tt_below(&r, 128));
+    tt_strings_push(&v, buf, n);
+    if (i % 2) buf[0] ^= 0x01;
+    tt_strings_push(&q, buf, n);
+  }
+  tabcl_strings_view vv = tt_view(&v), qv = tt_view(&q);
+  cat_fit_and_expect(ctx, 1, &vv, &qv, "non-ascii");
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
+/* Four columns over the same labels in different orders: the same label has
+   a different code in each column, and a label fitted only in one column is
+   unknown in the others. */
+Test(catindex, four_columns_same_label_different_codes) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/four_columns_same_label_different_codes")};
+  enum { N = 300 };
+  char labels[N][16];
+  for (int i = 0; i < N; i++) snprintf(labels[i], sizeof labels[i], "label-%d", i * 7919 % 100003);
+  tt_strings v[4], q[4];
+  tabcl_strings_view vv[4], qv[4];
+  for (int c = 0; c < 4; c++) {
+    int perm[N];
+    for (int i = 0; i < N; i++) perm[i] = i;
+    for (int i = N - 1; i > 0; i--) {
+      int j = (int)tt_below(&r, (uint64_t)i + 1), t = perm[i];
+      perm[i] = perm[j];
+      perm[j] = t;
+    }
+    tt_strings_init(&v[c], (int64_t)c);
+    for (int i = 0; i < N; i++) tt_strings_push(&v[c], labels[perm[i]], strlen(labels[perm[i]]));
+    char own[32];
+    snprintf(own, sizeof own, "only-in-column-%d", c);
+    tt_strings_push(&v[c], own, strlen(own));
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 0);
+  }
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < 4; c++) tt_strings_push(&q[c], labels[i], strlen(labels[i]));
+  for (int c = 0; c < 4; c++)
+    for (int k = 0; k < 4; k++) {
+      char own[32];
+      snprintf(own, sizeof own, "only-in-column-%d", k);
+      tt_strings_push(&q[c], own, strlen(own));
+    }
+  for (int c = 0; c < 4; c++) qv[c] = tt_view(&q[c]);
+  cat_fit_and_expect(ctx, 4, vv, qv, "four columns");
+  /* and the test means something: codes really differ between columns */
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 4, vv, TABCL_CODES_BY_POSITION, &idx));
+  int32_t *codes[4];
+  for (int c = 0; c < 4; c++) codes[c] = malloc((size_t)qv[c].length * sizeof(int32_t));
+  tt_assert_ok(tabcl_category_index_lookup(idx, 4, qv, codes));
+  int differ = 0;
+  for (int i = 0; i < N; i++) differ += codes[0][i] != codes[1][i];
+  cr_expect_gt(differ, N / 2, "column 0 and 1 agree on %d of %d labels", N - differ, N);
+  for (int c = 0; c < 4; c++)
+    for (int k = 0; k < 4; k++)
+      cr_expect_eq(codes[c][N + k] >= 0, c == k, "column %d, own label of %d: %d", c, k, codes[c][N + k]);
+  tabcl_category_index_destroy(idx);
+  for (int c = 0; c < 4; c++) {
+    free(codes[c]);
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- collisions ------------------------------------------------------- */
+
+/* The first seed under which column col's distinct labels have distinct
+   masked hashes, from the host hash; TABCL__CATINDEX_SEED_TRIES if none. */
+static uint64_t separating_seed(const tabcl_strings_view *v, int col, uint64_t mask) {
+  for (uint64_t seed = 0; seed < TABCL__CATINDEX_SEED_TRIES; seed++) {
+    int clash = 0;
+    for (int64_t i = 0; i < v->length && !clash; i++)
+      for (int64_t j = i + 1; j < v->length && !clash; j++) {
+        size_t ni, nj;
+        const uint8_t *a = tt_label(v, i, &ni), *b = tt_label(v, j, &nj);
+        if (ni == nj && !memcmp(a, b, ni)) continue;
+        clash = tabcl__label_hash(a, ni, seed, col, mask) == tabcl__label_hash(b, nj, seed, col, mask);
+      }
+    if (!clash) return seed;
+  }
+  return TABCL__CATINDEX_SEED_TRIES;
+}
+
+Test(catindex, collision_separated_by_a_higher_seed) {
+  tabcl_context *ctx = tt_context();
+  tabcl__context_set_hash_bits(ctx, 16);
+  uint64_t mask = tabcl__hash_mask(ctx);
+  cr_assert_eq(mask, 0xFFFFULL);
+  tt_rng r = {tt_seed("catindex/collision_separated_by_a_higher_seed")};
+  tt_strings v, q;
+  uint64_t want = 0;
+  /* Draw vocabularies until seed 0 collides and a later seed in the bound
+     does not; about one draw in three qualifies. */
+  for (int attempt = 0;; attempt++) {
+    cr_assert_lt(attempt, 200, "no qualifying vocabulary found");
+    tt_strings_init(&v, 0);
+    for (int i = 0; i < 250; i++) {
+      char lab[32];
+      int n = snprintf(lab, sizeof lab, "v%llu", (unsigned long long)tt_next(&r));
+      tt_strings_push(&v, lab, (size_t)n);
+    }
+    tabcl_strings_view vv = tt_view(&v);
+    want = separating_seed(&vv, 0, mask);
+    if (want >= 1 && want < TABCL__CATINDEX_SEED_TRIES) break;
+    tt_strings_free(&v);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  tt_strings_init(&q, 0);
+  random_queries(&r, &vv, &q, 2000, 12);
+  tabcl_strings_view qv = tt_view(&q);
+  for (int o = 0; o < 2; o++) {
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, (tabcl_code_order)o, &idx));
+    cr_expect_eq(idx->seed, want, "the fit stopped at seed %llu; the host says %llu",
+                 (unsigned long long)idx->seed, (unsigned long long)want);
+    cr_expect_eq(idx->collisions, 0);
+    cr_expect_eq(idx->entries, 250, "one entry per distinct label");
+    cat_expect_lookup(idx, 1, &vv, (tabcl_code_order)o, &qv, "separated");
+    tabcl_category_index_destroy(idx);
+  }
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
+Test(catindex, collisions_kept_when_no_seed_separates) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/collisions_kept_when_no_seed_separates")};
+  static const unsigned bits[] = {4, 1};
+  for (int b = 0; b < 2; b++) {
+    tabcl__context_set_hash_bits(ctx, bits[b]);
+    tt_strings v[2], q[2];
+    tabcl_strings_view vv[2], qv[2];
+    for (int c = 0; c < 2; c++) {
+      tt_strings_init(&v[c], 0);
+      random_vocab(&r, &v[c], 120, 300, 1);
+      for (int i = 0; i < 40; i++) {   /* > 16 distinct labels, whatever the draw */
+        char lab[16];
+        int n = snprintf(lab, sizeof lab, "d%d-%d", c, i);
+        tt_strings_push(&v[c], lab, (size_t)n);
+      }
+      vv[c] = tt_view(&v[c]);
+      tt_strings_init(&q[c], 0);
+      random_queries(&r, &vv[c], &q[c], 700, 300);
+      qv[c] = tt_view(&q[c]);
+    }
+    for (int o = 0; o < 2; o++) {
+      tabcl_category_index *idx = NULL;
+      tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, (tabcl_code_order)o, &idx));
+      cr_expect_eq(idx->collisions, 1, "%u bits cannot separate 40 labels", bits[b]);
+      cr_expect_eq(idx->seed, TABCL__CATINDEX_SEED_TRIES - 1, "the last seed tried stays");
+      cr_expect_eq(idx->mask, (1ULL << bits[b]) - 1);
+      cat_expect_lookup(idx, 2, vv, (tabcl_code_order)o, qv, "kept collisions");
+      tabcl_category_index_destroy(idx);
+    }
+    for (int c = 0; c < 2; c++) {
+      tt_strings_free(&v[c]);
+      tt_strings_free(&q[c]);
+    }
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- launches, programs and threads ------------------------------------ */
+
+Test(catindex, sliced_launches_give_the_same_codes) {
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 7;
+  tabcl_context *ctx = tt_context_with(&o);
+  tt_rng r = {tt_seed("catindex/sliced_launches_give_the_same_codes")};
+  tt_strings v[5], q[5];
+  tabcl_strings_view vv[5], qv[5];
+  for (int c = 0; c < 5; c++) {   /* five columns: two lookup launches */
+    tt_strings_init(&v[c], 0);
+    random_vocab(&r, &v[c], 60 + c * 13, 20, 1);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 0);
+    random_queries(&r, &vv[c], &q[c], 90 + c, 20);
+    qv[c] = tt_view(&q[c]);
+  }
+  cat_fit_and_expect(ctx, 5, vv, qv, "sliced");
+  for (int c = 0; c < 5; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+static void fit_lookup_align(tabcl_context *ctx, tt_rng *r, int64_t nv, int64_t nq, size_t maxlen) {
+  tt_strings v[2], q[2];
+  tabcl_strings_view vv[2], qv[2];
+  for (int c = 0; c < 2; c++) {
+    tt_strings_init(&v[c], 0);
+    random_vocab(r, &v[c], nv, maxlen, 1);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 0);
+    random_queries(r, &vv[c], &q[c], nq, maxlen);
+    qv[c] = tt_view(&q[c]);
+  }
+  cat_fit_and_expect(ctx, 2, vv, qv, "sizes");
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_VALUE, &idx));
+  int32_t *in = calloc((size_t)nq + 1, sizeof *in), *out0 = calloc((size_t)nq + 1, sizeof *out0);
+  for (int64_t i = 0; i < nq; i++) in[i] = (int32_t)tt_below(r, (uint64_t)qv[0].length + 1) - 1;
+  tabcl_dictionary_view d[2] = {{qv[0], nq, in}, {qv[1], 0, NULL}};
+  int32_t *outs[2] = {out0, NULL};
+  tt_assert_ok(tabcl_category_index_align(idx, 2, d, outs));
+  tabcl_category_index_destroy(idx);
+  free(in);
+  free(out0);
+  for (int c = 0; c < 2; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+}
+
+Test(catindex, no_program_builds_after_the_first_fit_and_lookup) {
+  tabcl_options o = {0};
+  o.cache_dir = "";   /* every program counts as built */
+  tabcl_context *ctx = tt_context_with(&o);
+  tt_rng r = {tt_seed("catindex/no_program_builds_after_the_first_fit_and_lookup")};
+  fit_lookup_align(ctx, &r, 10, 20, 8);
+  tabcl_stats first;
+  tabcl_context_stats(ctx, &first);
+  cr_expect_gt(first.programs_built, 0);
+  fit_lookup_align(ctx, &r, 700, 333, 3000);   /* long labels: other hash and lookup kernels */
+  fit_lookup_align(ctx, &r, 3, 1, 1);
+  fit_lookup_align(ctx, &r, 2049, 1500, 30);   /* past a sort tile */
+  tabcl_stats later;
+  tabcl_context_stats(ctx, &later);
+  cr_expect_eq(later.programs_built, first.programs_built,
+               "fits and lookups of other sizes built %llu more programs",
+               (unsigned long long)(later.programs_built - first.programs_built));
+  cr_expect_gt(later.kernel_launches, first.kernel_launches);
+  tabcl_context_destroy(ctx);
+}
+
+typedef struct thread_job {
+  tabcl_category_index *idx;
+  const tabcl_strings_view *vocab;
+  tt_strings q;
+  int wrong, failed;
+} thread_job;
+
+static void *lookup_thread(void *arg) {
+  thread_job *j = arg;
+  tabcl_strings_view qv = tt_view(&j->q);
+  catref ref;
+  catref_build(&ref, j->vocab, TABCL_CODES_BY_POSITION);
+  int32_t *codes = malloc((size_t)qv.length * sizeof *codes);
+  for (int rep = 0; rep < 6; rep++) {
+    if (tabcl_category_index_lookup(j->idx, 1, &qv, &codes) != TABCL_OK) j->failed++;
+    for (int64_t i = 0; i < qv.length; i++) j->wrong += codes[i] != catref_code(&ref, &qv, i);
+  }
+  free(codes);
+  catref_free(&ref);
+  return NULL;
+}
+
+Test(catindex, lookups_from_several_threads_on_one_index) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/lookups_from_several_threads_on_one_index")};
+  tt_strings v;
+  tt_strings_init(&v, 0);
+  random_vocab(&r, &v, 800, 30, 1);
+  tabcl_strings_view vv = tt_view(&v);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  enum { T = 4 };
+  thread_job jobs[T];
+  pthread_t th[T];
+  for (int t = 0; t < T; t++) {
+    jobs[t] = (thread_job){idx, &vv, {0}, 0, 0};
+    tt_strings_init(&jobs[t].q, 0);
+    random_queries(&r, &vv, &jobs[t].q, 300 + 50 * t, 30);
+  }
+  for (int t = 0; t < T; t++) cr_assert_eq(pthread_create(&th[t], NULL, lookup_thread, &jobs[t]), 0);
+  for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < T; t++) {
+    cr_expect_eq(jobs[t].failed, 0, "thread %d: %d lookups failed", t, jobs[t].failed);
+    cr_expect_eq(jobs[t].wrong, 0, "thread %d: %d codes wrong", t, jobs[t].wrong);
+    tt_strings_free(&jobs[t].q);
+  }
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- align ------------------------------------------------------------- */
+
+Test(catindex, align_maps_dictionary_codes) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/align_maps_dictionary_codes")};
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  for (int round = 0; round < 3; round++) {
+    int ncols = 1 + (int)tt_below(&r, 4);
+    tt_strings v[4], cat[4];
+    tabcl_strings_view vv[4];
+    tabcl_dictionary_view d[4];
+    int32_t *in[4], *out[4];
+    for (int c = 0; c < ncols; c++) {
+      tt_strings_init(&v[c], 0);
+      random_vocab(&r, &v[c], (int64_t)tt_below(&r, 400), 16, 1);
+      vv[c] = tt_view(&v[c]);
+      tt_strings_init(&cat[c], 2);
+      random_queries(&r, &vv[c], &cat[c], (int64_t)tt_below(&r, 200), 16);
+      int64_t rows = (int64_t)tt_below(&r, 900);
+      in[c] = malloc((size_t)(rows + 1) * sizeof *in[c]);
+      out[c] = malloc((size_t)(rows + 1) * sizeof *out[c]);
+      for (int64_t i = 0; i < rows; i++)
+        in[c][i] = (int32_t)tt_below(&r, (uint64_t)cat[c].length + 1) - 1;
+      d[c] = (tabcl_dictionary_view){tt_view(&cat[c]), rows, in[c]};
+    }
+    for (int o = 0; o < 2; o++) {
+      tabcl_category_index *idx = NULL;
+      tt_assert_ok(tabcl_category_index_fit(ctx, ncols, vv, (tabcl_code_order)o, &idx));
+      for (int c = 0; c < ncols; c++)
+        for (int64_t i = 0; i < d[c].length; i++) out[c][i] = 0x6B6B6B6B;
+      tt_assert_ok(tabcl_category_index_align(idx, ncols, d, out));
+      for (int c = 0; c < ncols; c++) {
+        catref ref;
+        catref_build(&ref, &vv[c], (tabcl_code_order)o);
+        int bad = 0;
+        for (int64_t i = 0; i < d[c].length && bad < 3; i++) {
+          int32_t want = in[c][i] < 0 ? -1 : catref_code(&ref, &d[c].categories, in[c][i]);
+          if (out[c][i] != want) {
+            bad++;
+            cr_expect_fail("round %d order %d column %d row %lld: %d, expected %d", round, o, c,
+                           (long long)i, out[c][i], want);
+          }
+        }
+        catref_free(&ref);
+      }
+      tabcl_category_index_destroy(idx);
+    }
+    for (int c = 0; c < ncols; c++) {
+      tt_strings_free(&v[c]);
+      tt_strings_free(&cat[c]);
+      free(in[c]);
+      free(out[c]);
+    }
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- device-resident lookup -------------------------------------------- */
+
+static cl_mem make_buffer(tabcl_context *ctx, size_t bytes, const void *host) {
+  cl_int err;
+  cl_mem m = clCreateBuffer(tabcl_context_cl_context(ctx), CL_MEM_READ_WRITE, bytes ? bytes : 1,
+                            NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  if (host && bytes)
+    cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), m, CL_TRUE, 0, bytes, host, 0,
+                                      NULL, NULL), CL_SUCCESS);
+  return m;
+}
+
+/* A view on the device, offsets rebased; pad > 0 sizes data for word reads. */
+static tabcl_strings_cl to_device(tabcl_context *ctx, const tabcl_strings_view *v, int pad) {
+  tabcl_strings_cl d = {v->length, 0, NULL, NULL, NULL};
+  int64_t first = v->offsets[0];
+  d.bytes = v->offsets[v->length] - first;
+  int64_t *off = malloc((size_t)(v->length + 1) * sizeof *off);
+  for (int64_t i = 0; i <= v->length; i++) off[i] = v->offsets[i] - first;
+  size_t cap = pad ? ((size_t)d.bytes + 7) / 8 * 8 + 8 : (size_t)d.bytes;
+  uint8_t *data = calloc(cap ? cap : 1, 1);
+  if (d.bytes) memcpy(data, v->data + first, (size_t)d.bytes);
+  d.data = make_buffer(ctx, cap, data);
+  d.offsets = make_buffer(ctx, (size_t)(v->length + 1) * 8, off);
+  if (v->validity) d.validity = make_buffer(ctx, (size_t)(v->length + 7) / 8, v->validity);
+  free(off);
+  free(data);
+  return d;
+}
+
+static void release_device(tabcl_strings_cl *d) {
+  clReleaseMemObject(d->data);
+  clReleaseMemObject(d->offsets);
+  if (d->validity) clReleaseMemObject(d->validity);
+}
+
+Test(catindex, device_resident_lookup) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/device_resident_lookup")};
+  tt_strings v[2], q[2];
+  tabcl_strings_view vv[2], qv[2];
+  for (int c = 0; c < 2; c++) {
+    tt_strings_init(&v[c], 0);
+    random_vocab(&r, &v[c], 500, 60, 1);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 3);
+    random_queries(&r, &vv[c], &q[c], 777 + c, 60);
+    qv[c] = tt_view(&q[c]);
+  }
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+  /* column 0 padded (read in place), column 1 exactly sized (copied first) */
+  tabcl_strings_cl dq[2] = {to_device(ctx, &qv[0], 1), to_device(ctx, &qv[1], 0)};
+  cl_mem out[2] = {make_buffer(ctx, (size_t)qv[0].length * 4, NULL),
+                   make_buffer(ctx, (size_t)qv[1].length * 4, NULL)};
+  cl_int err;
+  cl_event gate = clCreateUserEvent(tabcl_context_cl_context(ctx), &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_event done = NULL;
+  tt_assert_ok(tabcl_category_index_lookup_cl(idx, 2, dq, out, 1, &gate, &done));
+  cr_assert_not_null(done);
+  clSetUserEventStatus(gate, CL_COMPLETE);
+  cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+  clReleaseEvent(gate);
+  for (int c = 0; c < 2; c++) {
+    int32_t *got = malloc((size_t)qv[c].length * 4);
+    cr_assert_eq(clEnqueueReadBuffer(tabcl_context_cl_queue(ctx), out[c], CL_TRUE, 0,
+                                     (size_t)qv[c].length * 4, got, 0, NULL, NULL), CL_SUCCESS);
+    catref ref;
+    catref_build(&ref, &vv[c], TABCL_CODES_BY_POSITION);
+    int bad = 0;
+    for (int64_t i = 0; i < qv[c].length; i++) bad += got[i] != catref_code(&ref, &qv[c], i);
+    cr_expect_eq(bad, 0, "column %d: %d codes wrong", c, bad);
+    catref_free(&ref);
+    free(got);
+  }
+  /* checks: too-small codes buffer, wrong ncols, NULL buffers; nothing changes */
+  cl_mem small = make_buffer(ctx, 8, NULL);
+  cl_mem bad_out[2] = {out[0], small};
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, dq, bad_out, 0, NULL, NULL),
+               TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "column 1") != NULL, "%s", tabcl_last_error());
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 1, dq, out, 0, NULL, NULL), TABCL_INVALID_ARGUMENT);
+  tabcl_strings_cl nulled[2] = {dq[0], dq[1]};
+  nulled[1].offsets = NULL;
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, nulled, out, 0, NULL, NULL),
+               TABCL_INVALID_ARGUMENT);
+  /* empty queries still complete the event */
+  tabcl_strings_cl empty[2] = {{0}, {0}};
+  cl_mem none[2] = {NULL, NULL};
+  done = NULL;
+  tt_assert_ok(tabcl_category_index_lookup_cl(idx, 2, empty, none, 0, NULL, &done));
+  cr_assert_not_null(done);
+  cr_expect_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+  clReleaseEvent(done);
+  clReleaseMemObject(small);
+  for (int c = 0; c < 2; c++) {
+    release_device(&dq[c]);
+    clReleaseMemObject(out[c]);
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_category_index_destroy(idx);
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- oclgrind: every kernel on tiny shapes ----------------------------- */
+
+Test(oclgrind_catindex, tiny_fit_lookup_align) {
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *ctx = tt_context_with(&o);
+  static const char *const vocab0[] = {"b", "a", NULL, "b", "", "ccc"};
+  static const char *const vocab1[] = {"x", "yy"};
+  static const char *const query0[] = {"a", "b", NULL, "", "zz", "ccc", "cc"};
+  static const char *const query1[] = {"yy", "x", "a"};
+  tt_strings v[2], q[2];
+  tabcl_strings_view vv[2] = {labels_view(&v[0], vocab0, 6), labels_view(&v[1], vocab1, 2)};
+  tabcl_strings_view qv[2] = {labels_view(&q[0], query0, 7), labels_view(&q[1], query1, 3)};
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+  cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, "tiny");   /* both lookup kernels */
+  int32_t in0[4] = {1, -1, 6, 0}, got0[4];
+  int32_t *outs[2] = {got0, NULL};
+  tabcl_dictionary_view d[2] = {{qv[0], 4, in0}, {qv[1], 0, NULL}};
+  tt_assert_ok(tabcl_category_index_align(idx, 2, d, outs));
+  cr_expect_eq(got0[0], 3);
+  cr_expect_eq(got0[1], -1);
+  cr_expect_eq(got0[2], -1);
+  cr_expect_eq(got0[3], 1);
+  tabcl_category_index_destroy(idx);
+  for (int c = 0; c < 2; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_context_destroy(ctx);
+}
