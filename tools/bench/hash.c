@@ -1,0 +1,126 @@
+/* tabcl-bench hash: label hashing throughput for fixed label lengths,
+ * against the device's copy bandwidth measured in the same run, against the
+ * rate the bytes moved allow (label bytes + 8-byte offsets + 8-byte hashes),
+ * and, when built with libxxhash, against XXH3 on one host core. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "hash.h"
+#ifdef TABCL_BENCH_WITH_XXHASH
+#include <xxhash.h>
+#endif
+
+static void fill_random(uint8_t *p, size_t n, uint64_t x) {
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[i] = (uint8_t)(x >> 24);
+  }
+}
+
+/* Device seconds of one hash_column call: from a marker enqueued just
+   before it to the call's own completion event. */
+static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl_mem out,
+                              double *seconds) {
+  cl_event start = NULL, end = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &start);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "hash bench");
+  tabcl_status s = tabcl__hash_column(ctx, d, 0, 1, ~0ULL, out, 0, 0, NULL, &end);
+  if (!s) s = tabcl__finish(ctx);
+  if (!s) *seconds = bench_event_seconds(start, end);
+  clReleaseEvent(start);
+  if (end) clReleaseEvent(end);
+  return s;
+}
+
+static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double copy_bw) {
+  size_t total = a->quick ? ((size_t)4 << 20) : ((size_t)256 << 20);
+  size_t n = total / len;
+  if (n < 1) n = 1;
+  int64_t *offsets = malloc((n + 1) * sizeof *offsets);
+  uint8_t *data = malloc(n * len);
+  uint64_t *got = malloc(n * sizeof *got);
+  if (!offsets || !data || !got) {
+    fprintf(stderr, "hash bench: out of host memory for %zu-byte labels\n", len);
+    free(offsets);
+    free(data);
+    free(got);
+    return 1;
+  }
+  for (size_t i = 0; i <= n; i++) offsets[i] = (int64_t)(i * len);
+  fill_random(data, n * len, 0x9E3779B97F4A7C15ULL ^ len);
+  tabcl_strings_view v = {(int64_t)n, offsets, data, NULL};
+  tabcl_dev_strings d;
+  memset(&d, 0, sizeof d);
+  cl_mem out = NULL;
+  double times[64], t = 0;
+  int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
+  tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof(uint64_t), NULL, &out, "hashes");
+  if (!s) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
+  for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
+  if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
+  /* Spot-check the figures are of a correct hash. */
+  for (size_t i = 0; !s && i < n; i += 1 + n / 97)
+    if (got[i] != tabcl__label_hash(data + i * len, len, 1, 0, ~0ULL))
+      s = tabcl__fail(TABCL_OPENCL_ERROR, "label %zu hashed wrongly", i);
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  if (s) {
+    fprintf(stderr, "hash bench, %zu-byte labels: %s: %s\n", len, tabcl_status_name(s), tabcl_last_error());
+    free(offsets);
+    free(data);
+    free(got);
+    return 1;
+  }
+  t = bench_median(times, reps);
+  double bytes = (double)n * (double)len;
+  double gbps = bytes / t * 1e-9, lps = (double)n / t;
+  double moved_rate = copy_bw > 0 ? copy_bw / (double)(len + 16) : 0; /* labels/s the traffic allows */
+  double of_copy = copy_bw > 0 ? 100.0 * bytes / t / copy_bw : 0;
+  double of_moved = moved_rate > 0 ? 100.0 * lps / moved_rate : 0;
+  char name[32];
+  snprintf(name, sizeof name, "%zuB", len);
+  printf("| %s | %zu | %.3f | %.2f | %.3g | %.1f%% | %.1f%% |", name, n, t * 1e3, gbps, lps, of_copy,
+         of_moved);
+  bench_record(a, "hash", name, "pct_of_copy_bandwidth", of_copy, "%");
+  bench_record(a, "hash", name, "hash_GBps", gbps, "GB/s");
+  bench_record(a, "hash", name, "labels_per_s", lps, "labels/s");
+  bench_record(a, "hash", name, "pct_of_moved_bytes_rate", of_moved, "%");
+  bench_record(a, "hash", name, "device_ms", t * 1e3, "ms");
+#ifdef TABCL_BENCH_WITH_XXHASH
+  double h0 = bench_now();
+  uint64_t sink = 0;
+  for (size_t i = 0; i < n; i++) sink ^= XXH3_64bits_withSeed(data + i * len, len, 1);
+  double ht = bench_now() - h0;
+  double host_gbps = bytes / ht * 1e-9;
+  printf(" %.2f | %.2fx |%s\n", host_gbps, gbps / host_gbps, sink == 42 ? " " : "");
+  bench_record(a, "hash", name, "xxhash_host_GBps", host_gbps, "GB/s");
+  bench_record(a, "hash", name, "vs_xxhash_host", gbps / host_gbps, "x");
+#else
+  printf(" - | - |\n");
+#endif
+  free(offsets);
+  free(data);
+  free(got);
+  return 0;
+}
+
+int bench_hash(tabcl_context *ctx, const bench_args *a) {
+  static const size_t lens[] = {8, 16, 64, 256, 4096, 65536};
+  double copy_bw = bench_copy_bandwidth(ctx, a->quick);
+  printf("copy bandwidth (read+write): %.1f GB/s\n\n", copy_bw * 1e-9);
+  printf("| labels | count | device ms | GB/s | labels/s | of copy bw | of moved-bytes rate |"
+         " xxhash host GB/s | vs xxhash host |\n|---|---|---|---|---|---|---|---|---|\n");
+  int failed = 0;
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    failed |= one_case(ctx, a, lens[i], copy_bw);
+    fflush(stdout);
+  }
+  printf("\nmoved bytes per label = label bytes + 8 (offset read) + 8 (hash written); "
+         "xxhash host: XXH3_64bits_withSeed on one core, wall clock.\n");
+  return failed;
+}
