@@ -241,7 +241,7 @@ Test(hash_device, huge_among_short) {
   tt_rng r = {tt_seed("hash_device/huge_among_short")};
   tt_strings s;
   tt_strings_init(&s, 7);
-  uint8_t *big = random_bytes(&r, 70001);
+  uint8_t *big = random_bytes(&r, 70000 + 16);
   for (int i = 0; i < 20000; i++) {
     if (i == 12345) tt_strings_push(&s, big + 1, 70000);
     char lab[24];
@@ -333,10 +333,19 @@ Test(hash_device, selfcheck_and_one_compile) {
   tt_assert_ok(tabcl__selfcheck_hash(ctx));
   tabcl_stats a, b;
   tabcl_context_stats(ctx, &a);
-  tt_assert_ok(tabcl__selfcheck_hash(ctx));
+  /* other counts, lengths, offsets, seeds and masks */
+  tt_strings s;
+  tt_strings_init(&s, 1);
+  uint8_t big[20000];
+  memset(big, 'q', sizeof big);
+  size_t lens[] = {5, 300, 20000, 17, 0, 3000};
+  for (int i = 0; i < 6; i++) tt_strings_push(&s, big, lens[i]);
+  tabcl_strings_view v = tt_view(&s);
+  check_device(ctx, &v, 9, 123, 0xFFF, 2);
+  tt_strings_free(&s);
   tabcl_context_stats(ctx, &b);
   cr_expect_eq(a.programs_built + a.programs_from_cache, b.programs_built + b.programs_from_cache,
-               "a second run with other sizes compiles nothing");
+               "other sizes compile nothing");
   tabcl_context_destroy(ctx);
 }
 
