@@ -139,11 +139,15 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   __local real *ps = (__local real *)ps4;
 
   const int t = (int)get_local_id(0);
-  const long g = (long)get_group_id(0);
-  const int qt = (int)(g % nqt);
-  const long bh = g / nqt;
-  const int h = (int)(bh % hq);
-  const long b = b0 + bh / hq;
+  // Launches stay below 2^31 work-items, so group ids fit an int. Remainders
+  // are spelled out: oclgrind cannot follow the `freeze` LLVM adds to a
+  // division paired with a remainder.
+  const int g = (int)get_group_id(0);
+  const int bh = g / nqt;
+  const int qt = g - bh * nqt;
+  const int bi = bh / hq;
+  const int h = bh - bi * hq;
+  const long b = b0 + bi;
   const int kh = h / (hq / hkv);
   const int q0 = qt * BQ;
   const int qn = min(BQ, lq - q0);
@@ -163,8 +167,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   for (int i = 0; i < RQO; i++)
     for (int c = 0; c < CG; c++) acc[i][c] = (real4)(0);
 
-  const int tk = t % TKS, tq = t / TKS;
-  const int tc = t % TC, to = t / TC;
+  const int tk = t & (TKS - 1), tq = t / TKS;
+  const int tc = t & (TC - 1), to = t / TC;
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
 
@@ -177,12 +181,27 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     real s[RQS][RKS];
     for (int i = 0; i < RQS; i++)
       for (int j = 0; j < RKS; j++) s[i][j] = 0;
-    for (int c = 0; c < DP4; c++) {
-      real4 qv[RQS], kv[RKS];
-      for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
-      for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * RS + c];
-      for (int i = 0; i < RQS; i++)
-        for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
+    // Blocks of TKS keys past the last key are skipped (short sequences
+    // leave much of their last tile empty); the test is uniform per block.
+    const int nkb = (kn + TKS - 1) / TKS;
+    if (nkb == RKS) {
+      for (int c = 0; c < DP4; c++) {
+        real4 qv[RQS], kv[RKS];
+        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * RS + c];
+        for (int i = 0; i < RQS; i++)
+          for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
+      }
+    } else {
+      for (int c = 0; c < DP4; c++) {
+        real4 qv[RQS];
+        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        for (int j = 0; j < RKS; j++)
+          if (j < nkb) {
+            const real4 kv = kvs[(tk + j * TKS) * RS + c];
+            for (int i = 0; i < RQS; i++) s[i][j] = dot4(qv[i], kv, s[i][j]);
+          }
+      }
     }
     for (int i = 0; i < RQS; i++) {
       const int r = tq + i * TQS, qi = q0 + r;
@@ -199,16 +218,19 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     barrier(CLK_LOCAL_MEM_FENCE);
 
     load_tile(kvs, vb + k0 * kstride, kstride, BK, kn, d, vec, (real)1, t);
+    // Keys are used in groups of four; those past the last key are masked
+    // (p = 0) and their V rows are zeros.
+    const int nj4 = (kn + 3) / 4;
     if (t < BQ) {
       __local real *prow = ps + t * (PS * 4);
       real mx = m_run;
-      for (int j = 0; j < BK; j++) mx = fmax(mx, prow[j]);
+      for (int j = 0; j < nj4 * 4; j++) mx = fmax(mx, prow[j]);
       // A row with nothing attendable yet keeps m = -inf; exponents then use 0
       // so that masked entries give exp2(-inf) = 0 instead of NaN.
       const real mu = mx == -INFINITY ? (real)0 : mx;
       const real a = exp2(m_run - mu);
       real sum = 0;
-      for (int j = 0; j < BK; j++) {
+      for (int j = 0; j < nj4 * 4; j++) {
         const real p = exp2(prow[j] - mu);
         prow[j] = p;
         sum += p;
@@ -223,7 +245,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       const real a = alpha_s[to + i * TQO];
       for (int c = 0; c < CG; c++) acc[i][c] *= a;
     }
-    for (int j4 = 0; j4 < BK / 4; j4++) {
+    for (int j4 = 0; j4 < nj4; j4++) {
       real4 pv[RQO];
       for (int i = 0; i < RQO; i++) pv[i] = ps4[(to + i * TQO) * PS + j4];
       __local const real4 *vrow = kvs + j4 * 4 * RS + tc;

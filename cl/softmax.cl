@@ -59,12 +59,15 @@ void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq,
                   int hq, real scale, int causal, int mask_kind, int mask_bb, int mask_hb) {
   __local real red[SM_WG];
   const int t = (int)get_local_id(0);
-  const long row = (long)get_group_id(0);
-  const int i = (int)(row % lq);
-  const long bh = row / lq;
-  const int h = (int)(bh % hq);
-  const long b = b0 + bh / hq;
-  __global real *sr = s + row * lk;
+  // Spelled-out remainders: oclgrind cannot follow the `freeze` LLVM adds to
+  // a division paired with a remainder. Launches stay below 2^31 work-items.
+  const int row = (int)get_group_id(0);
+  const int bh = row / lq;
+  const int i = row - bh * lq;
+  const int bi = bh / hq;
+  const int h = bh - bi * hq;
+  const long b = b0 + bi;
+  __global real *sr = s + (long)row * lk;
   long mrow = 0;
   if (mask_kind)
     mrow = (((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq + i) * lk;

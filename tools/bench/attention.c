@@ -1,0 +1,171 @@
+/* tabcl-bench attention: the fused kernel and the CLBlast path on the
+ * tabular shape (tens of thousands of 54-token batch entries) and on long
+ * sequences. Inputs are already on the device; the time is device time from
+ * the first launch's start to the last launch's end. FLOPs count
+ * 4 * B * H * Lq * Lk * D (halved for causal). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "sdpa.h"
+
+typedef struct att_case {
+  char name[96];
+  tabcl_sdpa_desc d;
+} att_case;
+
+static const char *dtype_name(tabcl_dtype dt) {
+  return dt == TABCL_F32 ? "f32" : dt == TABCL_F16 ? "f16" : dt == TABCL_BF16 ? "bf16" : "f64";
+}
+
+/* Fills a buffer with a repeated block of random values of the dtype. */
+static tabcl_status fill_random(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_dtype dt) {
+  const size_t block = (size_t)4 << 20;
+  unsigned char *h = tabcl__malloc(block);
+  if (!h) return tabcl__fail(TABCL_OUT_OF_MEMORY, "bench: host block");
+  uint64_t s = 0x9E3779B97F4A7C15ULL;
+  size_t es = tabcl__sdpa_elem_size(dt);
+  for (size_t i = 0; i + es <= block; i += es) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    float f = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5);
+    if (dt == TABCL_F32) memcpy(h + i, &f, 4);
+    else if (dt == TABCL_F64) { double x = f; memcpy(h + i, &x, 8); }
+    else {
+      /* bf16: truncated f32; f16: a small value with the same mantissa bits, good enough */
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      uint16_t v = dt == TABCL_BF16 ? (uint16_t)(u >> 16)
+                                    : (uint16_t)(((u >> 16) & 0x8000u) | 0x3400u | ((u >> 13) & 0x3FFu));
+      memcpy(h + i, &v, 2);
+    }
+  }
+  tabcl_status st = TABCL_OK;
+  for (size_t off = 0; off < bytes && !st; off += block)
+    st = tabcl__write(ctx, m, off, bytes - off < block ? bytes - off : block, h);
+  tabcl__free(h);
+  return st;
+}
+
+/* Median device seconds of a->reps runs after one warm-up, or -1 on failure. */
+static double time_path(tabcl_context *ctx, const bench_args *a, const tabcl_sdpa_desc *d,
+                        const tabcl__sdpa_bufs *b, int path) {
+  int reps = a->reps > 0 ? a->reps : 1;
+  double *t = calloc((size_t)reps, sizeof *t);
+  if (!t) return -1;
+  double result = -1;
+  for (int r = -1; r < reps; r++) {
+    tabcl__sdpa_events ev = {NULL, NULL, 1, 1};
+    tabcl_status s = tabcl__sdpa_run(ctx, d, path, b, 0, NULL, &ev);
+    if (!s) s = tabcl__finish(ctx);
+    if (s) {
+      fprintf(stderr, "attention: %s\n", tabcl_last_error());
+      tabcl__sdpa_events_release(&ev);
+      goto done;
+    }
+    if (r >= 0) t[r] = bench_event_seconds(ev.first, ev.last);
+    tabcl__sdpa_events_release(&ev);
+  }
+  result = bench_median(t, reps);
+done:
+  free(t);
+  return result;
+}
+
+static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, double peak) {
+  const tabcl_sdpa_desc *d = &c->d;
+  size_t es = tabcl__sdpa_elem_size(d->dtype);
+  size_t qb = (size_t)d->batch * d->q_len * d->q_heads * d->head_dim * es;
+  size_t kb = (size_t)d->batch * d->kv_len * d->kv_heads * d->head_dim * es;
+  tabcl__sdpa_bufs b = {0};
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, qb, NULL, &b.q, "bench q");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, kb, NULL, &b.k, "bench k");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, kb, NULL, &b.v, "bench v");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, qb, NULL, &b.out, "bench out");
+  if (!s) s = fill_random(ctx, b.q, qb, d->dtype);
+  if (!s) s = fill_random(ctx, b.k, kb, d->dtype);
+  if (!s) s = fill_random(ctx, b.v, kb, d->dtype);
+  int failed = 0;
+  if (s) {
+    printf("| %s | - | skipped: %s | | | |\n", c->name, tabcl_last_error());
+  } else {
+    double flops = 4.0 * (double)d->batch * d->q_heads * (double)d->q_len * (double)d->kv_len *
+                   d->head_dim * (d->causal ? 0.5 : 1.0);
+    for (int path = TABCL__SDPA_FUSED; path <= TABCL__SDPA_CLBLAST; path++) {
+      if (path == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+      double sec = time_path(ctx, a, d, &b, path);
+      const char *pn = path == TABCL__SDPA_FUSED ? "fused" : "clblast";
+      if (sec <= 0) {
+        printf("| %s | %s | failed: %s | | | |\n", c->name, pn, tabcl_last_error());
+        if (path == TABCL__SDPA_FUSED) failed = 1;
+        continue;
+      }
+      double tf = flops / sec * 1e-12;
+      printf("| %s | %s | %.3f | %.2f | %.1f%% |\n", c->name, pn, sec * 1e3, tf,
+             peak > 0 ? 100.0 * flops / sec / peak : 0.0);
+      fflush(stdout);
+      bench_record(a, "attention", c->name, path == TABCL__SDPA_FUSED ? "ms" : "clblast_ms",
+                   sec * 1e3, "ms");
+      bench_record(a, "attention", c->name, path == TABCL__SDPA_FUSED ? "tflops" : "clblast_tflops",
+                   tf, "TFLOP/s");
+      if (peak > 0)
+        bench_record(a, "attention", c->name,
+                     path == TABCL__SDPA_FUSED ? "peak_fraction" : "clblast_peak_fraction",
+                     flops / sec / peak, "ratio");
+    }
+  }
+  tabcl__buffer_release(b.q);
+  tabcl__buffer_release(b.k);
+  tabcl__buffer_release(b.v);
+  tabcl__buffer_release(b.out);
+  return failed;
+}
+
+int bench_attention(tabcl_context *ctx, const bench_args *a) {
+  double peak = bench_fma_peak(ctx, a->quick);
+  printf("fp32 FMA peak measured: %.2f TFLOP/s\n\n", peak * 1e-12);
+  printf("| case | path | ms | TFLOP/s | of fp32 peak |\n|---|---|---|---|---|\n");
+  att_case cases[64];
+  int n = 0;
+  static const int64_t tab_batches[] = {60000, 140000};
+  static const int tab_dims[] = {32, 64};
+  for (int bi = 0; bi < 2; bi++)
+    for (int di = 0; di < 2; di++)
+      for (int dt = 0; dt < 2; dt++) {
+        att_case *c = &cases[n++];
+        memset(c, 0, sizeof *c);
+        int64_t batch = a->quick ? tab_batches[bi] / 2000 : tab_batches[bi];
+        c->d.batch = batch, c->d.q_len = c->d.kv_len = 54;
+        c->d.q_heads = c->d.kv_heads = 8;
+        c->d.head_dim = tab_dims[di];
+        c->d.dtype = dt ? TABCL_F16 : TABCL_F32;
+        snprintf(c->name, sizeof c->name, "tab_b%lld_l54_h8_d%d_%s", (long long)batch,
+                 tab_dims[di], dtype_name(c->d.dtype));
+      }
+  static const int lens[] = {1024, 4096};
+  static const int long_dims[] = {64, 128};
+  for (int li = 0; li < 2; li++)
+    for (int di = 0; di < 2; di++)
+      for (int causal = 0; causal < 2; causal++)
+        for (int dt = 0; dt < 2; dt++) {
+          att_case *c = &cases[n++];
+          memset(c, 0, sizeof *c);
+          int64_t b = a->quick ? 1 : 4;
+          int h = a->quick ? 2 : 32, l = a->quick ? lens[li] / 16 : lens[li];
+          c->d.batch = b, c->d.q_len = c->d.kv_len = l;
+          c->d.q_heads = c->d.kv_heads = h;
+          c->d.head_dim = long_dims[di];
+          c->d.causal = causal;
+          c->d.dtype = dt ? TABCL_F16 : TABCL_F32;
+          snprintf(c->name, sizeof c->name, "long_b%lld_h%d_l%d_d%d%s_%s", (long long)b, h, l,
+                   long_dims[di], causal ? "_causal" : "", dtype_name(c->d.dtype));
+        }
+  int failed = 0;
+  for (int i = 0; i < n; i++) failed |= run_case(ctx, a, &cases[i], peak);
+  tabcl__sdpa_tiles t;
+  for (int di = 0; di < 2; di++)
+    if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, long_dims[di], &t))
+      printf("\nfused tiles for head dim %d: %d queries x %d keys, %d work-items, %zu bytes local\n",
+             long_dims[di], t.bq, t.bk, t.nt, t.local_bytes);
+  return failed;
+}
