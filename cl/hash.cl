@@ -149,7 +149,7 @@ ulong xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed) {
 __kernel void hash_short(__global const ulong *w, __global const long *offsets, ulong base,
                          uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
                          __global uint *list, __global uint *counts, uint huge_at,
-                         ulong group_min) {
+                         ulong group_min, ulong nbytes) {
   __local uint local_n[2], local_base[2];
   uint lid = (uint)get_local_id(0);
   uint i = (uint)get_global_id(0);
@@ -158,8 +158,12 @@ __kernel void hash_short(__global const ulong *w, __global const long *offsets, 
   int which = -1;
   uint slot = 0;
   if (i < count) {
-    ulong pos = (ulong)offsets[base + i];
-    ulong len = (ulong)offsets[base + i + 1] - pos;
+    ulong pos = (ulong)offsets[base + i], end = (ulong)offsets[base + i + 1];
+    // Offsets from a device-resident caller are unchecked: a label outside
+    // the data (or ending before it starts) is hashed as empty rather than
+    // read out of bounds, and never reaches the long-label kernels.
+    if (end < pos || end > nbytes) pos = end = 0;
+    ulong len = end - pos;
     if (len <= XXH_SHORT_MAX) {
       out[out_off + base + i] = xxh_short(w, pos, (uint)len, seed) & mask;
     } else {

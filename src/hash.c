@@ -114,7 +114,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   }
   /* With no long label the lists are never touched; any buffer stands in. */
   cl_mem list = r.list ? r.list : s->offsets, counts = r.counts ? r.counts : s->offsets;
-  uint64_t gmin_arg = (uint64_t)gmin;
+  uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   uint64_t out_off = out_offset;
   int first = 1;
   for (int64_t base = 0; !st && base < s->length; base += per) {
@@ -139,7 +139,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     st = TABCL_SET_ARGS(r.shortk, "hash_short", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                         TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                         TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(list), TABCL_ARG(counts),
-                        TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg));
+                        TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg), TABCL_ARG(nbytes));
     size_t global = tabcl__round_up((size_t)n, r.wg_short);
     if (!st) st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
                                 last && !any_long ? ev : NULL, "hash_short");

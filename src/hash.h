@@ -20,7 +20,9 @@ uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, 
    ones one per work-item. Enqueued after `wait`; `ev` (may be NULL)
    completes when every hash is written. s must be laid out as
    tabcl__strings_upload makes it (data padded to whole words) and
-   s->max_label must be at least its longest label: it picks the kernels. */
+   s->max_label must be at least its longest label: it picks the kernels.
+   A label whose offsets fall outside [0, s->bytes] or decrease is hashed
+   as empty (never read out of bounds). */
 tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev);

@@ -426,3 +426,37 @@ Test(oclgrind_hash, tiny) {
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
+
+/* Offsets a device-resident caller passes are not checked on the host: a
+   label that ends before it starts or past the data is hashed as empty,
+   and nothing outside the buffers is read (oclgrind checks that here). */
+Test(oclgrind_hash, bad_device_offsets) {
+  tabcl_context *ctx = tt_context();
+  uint8_t data[40 + 8] = {0};
+  for (int i = 0; i < 40; i++) data[i] = (uint8_t)(i * 5 + 1);
+  int64_t off[7] = {0, 10, 4, 30, 1000000, 35, -5};
+  tabcl_dev_strings d;
+  memset(&d, 0, sizeof d);
+  d.length = 6;
+  d.bytes = 40;
+  d.max_label = 40;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof data, data,
+                                    &d.data, "data"));
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof off, off,
+                                    &d.offsets, "offsets"));
+  cl_mem out = NULL;
+  uint64_t got[6];
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, sizeof got, NULL, &out, "out"));
+  tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
+  tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
+  uint64_t empty = tabcl__label_hash(NULL, 0, 4, 0, ~0ULL);
+  cr_expect_eq(got[0], tabcl__label_hash(data, 10, 4, 0, ~0ULL));
+  cr_expect_eq(got[1], empty, "decreasing");
+  cr_expect_eq(got[2], tabcl__label_hash(data + 4, 26, 4, 0, ~0ULL));
+  cr_expect_eq(got[3], empty, "past the data");
+  cr_expect_eq(got[4], empty, "starting past the data");
+  cr_expect_eq(got[5], empty, "negative end");
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  tabcl_context_destroy(ctx);
+}
