@@ -23,39 +23,57 @@ inline long cat_lower_bound(__global const ulong *keys, long lo, long hi, ulong 
   return lo;
 }
 
-inline int cat_bytes_equal(__global const uchar *a, __global const uchar *b, long n) {
-  for (long i = 0; i < n; i++)
-    if (a[i] != b[i]) return 0;
+// Bytes [pos, pos + 8) of w, from the two aligned words that hold them
+// (little-endian, as every OpenCL device tabcl targets). Label buffers are
+// padded to a whole word plus one, so the second word always exists.
+inline ulong cat_word(__global const ulong *w, long pos) {
+  long q = pos >> 3;
+  uint r = (uint)(pos & 7) * 8;
+  return (w[q] >> r) | ((w[q + 1] << 1) << (63 - r));   // the double shift keeps r == 0 exact
+}
+
+// Whether bytes [a, a + n) of A equal bytes [b, b + n) of B, checking the
+// 8-byte chunks first, first + step, ... (step > 1: lanes share the work).
+inline int cat_chunks_equal(__global const ulong *A, long a, __global const ulong *B, long b,
+                            long n, long first, long step) {
+  for (long k = first * 8; k < n; k += step * 8) {
+    ulong x = cat_word(A, a + k) ^ cat_word(B, b + k);
+    long left = n - k;
+    if (left < 8) x &= ((ulong)1 << (left * 8)) - 1;
+    if (x) return 0;
+  }
   return 1;
 }
 
 // One launch serves up to four query columns (OpenCL 1.2 has no arrays of
 // buffers), each with its own data, offsets, validity and output buffer.
 // Their rows are laid end to end: rows.s0 of slot 0, then rows.s1 of slot 1...
-#define CAT_QARGS(n)                                                             \
-  __global const uchar *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
+#define CAT_QARGS(n)                                                                 \
+  __global const ulong *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
       __global int *out##n
 
-#define CAT_COMMON_ARGS                                                             \
-  __global const ulong *keys, __global const long2 *spans, __global const int *ecodes, \
-      __global const long *ranges, __global const uchar *vdata, __global const ulong *qhash, \
-      long4 rows, long4 qh_off, long4 qbytes, long4 out_off, int4 col, int4 has_valid
+#define CAT_ARGS                                                                          \
+  __global const ulong *keys, __global const long2 *spans, __global const int *ecodes,    \
+      __global const long *ranges, __global const ulong *vdata, __global const ulong *qhash, \
+      long4 rows, long4 qh_off, long4 qbytes, long4 out_off, int4 col, int4 has_valid,    \
+      __global uint2 *cand, long first, long count, CAT_QARGS(0), CAT_QARGS(1), CAT_QARGS(2), \
+      CAT_QARGS(3)
 
-// Everything one query row needs: where its bytes are, its hash, the
-// candidate run and where its code goes.
+// Everything one query row needs: where its bytes are, its hash, its column
+// and where its code goes.
 typedef struct cat_row {
-  __global const uchar *qd;
+  __global const ulong *qd;
   __global int *out;
   long qs, len;       // query bytes [qs, qs + len) in qd
-  long lo, hi;        // candidates: entries lo .. hi - 1 share the query's hash
   long out_at;
+  ulong h;
+  int c;
   int null_row;
 } cat_row;
 
-inline cat_row cat_locate(long t, __global const ulong *keys, __global const long *ranges,
-                          __global const ulong *qhash, long4 rows, long4 qh_off, long4 qbytes,
-                          long4 out_off, int4 col, int4 has_valid, CAT_QARGS(0), CAT_QARGS(1),
-                          CAT_QARGS(2), CAT_QARGS(3)) {
+inline cat_row cat_locate(long t, __global const ulong *qhash, long4 rows, long4 qh_off,
+                          long4 qbytes, long4 out_off, int4 col, int4 has_valid, CAT_QARGS(0),
+                          CAT_QARGS(1), CAT_QARGS(2), CAT_QARGS(3)) {
   cat_row q;
   int k = 0;
   long r = t;
@@ -65,11 +83,11 @@ inline cat_row cat_locate(long t, __global const ulong *keys, __global const lon
   __global const long *qo;
   __global const uchar *qv;
   long hoff, nbytes;
-  int c, hv;
-  if (k == 0) { q.qd = qd0; qo = qo0; qv = qv0; q.out = out0; q.out_at = out_off.s0; hoff = qh_off.s0; nbytes = qbytes.s0; c = col.s0; hv = has_valid.s0; }
-  else if (k == 1) { q.qd = qd1; qo = qo1; qv = qv1; q.out = out1; q.out_at = out_off.s1; hoff = qh_off.s1; nbytes = qbytes.s1; c = col.s1; hv = has_valid.s1; }
-  else if (k == 2) { q.qd = qd2; qo = qo2; qv = qv2; q.out = out2; q.out_at = out_off.s2; hoff = qh_off.s2; nbytes = qbytes.s2; c = col.s2; hv = has_valid.s2; }
-  else { q.qd = qd3; qo = qo3; qv = qv3; q.out = out3; q.out_at = out_off.s3; hoff = qh_off.s3; nbytes = qbytes.s3; c = col.s3; hv = has_valid.s3; }
+  int hv;
+  if (k == 0) { q.qd = qd0; qo = qo0; qv = qv0; q.out = out0; q.out_at = out_off.s0; hoff = qh_off.s0; nbytes = qbytes.s0; q.c = col.s0; hv = has_valid.s0; }
+  else if (k == 1) { q.qd = qd1; qo = qo1; qv = qv1; q.out = out1; q.out_at = out_off.s1; hoff = qh_off.s1; nbytes = qbytes.s1; q.c = col.s1; hv = has_valid.s1; }
+  else if (k == 2) { q.qd = qd2; qo = qo2; qv = qv2; q.out = out2; q.out_at = out_off.s2; hoff = qh_off.s2; nbytes = qbytes.s2; q.c = col.s2; hv = has_valid.s2; }
+  else { q.qd = qd3; qo = qo3; qv = qv3; q.out = out3; q.out_at = out_off.s3; hoff = qh_off.s3; nbytes = qbytes.s3; q.c = col.s3; hv = has_valid.s3; }
   q.out_at += r;
   q.null_row = hv && !((qv[r >> 3] >> (r & 7)) & 1);
   // Offsets from a caller's buffers are clamped so a bad one can never read
@@ -78,62 +96,71 @@ inline cat_row cat_locate(long t, __global const ulong *keys, __global const lon
   long e = clamp(qo[r + 1], s, nbytes);
   q.qs = s;
   q.len = e - s;
-  q.lo = q.hi = 0;
-  if (!q.null_row) {
-    ulong h = qhash[hoff + r];
-    long lo = cat_lower_bound(keys, ranges[c], ranges[c + 1], h);
-    long hi = lo;
-    long end = ranges[c + 1];
-    while (hi < end && keys[hi] == h) hi++;
-    q.lo = lo;
-    q.hi = hi;
-  }
+  q.h = q.null_row ? 0 : qhash[hoff + r];   // a null row's hash is never written
   return q;
 }
 
-#define CAT_PASS_Q qd0, qo0, qv0, out0, qd1, qo1, qv1, out1, qd2, qo2, qv2, out2, qd3, qo3, qv3, out3
+// The run of entries of column c whose key is h: [lo, hi).
+inline uint2 cat_candidates(__global const ulong *keys, __global const long *ranges, int c, ulong h) {
+  long end = ranges[c + 1];
+  long lo = cat_lower_bound(keys, ranges[c], end, h);
+  long hi = lo;
+  while (hi < end && keys[hi] == h) hi++;
+  return (uint2)((uint)lo, (uint)hi);
+}
 
-// One work-item per query row: for short labels.
-__kernel void catindex_lookup_item(CAT_COMMON_ARGS, long first, long count, CAT_QARGS(0),
-                                   CAT_QARGS(1), CAT_QARGS(2), CAT_QARGS(3)) {
+#define CAT_LOCATE(t) \
+  cat_locate((t), qhash, rows, qh_off, qbytes, out_off, col, has_valid, qd0, qo0, qv0, out0, \
+             qd1, qo1, qv1, out1, qd2, qo2, qv2, out2, qd3, qo3, qv3, out3)
+
+// One work-item per query row: search, confirm and write. For short labels.
+__kernel void catindex_lookup_item(CAT_ARGS) {
   long g = (long)get_global_id(0);
   if (g >= count) return;
-  cat_row q = cat_locate(first + g, keys, ranges, qhash, rows, qh_off, qbytes, out_off, col,
-                         has_valid, CAT_PASS_Q);
+  cat_row q = CAT_LOCATE(first + g);
   int code = -1;
-  for (long j = q.lo; j < q.hi; j++) {
-    long2 sp = spans[j];
-    if (sp.y == q.len && cat_bytes_equal(vdata + sp.x, q.qd + q.qs, q.len)) {
-      code = ecodes[j];
-      break;
+  if (!q.null_row) {
+    uint2 run = cat_candidates(keys, ranges, q.c, q.h);
+    for (uint j = run.x; j < run.y; j++) {
+      long2 sp = spans[j];
+      if (sp.y == q.len && cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, 0, 1)) {
+        code = ecodes[j];
+        break;
+      }
     }
   }
   q.out[q.out_at] = code;
 }
 
-// One work-group per query row: the group's lanes read neighbouring bytes,
-// so long labels are compared with coalesced loads. Every lane computes the
-// same row and candidate run, so loops and barriers are uniform in the group.
-__kernel void catindex_lookup_group(CAT_COMMON_ARGS, long first, long count, CAT_QARGS(0),
-                                    CAT_QARGS(1), CAT_QARGS(2), CAT_QARGS(3)) {
+// The search alone, one work-item per row, ahead of catindex_lookup_group:
+// a binary search is a chain of dependent loads, cheap for one work-item
+// but a stall for a whole work-group.
+__kernel void catindex_probe(CAT_ARGS) {
+  long g = (long)get_global_id(0);
+  if (g >= count) return;
+  cat_row q = CAT_LOCATE(first + g);
+  cand[first + g] = q.null_row ? (uint2)(0, 0) : cat_candidates(keys, ranges, q.c, q.h);
+}
+
+// One work-group per query row, its candidates from catindex_probe: the
+// lanes compare neighbouring 8-byte chunks, so long labels are read with
+// coalesced loads. Every lane sees the same row and run, so loops and
+// barriers are uniform in the group.
+__kernel void catindex_lookup_group(CAT_ARGS) {
   __local int differ;
   long g = (long)get_group_id(0);
   if (g >= count) return;   // uniform: the whole group leaves together
   long lid = (long)get_local_id(0), wg = (long)get_local_size(0);
-  cat_row q = cat_locate(first + g, keys, ranges, qhash, rows, qh_off, qbytes, out_off, col,
-                         has_valid, CAT_PASS_Q);
+  cat_row q = CAT_LOCATE(first + g);
+  uint2 run = cand[first + g];
   int code = -1;
-  for (long j = q.lo; j < q.hi; j++) {
+  for (uint j = run.x; j < run.y; j++) {
     long2 sp = spans[j];
     if (sp.y != q.len) continue;
     barrier(CLK_LOCAL_MEM_FENCE);   // every lane has read the previous verdict
     if (lid == 0) differ = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global const uchar *a = vdata + sp.x;
-    __global const uchar *b = q.qd + q.qs;
-    int mine = 0;
-    for (long i = lid; i < q.len; i += wg) mine |= a[i] != b[i];
-    if (mine) atomic_or(&differ, 1);
+    if (!cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, lid, wg)) atomic_or(&differ, 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!differ) {
       code = ecodes[j];

@@ -106,8 +106,11 @@ static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_str
                        (long long)labels, (long long)UINT32_MAX - 1);
   idx->labels = labels;
   idx->data_bytes = bytes;
-  idx->data = tabcl__malloc(bytes ? (size_t)bytes : 1);
+  /* zeros after the last byte, a whole word and one more: kernels read labels as words */
+  size_t padded = tabcl__round_up((size_t)bytes, 8) + 8;
+  idx->data = tabcl__malloc(padded);
   if (!idx->data) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  memset(idx->data + bytes, 0, padded - (size_t)bytes);
   for (int c = 0; c < idx->ncols; c++) {
     tabcl__catcol *col = &idx->cols[c];
     int64_t n = v[c].length;
@@ -361,14 +364,15 @@ static tabcl_status upload_tables(tabcl_category_index *idx, const entries *e) {
       (st = tabcl__buffer_create(ctx, ro, n * 4, e->code, &idx->ecodes, "index codes")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)idx->ncols + 1) * 8, e->range, &idx->ranges,
                                  "index ranges")) ||
-      (st = tabcl__buffer_create(ctx, ro, (size_t)idx->data_bytes, idx->data, &idx->vdata,
-                                 "index bytes"))) {
+      (st = tabcl__buffer_create(ctx, ro, tabcl__round_up((size_t)idx->data_bytes, 8) + 8,
+                                 idx->data, &idx->vdata, "index bytes"))) {
     tabcl__free(spans);
     return st;
   }
   tabcl__free(spans);
   idx->entries = e->n;
-  idx->device_bytes = (int64_t)(n * 28 + ((size_t)idx->ncols + 1) * 8) + idx->data_bytes;
+  idx->device_bytes = (int64_t)(n * 28 + ((size_t)idx->ncols + 1) * 8 +
+                                tabcl__round_up((size_t)idx->data_bytes, 8) + 8);
   return TABCL_OK;
 }
 

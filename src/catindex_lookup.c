@@ -46,8 +46,8 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, last));
     return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "lookup");
   }
-  cl_mem qhash = NULL;
-  cl_kernel kitem = NULL, kgroup = NULL;
+  cl_mem qhash = NULL, cand = NULL;
+  cl_kernel kitem = NULL, kgroup = NULL, kprobe = NULL;
   cl_event ev = NULL;
   tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &qhash,
                                          "query hashes");
@@ -90,32 +90,45 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     }
     if (!grows) continue;
     int use_group = gbytes / grows >= threshold;
-    cl_kernel *kp = use_group ? &kgroup : &kitem;
-    const char *kname = use_group ? "catindex_lookup_group" : "catindex_lookup_item";
-    if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
-    cl_kernel k = *kp;
-    size_t wg = use_group ? tabcl__wg_size(ctx, k, group_lanes(gbytes / grows))
-                          : tabcl__wg_size(ctx, k, 128);
-    int64_t step = use_group ? tabcl__slice_items(ctx, 0, wg) : tabcl__slice_items(ctx, 0, 1);
-    for (int64_t first = 0; first < grows && !st; first += step) {
-      int64_t count = grows - first < step ? grows - first : step;
-      st = TABCL_SET_ARGS(k, kname, TABCL_ARG(idx->keys), TABCL_ARG(idx->spans),
-                          TABCL_ARG(idx->ecodes), TABCL_ARG(idx->ranges), TABCL_ARG(idx->vdata),
-                          TABCL_ARG(qhash), TABCL_ARG(nrows), TABCL_ARG(qh), TABCL_ARG(qbytes),
-                          TABCL_ARG(ooff), TABCL_ARG(col), TABCL_ARG(hasv), TABCL_ARG(first),
-                          TABCL_ARG(count), TABCL_ARG(bufs[0][0]), TABCL_ARG(bufs[0][1]),
-                          TABCL_ARG(bufs[0][2]), TABCL_ARG(bufs[0][3]), TABCL_ARG(bufs[1][0]),
-                          TABCL_ARG(bufs[1][1]), TABCL_ARG(bufs[1][2]), TABCL_ARG(bufs[1][3]),
-                          TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]), TABCL_ARG(bufs[2][2]),
-                          TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]), TABCL_ARG(bufs[3][1]),
-                          TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
+    if (use_group && !cand) {
+      /* big enough for any launch group: at most all rows */
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &cand, "candidates");
       if (st) break;
-      size_t global = use_group ? (size_t)count * wg : tabcl__round_up((size_t)count, wg);
-      if (ev) clReleaseEvent(ev);
-      ev = NULL;
-      st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, last ? &ev : NULL, kname);
+    }
+    /* the group path: a probe (one work-item per row), then the comparison */
+    for (int pass = use_group ? 0 : 1; pass < 2 && !st; pass++) {
+      int grouped = use_group && pass == 1;
+      cl_kernel *kp = grouped ? &kgroup : use_group ? &kprobe : &kitem;
+      const char *kname = grouped ? "catindex_lookup_group"
+                                  : use_group ? "catindex_probe" : "catindex_lookup_item";
+      if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
+      cl_kernel k = *kp;
+      size_t wg = grouped ? tabcl__wg_size(ctx, k, group_lanes(gbytes / grows))
+                          : tabcl__wg_size(ctx, k, 128);
+      int64_t step = grouped ? tabcl__slice_items(ctx, 0, wg) : tabcl__slice_items(ctx, 0, 1);
+      cl_mem cbuf = cand ? cand : idx->ranges;
+      for (int64_t first = 0; first < grows && !st; first += step) {
+        int64_t count = grows - first < step ? grows - first : step;
+        st = TABCL_SET_ARGS(k, kname, TABCL_ARG(idx->keys), TABCL_ARG(idx->spans),
+                            TABCL_ARG(idx->ecodes), TABCL_ARG(idx->ranges), TABCL_ARG(idx->vdata),
+                            TABCL_ARG(qhash), TABCL_ARG(nrows), TABCL_ARG(qh), TABCL_ARG(qbytes),
+                            TABCL_ARG(ooff), TABCL_ARG(col), TABCL_ARG(hasv), TABCL_ARG(cbuf),
+                            TABCL_ARG(first), TABCL_ARG(count), TABCL_ARG(bufs[0][0]),
+                            TABCL_ARG(bufs[0][1]), TABCL_ARG(bufs[0][2]), TABCL_ARG(bufs[0][3]),
+                            TABCL_ARG(bufs[1][0]), TABCL_ARG(bufs[1][1]), TABCL_ARG(bufs[1][2]),
+                            TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
+                            TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
+                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
+        if (st) break;
+        size_t global = grouped ? (size_t)count * wg : tabcl__round_up((size_t)count, wg);
+        if (ev) clReleaseEvent(ev);
+        ev = NULL;
+        st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, last ? &ev : NULL, kname);
+      }
     }
   }
+  tabcl__kernel_release(kprobe);
+  tabcl__buffer_release(cand);
   tabcl__kernel_release(kitem);
   tabcl__kernel_release(kgroup);
   /* Released right after enqueueing: OpenCL frees it once the kernels using it are done. */
@@ -294,7 +307,7 @@ int64_t tabcl__catindex_lookup_peak_bytes(int ncols, const tabcl_strings_view *q
     total += (int64_t)tabcl__round_up((size_t)bytes, 8) + 8;   /* label bytes, padded */
     total += (n + 1) * 8;                                         /* offsets */
     if (v->validity) total += (n + 7) / 8;
-    total += n * 8 + n * 4;                                       /* hashes and codes */
+    total += n * 8 + n * 4 + n * 8;                 /* hashes, codes, candidates (long labels) */
   }
   return total;
 }
