@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "catindex.h"
 #include "hash.h"
 #include "sdpa.h"
 #include "sort.h"
@@ -18,6 +19,7 @@ static const selfcheck checks[] = {
     {"hash", tabcl__selfcheck_hash},
     {"sdpa", tabcl__selfcheck_sdpa},
     {"sort", tabcl__selfcheck_sort},
+    {"catindex", tabcl__selfcheck_catindex},
 };
 
 int tabcl_selfcheck_count(void) { return (int)(sizeof checks / sizeof checks[0]); }
