@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Checks of the peers' own logic on a CPU (torch without CUDA is enough):
+  cd bench/peers && python3 -m unittest test_peers -v
+The figures themselves are never checked here; only that the peers compute
+the right codes and orders, and that the report pairs figures correctly."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from dumpfmt import Strings, compare_codes, lookup_cases, reference_codes, sort_cases  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+@unittest.skipIf(torch is None, "torch not importable")
+class TorchLookup(unittest.TestCase):
+    def run_lookup(self, vocab, queries, bits=64):
+        import lookup_torch as L
+        dev = torch.device("cpu")
+        v = L.DevStrings(Strings.from_labels(vocab), torch, dev)
+        q = L.DevStrings(Strings.from_labels(queries), torch, dev)
+        powers = L.power_table(max(v.maxlen, q.maxlen, 1), 0, torch, dev)
+        ix = L.Index(v, powers, 0, -1 if bits >= 64 else (1 << bits) - 1, torch)
+        ix.fit()
+        got = ix.lookup(q).numpy()
+        want = reference_codes(vocab, queries)
+        self.assertTrue(np.array_equal(got, want), "%s vs %s" % (got.tolist(), want.tolist()))
+        return ix
+
+    def test_edges(self):
+        self.run_lookup([], [b"a", b""])
+        self.run_lookup([b"a"], [])
+        self.run_lookup([b"", b""], [b"", b"x"])
+        self.run_lookup([b"\x00", b"\x00\x00", b""], [b"\x00", b"\x00\x00", b"", b"\x00\x00\x00"])
+
+    def test_repeated_labels_keep_last_position(self):
+        self.run_lookup([b"ab", b"ba", b"ab", b"a", b"ab"], [b"ab", b"ba", b"a", b"b"])
+
+    def test_collisions_never_give_a_wrong_code(self):
+        rng = np.random.default_rng(11)
+        vocab = [bytes(rng.integers(0, 256, size=int(rng.integers(0, 6)), dtype=np.uint8)) for _ in range(300)]
+        queries = vocab[::3] + [bytes(rng.integers(0, 256, size=3, dtype=np.uint8)) for _ in range(100)]
+        for bits in (1, 4, 12, 64):
+            ix = self.run_lookup(vocab, queries, bits=bits)
+            if bits <= 4:
+                self.assertGreater(ix.run, 1)  # collisions did happen
+
+    def test_hash_spreads(self):
+        import lookup_torch as L
+        labels = [b"x%d" % i for i in range(5000)]
+        s = L.DevStrings(Strings.from_labels(labels), torch, torch.device("cpu"))
+        s.prepare()
+        h = L.hash_strings(s, L.power_table(s.maxlen, 0, torch, torch.device("cpu")), 0, -1, torch)
+        self.assertEqual(torch.unique(h).numel(), len(labels))
+        self.assertEqual(torch.unique(h & 0xFFFF).numel() > 4000, True)  # low bits mixed too
+
+
+class SortCheck(unittest.TestCase):
+    def test_check(self):
+        from sort_torch import check
+        k = np.array([3, 1, 2, 1], dtype=np.uint64)
+        v = np.array([0, 1, 2, 3], dtype=np.uint32)
+        self.assertTrue(check(k, v, np.array([1, 1, 2, 3], np.uint64), np.array([3, 1, 2, 0], np.uint32))[0])
+        self.assertFalse(check(k, v, np.array([1, 1, 2, 3], np.uint64), np.array([1, 3, 0, 2], np.uint32))[0])
+        self.assertFalse(check(k, v, np.array([1, 2, 1, 3], np.uint64), np.array([1, 2, 3, 0], np.uint32))[0])
+
+    def test_top_bit_flip_orders_as_unsigned(self):
+        from sort_torch import TOP
+        k = np.array([0, 1, 1 << 63, (1 << 64) - 1, 5 << 60], dtype=np.uint64)
+        flipped = (k ^ TOP).view(np.int64)
+        self.assertTrue(np.array_equal(k[np.argsort(flipped, kind="stable")], np.sort(k)))
+
+
+@unittest.skipIf(torch is None, "torch not importable")
+class PeersOnDumps(unittest.TestCase):
+    """make_dump.py, then every peer as run-gpu.sh runs it; a tampered code
+    must make the peers say so."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tabcl-peers-test-")
+        subprocess.run([sys.executable, os.path.join(HERE, "make_dump.py"), cls.dir, "--quick"],
+                       check=True, stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def peer(self, script, *args):
+        jsonl = os.path.join(self.dir, "peers.jsonl")
+        if os.path.exists(jsonl):
+            os.remove(jsonl)
+        r = subprocess.run([sys.executable, os.path.join(HERE, script), "--quick", "--reps", "1",
+                            "--jsonl", jsonl] + list(args), capture_output=True, text=True)
+        recs = []
+        if os.path.exists(jsonl):
+            with open(jsonl) as f:
+                recs = [json.loads(line) for line in f]
+        return r.returncode, recs, r.stdout + r.stderr
+
+    def test_dump_roundtrip(self):
+        cases = lookup_cases(self.dir)
+        self.assertEqual(len(cases), 2)
+        for c in cases:
+            for col in range(c.ncols):
+                self.assertTrue(compare_codes(reference_codes(c.vocab[col].labels(), c.query[col].labels()),
+                                              c.codes[col])[0])
+        self.assertEqual(len(sort_cases(self.dir)), 2)
+
+    def test_lookup_peers_match_and_catch_a_wrong_code(self):
+        for script in ("lookup_torch.py", "lookup_host.py"):
+            rc, recs, out = self.peer(script, "--dump", self.dir)
+            self.assertEqual(rc, 0, out)
+            matches = [r for r in recs if r["metric"].endswith("codes_match")]
+            self.assertTrue(matches and all(r["value"] == 1 for r in matches), out)
+        bad = os.path.join(self.dir, "bad")
+        shutil.copytree(os.path.join(self.dir, "v300_q500_len0-4"), os.path.join(bad, "c"))
+        p = os.path.join(bad, "c", "codes_0.i32")
+        codes = np.fromfile(p, dtype="<i4")
+        codes[7] = codes[7] + 1
+        codes.tofile(p)
+        for script in ("lookup_torch.py", "lookup_host.py"):
+            rc, recs, out = self.peer(script, "--dump", bad)
+            self.assertNotEqual(rc, 0, out)
+            self.assertIn(0, [r["value"] for r in recs if r["metric"].endswith("codes_match")])
+
+    def test_sort_peer(self):
+        rc, recs, out = self.peer("sort_torch.py", "--dump", self.dir)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual([r["value"] for r in recs if r["metric"] == "torch_sorted_ok"], [1, 1])
+
+    def test_attention_peer_cases(self):
+        from attention_torch import parse_case
+        self.assertEqual(parse_case("long_b4_h32_l1024_d64_causal_f32"),
+                         {"b": 4, "h": 32, "l": 1024, "lq": 1024, "lk": 1024, "d": 64, "causal": True,
+                          "dtype": "f32"})
+        self.assertIsNone(parse_case("tab_b1_h2_f32"))
+        rc, recs, out = self.peer("attention_torch.py", "--cases", "long_b1_h2_l16_d8_causal_f32")
+        self.assertEqual(rc, 0, out)
+        tf = [r for r in recs if r["metric"].endswith("tflops")][0]
+        ms = [r for r in recs if r["metric"].endswith("_ms")][0]
+        flops = 4.0 * 1 * 2 * 16 * 16 * 8 * 0.5
+        self.assertAlmostEqual(tf["value"], flops / (ms["value"] * 1e-3) * 1e-12, delta=1e-12)
+
+
+class Report(unittest.TestCase):
+    def test_pairing(self):
+        import report
+        tab = report.index([
+            {"bench": "lookup", "case": "c", "metric": "fit_ms", "value": 2, "unit": "ms"},
+            {"bench": "lookup", "case": "c", "metric": "lookup_ms", "value": 1, "unit": "ms"},
+            {"bench": "attention", "case": "a", "metric": "ms", "value": 3, "unit": "ms"},
+            {"bench": "attention", "case": "a", "metric": "clblast_ms", "value": 4, "unit": "ms"},
+            {"bench": "attention", "case": "a", "metric": "tflops", "value": 5, "unit": "TFLOP/s"},
+        ])
+        lk = tab[("lookup", "c")]
+        at = tab[("attention", "a")]
+
+        def peer(bench, metric, vs, unit="ms"):
+            return {"bench": bench, "case": "x", "metric": metric, "value": 1, "unit": unit, "vs": vs}
+
+        self.assertEqual(report.counterpart(lk, peer("lookup", "torch_gpu_fit_ms", "fit_ms"))["metric"], "fit_ms")
+        self.assertEqual(report.counterpart(lk, peer("lookup", "pandas_ms", "lookup_ms"))["metric"], "lookup_ms")
+        self.assertIsNone(report.counterpart(lk, peer("lookup", "pandas_cold_ms", None)))
+        only_lookup = report.index([{"bench": "lookup", "case": "c", "metric": "lookup_ms", "value": 1,
+                                     "unit": "ms"}])[("lookup", "c")]
+        self.assertIsNone(report.counterpart(only_lookup, peer("lookup", "torch_gpu_fit_ms", "fit_ms")))
+        self.assertEqual(report.counterpart(at, peer("attention", "torch_ms", "attention_ms"))["metric"], "ms")
+        self.assertEqual(report.counterpart(at, peer("attention", "torch_tflops", "tflops", "TFLOP/s"))["metric"],
+                         "tflops")
+        r, faster = report.ratio({"value": 1, "unit": "s"}, {"value": 500, "unit": "ms"})
+        self.assertEqual((r, faster), (2.0, False))
+        r, faster = report.ratio({"value": 6, "unit": "TFLOP/s"}, {"value": 3, "unit": "TFLOP/s"})
+        self.assertEqual((r, faster), (2.0, True))
+
+    def test_writes_markdown(self):
+        d = tempfile.mkdtemp(prefix="tabcl-report-test-")
+        try:
+            t, p, o = (os.path.join(d, n) for n in ("t.jsonl", "p.jsonl", "r.md"))
+            with open(t, "w") as f:
+                f.write('{"bench":"sort","case":"2^24","metric":"sort_ms","value":6,"unit":"ms"}\nnot json\n')
+            with open(p, "w") as f:
+                f.write('{"bench":"sort","case":"2^24","metric":"torch_ms","value":3,"unit":"ms","vs":"sort_ms"}\n')
+            subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "report.py"), "--tabcl", t,
+                            "--peers", p, "--out", o], check=True, stderr=subprocess.DEVNULL)
+            with open(o) as f:
+                text = f.read()
+            self.assertIn("| 2^24 | sort_ms | 6 ms | torch_ms | 3 ms | 2 | peer |", text)
+            self.assertIn("| sort of 2^24 pairs within 3x torch.sort | tabcl 6", text)
+            self.assertIn("| met |", text)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
