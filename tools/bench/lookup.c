@@ -1,0 +1,360 @@
+/* tabcl-bench lookup: the categorical index. For each case: fit time (wall,
+ * the host API), lookup time with queries already on the device (device
+ * events from a marker before tabcl_category_index_lookup_cl to its
+ * completion event), the host API's end-to-end lookup (upload included),
+ * peak device memory, and a check of every code against the codes the case
+ * was built to give. --dump DIR writes each case's inputs and tabcl's codes
+ * for the peers (bench/peers/dumpfmt.py reads them).
+ *
+ * Cases are named v<labels>_len<bytes>_q<rows>[_variant]:
+ *   (none)    printable labels, a unique 8-byte tag first; 1 query in 10 unknown
+ *   prefix    every label shares all but its last 8 bytes
+ *   middle    labels differ only in 8 bytes in the middle
+ *   nonascii  bytes 0x80..0xFF only (not valid UTF-8)
+ *   unknown   no query label is in the vocabulary
+ *   cols4     four columns at once, each with its own labels */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "catindex.h"
+#include "tabcl/tabcl_cl.h"
+
+typedef struct lk_case {
+  int64_t v, q;
+  int len;
+  const char *variant;   /* "" or one of the above */
+} lk_case;
+
+typedef struct lk_col {
+  int64_t *voff, *qoff;
+  uint8_t *vdata, *qdata;
+  int32_t *want;
+} lk_col;
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* Label `id` of column col: filler bytes, and an 8-byte tag that makes it
+   unique, placed as the variant says. */
+static void make_label(const char *variant, int col, uint64_t id, int len, uint8_t *out) {
+  int nonascii = !strcmp(variant, "nonascii");
+  int shared = !strcmp(variant, "prefix") || !strcmp(variant, "middle");
+  uint64_t x = mix(((uint64_t)col << 40) ^ (shared ? 0x5bd1e995ULL : id * 0x9E3779B97F4A7C15ULL) ^ 1);
+  for (int i = 0; i < len; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = nonascii ? (uint8_t)(0x80 | (x >> 25)) : (uint8_t)(' ' + (x >> 24) % 95);
+  }
+  static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  int at = !strcmp(variant, "prefix") ? len - 8 : !strcmp(variant, "middle") ? (len - 8) / 2 : 0;
+  uint64_t tag = id + ((uint64_t)col << 36);
+  for (int i = 0; i < 8; i++) {
+    unsigned d = (unsigned)(tag >> (6 * i)) & 63;
+    out[at + i] = nonascii ? (uint8_t)(0x80 | d) : (uint8_t)alpha[d];
+  }
+}
+
+static void free_cols(lk_col *cols, int ncols) {
+  for (int c = 0; c < ncols; c++) {
+    free(cols[c].voff);
+    free(cols[c].qoff);
+    free(cols[c].vdata);
+    free(cols[c].qdata);
+    free(cols[c].want);
+  }
+}
+
+static int build(const lk_case *k, int ncols, lk_col *cols) {
+  memset(cols, 0, (size_t)ncols * sizeof *cols);
+  int unknown_only = !strcmp(k->variant, "unknown");
+  for (int c = 0; c < ncols; c++) {
+    lk_col *t = &cols[c];
+    t->voff = malloc((size_t)(k->v + 1) * 8);
+    t->qoff = malloc((size_t)(k->q + 1) * 8);
+    t->vdata = malloc((size_t)(k->v * k->len));
+    t->qdata = malloc((size_t)(k->q * k->len));
+    t->want = malloc((size_t)k->q * 4);
+    if (!t->voff || !t->qoff || !t->vdata || !t->qdata || !t->want) return 1;
+    for (int64_t i = 0; i <= k->v; i++) t->voff[i] = i * k->len;
+    for (int64_t i = 0; i <= k->q; i++) t->qoff[i] = i * k->len;
+    for (int64_t i = 0; i < k->v; i++)
+      make_label(k->variant, c, (uint64_t)i, k->len, t->vdata + i * k->len);
+    uint64_t x = 0x2545F4914F6CDD1DULL ^ (uint64_t)c;
+    for (int64_t i = 0; i < k->q; i++) {
+      x = mix(x + 0x9E3779B97F4A7C15ULL);
+      int64_t j = (int64_t)(x % (uint64_t)k->v);
+      if (unknown_only || (x >> 40) % 10 == 0) {
+        make_label(k->variant, c, (uint64_t)(k->v + j), k->len, t->qdata + i * k->len);
+        t->want[i] = -1;
+      } else {
+        memcpy(t->qdata + i * k->len, t->vdata + j * k->len, (size_t)k->len);
+        t->want[i] = (int32_t)j;
+      }
+    }
+  }
+  return 0;
+}
+
+static int write_file(const char *dir, const char *name, const void *p, size_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f) return 1;
+  int bad = n && fwrite(p, 1, n, f) != n;
+  return fclose(f) != 0 || bad;
+}
+
+/* Little-endian hosts only write the arrays as they are; every host tabcl-bench
+   runs on is little-endian. */
+static int dump_case(const bench_args *a, const char *name, const lk_case *k, int ncols,
+                     const lk_col *cols, int32_t *const *codes) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/%s", a->dump_dir, name);
+  mkdir(a->dump_dir, 0755);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 1;
+  int bad = 0;
+  for (int c = 0; c < ncols && !bad; c++) {
+    char f[64];
+    snprintf(f, sizeof f, "vocab_%d.offsets", c);
+    bad |= write_file(dir, f, cols[c].voff, (size_t)(k->v + 1) * 8);
+    snprintf(f, sizeof f, "vocab_%d.data", c);
+    bad |= write_file(dir, f, cols[c].vdata, (size_t)(k->v * k->len));
+    snprintf(f, sizeof f, "query_%d.offsets", c);
+    bad |= write_file(dir, f, cols[c].qoff, (size_t)(k->q + 1) * 8);
+    snprintf(f, sizeof f, "query_%d.data", c);
+    bad |= write_file(dir, f, cols[c].qdata, (size_t)(k->q * k->len));
+    snprintf(f, sizeof f, "codes_%d.i32", c);
+    bad |= write_file(dir, f, codes[c], (size_t)k->q * 4);
+  }
+  char meta[512];
+  int n = snprintf(meta, sizeof meta, "{\"case\": \"%s\", \"ncols\": %d, \"order\": \"position\"}\n",
+                   name, ncols);
+  bad |= write_file(dir, "meta.json", meta, (size_t)n);
+  return bad;
+}
+
+typedef struct lk_dev {
+  tabcl_strings_cl q[4];
+  cl_mem codes[4];
+} lk_dev;
+
+static void release_dev(lk_dev *d) {
+  for (int c = 0; c < 4; c++) {
+    tabcl__buffer_release(d->q[c].data);
+    tabcl__buffer_release(d->q[c].offsets);
+    tabcl__buffer_release(d->codes[c]);
+  }
+}
+
+/* The queries on the device, data padded so the lookup reads it in place. */
+static tabcl_status upload(tabcl_context *ctx, const lk_case *k, int ncols, const lk_col *cols,
+                           lk_dev *d) {
+  memset(d, 0, sizeof *d);
+  tabcl_status s = TABCL_OK;
+  for (int c = 0; c < ncols && !s; c++) {
+    size_t bytes = (size_t)(k->q * k->len), padded = tabcl__round_up(bytes, 8) + 8;
+    d->q[c].length = k->q;
+    d->q[c].bytes = (int64_t)bytes;
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &d->q[c].data, "bench queries");
+    if (!s) s = tabcl__fill_zero(ctx, d->q[c].data, padded);
+    if (!s) s = tabcl__write(ctx, d->q[c].data, 0, bytes, cols[c].qdata);
+    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                     (size_t)(k->q + 1) * 8, cols[c].qoff, &d->q[c].offsets,
+                                     "bench offsets");
+    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)k->q * 4, NULL, &d->codes[c],
+                                     "bench codes");
+  }
+  return s;
+}
+
+/* Device seconds of one device-resident lookup, and its wall seconds. */
+static tabcl_status time_lookup(tabcl_context *ctx, tabcl_category_index *idx, int ncols,
+                                lk_dev *d, double *dev_s, double *wall_s) {
+  cl_event start = NULL, end = NULL;
+  tabcl_status s = tabcl__finish(ctx);
+  if (s) return s;
+  double t0 = bench_now();
+  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &start);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "lookup bench");
+  s = tabcl_category_index_lookup_cl(idx, ncols, d->q, d->codes, 0, NULL, &end);
+  if (!s) s = tabcl__finish(ctx);
+  *wall_s = bench_now() - t0;
+  if (!s) {
+    *dev_s = bench_event_seconds(start, end);
+    if (*dev_s < 0) *dev_s = *wall_s;   /* no profiling on markers: the wall time stands in */
+  }
+  clReleaseEvent(start);
+  if (end) clReleaseEvent(end);
+  return s;
+}
+
+static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, double copy_bw) {
+  int ncols = !strcmp(k->variant, "cols4") ? 4 : 1;
+  char name[128];
+  snprintf(name, sizeof name, "v%lld_len%d_q%lld%s%s", (long long)k->v, k->len, (long long)k->q,
+           *k->variant ? "_" : "", k->variant);
+  lk_col cols[4];
+  if (build(k, ncols, cols)) {
+    fprintf(stderr, "lookup bench %s: out of host memory\n", name);
+    free_cols(cols, ncols);
+    return 1;
+  }
+  tabcl_strings_view vv[4], qv[4];
+  for (int c = 0; c < ncols; c++) {
+    vv[c] = (tabcl_strings_view){k->v, cols[c].voff, cols[c].vdata, NULL};
+    qv[c] = (tabcl_strings_view){k->q, cols[c].qoff, cols[c].qdata, NULL};
+  }
+  double vocab_bytes = (double)ncols * (double)k->v * k->len;
+  int big = vocab_bytes + (double)ncols * (double)k->q * k->len > 256e6;
+  int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
+  int host_reps = big ? (reps < 3 ? reps : 3) : reps;
+  tabcl_category_index *idx = NULL;
+  double fit_t[64], look_t[64], wall_t[64], host_t[64];
+  int fit_reps = big ? 1 : (reps < 5 ? reps : 5);
+  tabcl_status s = TABCL_OK;
+  for (int r = 0; r < fit_reps && !s; r++) {
+    tabcl_category_index_destroy(idx);
+    idx = NULL;
+    double t0 = bench_now();
+    s = tabcl_category_index_fit(ctx, ncols, vv, TABCL_CODES_BY_POSITION, &idx);
+    fit_t[r] = bench_now() - t0;
+  }
+  lk_dev d;
+  memset(&d, 0, sizeof d);
+  if (!s) s = upload(ctx, k, ncols, cols, &d);
+  double dev_s = 0, wall_s = 0;
+  if (!s) s = time_lookup(ctx, idx, ncols, &d, &dev_s, &wall_s);   /* warm-up */
+  for (int r = 0; r < reps && !s; r++) s = time_lookup(ctx, idx, ncols, &d, &look_t[r], &wall_t[r]);
+  /* every code against the one the case was built to give */
+  int32_t *got[4] = {NULL, NULL, NULL, NULL};
+  int64_t wrong = 0;
+  for (int c = 0; c < ncols && !s; c++) {
+    got[c] = malloc((size_t)k->q * 4);
+    if (!got[c]) s = tabcl__fail(TABCL_OUT_OF_MEMORY, "bench codes");
+    if (!s) s = tabcl__read(ctx, d.codes[c], 0, (size_t)k->q * 4, got[c]);
+    for (int64_t i = 0; !s && i < k->q; i++) wrong += got[c][i] != cols[c].want[i];
+  }
+  release_dev(&d);
+  /* the host API, upload and read-back included */
+  for (int r = 0; r < host_reps && !s; r++) {
+    double t0 = bench_now();
+    s = tabcl_category_index_lookup(idx, ncols, qv, got);
+    host_t[r] = bench_now() - t0;
+  }
+  for (int c = 0; c < ncols && !s; c++)
+    for (int64_t i = 0; i < k->q; i++) wrong += got[c][i] != cols[c].want[i];
+  if (s) {
+    fprintf(stderr, "lookup bench %s: %s: %s\n", name, tabcl_status_name(s), tabcl_last_error());
+    tabcl_category_index_destroy(idx);
+    free_cols(cols, ncols);
+    for (int c = 0; c < ncols; c++) free(got[c]);
+    return 1;
+  }
+  double fit_ms = bench_median(fit_t, fit_reps) * 1e3;
+  double look_ms = bench_median(look_t, reps) * 1e3;
+  double wall_ms = bench_median(wall_t, reps) * 1e3;
+  double host_ms = bench_median(host_t, host_reps) * 1e3;
+  int64_t peak = tabcl__catindex_lookup_peak_bytes(ncols, qv);
+  /* fit: the uploads, hashes and sort pairs, and the index it builds (the
+     sort's own scratch aside) */
+  int64_t fit_peak = idx->device_bytes;
+  for (int c = 0; c < ncols; c++)
+    fit_peak += (int64_t)tabcl__round_up((size_t)(k->v * k->len), 8) + 8 + (k->v + 1) * 8 + k->v * 24;
+  /* the least a lookup moves: query bytes and offsets once, each found
+     label's bytes once, a code per row */
+  double found = 0;
+  for (int c = 0; c < ncols; c++)
+    for (int64_t i = 0; i < k->q; i++) found += cols[c].want[i] >= 0;
+  double moved = (double)ncols * k->q * (k->len + 12) + found * k->len;
+  double bound_ms = copy_bw > 0 ? moved / copy_bw * 1e3 : 0;
+  printf("| %s | %d | %.1f | %.3f | %.3f | %.2f | %.3f | %.1f | %.1f | %.1f | %s |\n", name, ncols,
+         fit_ms, look_ms, wall_ms, host_ms, bound_ms, (double)peak / 1048576.0,
+         (double)fit_peak / 1048576.0, (double)idx->device_bytes / 1048576.0,
+         wrong ? "**WRONG**" : "ok");
+  fflush(stdout);
+  bench_record(a, "lookup", name, "fit_ms", fit_ms, "ms");
+  bench_record(a, "lookup", name, "lookup_ms", look_ms, "ms");
+  bench_record(a, "lookup", name, "lookup_wall_ms", wall_ms, "ms");
+  bench_record(a, "lookup", name, "host_lookup_ms", host_ms, "ms");
+  bench_record(a, "lookup", name, "moved_bound_ms", bound_ms, "ms");
+  bench_record(a, "lookup", name, "peak_bytes", (double)peak, "bytes");
+  bench_record(a, "lookup", name, "fit_peak_bytes", (double)fit_peak, "bytes");
+  bench_record(a, "lookup", name, "index_bytes", (double)idx->device_bytes, "bytes");
+  bench_record(a, "lookup", name, "queries", (double)k->q, "rows");
+  bench_record(a, "lookup", name, "codes_ok", wrong ? 0 : 1, "bool");
+  int bad = wrong != 0;
+  if (a->dump_dir) {
+    double total = vocab_bytes + (double)ncols * k->q * (k->len + 12) + (double)ncols * (k->v + 1) * 8;
+    if (total > 2e9)
+      fprintf(stderr, "lookup bench %s: %.1f GB, not dumped\n", name, total * 1e-9);
+    else if (dump_case(a, name, k, ncols, cols, got)) {
+      fprintf(stderr, "lookup bench %s: cannot write the dump under %s\n", name, a->dump_dir);
+      bad = 1;
+    }
+  }
+  tabcl_category_index_destroy(idx);
+  free_cols(cols, ncols);
+  for (int c = 0; c < ncols; c++) free(got[c]);
+  return bad;
+}
+
+int bench_lookup(tabcl_context *ctx, const bench_args *a) {
+  static const lk_case quick[] = {
+      {100, 1000, 8, ""},        {3000, 1000, 8, ""},         {100, 1000, 300, ""},
+      {3000, 1000, 300, ""},     {1000, 1000, 300, "prefix"}, {1000, 1000, 300, "middle"},
+      {1000, 1000, 64, "nonascii"}, {1000, 1000, 64, "unknown"}, {500, 1000, 16, "cols4"},
+  };
+  static const int lens[] = {8, 64, 512, 4096};
+  static const int64_t vocabs[] = {100, 10000, 200000}, queries[] = {1000, 100000};
+  static const lk_case extra[] = {
+      {10000, 100000, 512, "prefix"},   {10000, 100000, 512, "middle"},
+      {10000, 100000, 512, "nonascii"}, {10000, 100000, 512, "unknown"},
+      {10000, 100000, 64, "cols4"},     {200000, 100000, 64, "cols4"},
+      {200000, 100000, 4096, "prefix"}, {200000, 100000, 4096, "middle"},
+  };
+  lk_case full[4 * 3 * 2 + sizeof extra / sizeof extra[0]];
+  int nfull = 0;
+  for (int l = 0; l < 4; l++)
+    for (int v = 0; v < 3; v++)
+      for (int q = 0; q < 2; q++) full[nfull++] = (lk_case){vocabs[v], queries[q], lens[l], ""};
+  for (size_t e = 0; e < sizeof extra / sizeof extra[0]; e++) full[nfull++] = extra[e];
+  const lk_case *cases = a->quick ? quick : full;
+  int n = a->quick ? (int)(sizeof quick / sizeof quick[0]) : nfull;
+
+  double bw = bench_copy_bandwidth(ctx, a->quick);
+  /* builds every program once, so no case pays for a compile */
+  lk_case warm = {16, 16, 300, ""};
+  lk_col cols[4];
+  int bad = build(&warm, 1, cols);
+  if (!bad) {
+    tabcl_strings_view v = {warm.v, cols[0].voff, cols[0].vdata, NULL};
+    tabcl_category_index *idx = NULL;
+    int32_t *codes = cols[0].want;
+    tabcl_status s = tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx);
+    if (!s) s = tabcl_category_index_lookup(idx, 1, &v, &codes);
+    if (s) fprintf(stderr, "lookup bench warm-up: %s\n", tabcl_last_error());
+    bad = s != TABCL_OK;
+    tabcl_category_index_destroy(idx);
+  }
+  free_cols(cols, 1);
+  printf("Fit: wall time of tabcl_category_index_fit (BY_POSITION). Lookup: device time of "
+         "tabcl_category_index_lookup_cl with the queries on the device (median of %d), its wall "
+         "time, and the host call with upload and read-back. Bound: the least bytes a lookup "
+         "moves at the measured copy bandwidth (%.1f GB/s).\n\n",
+         a->reps, bw * 1e-9);
+  printf("| case | cols | fit ms | lookup ms | lookup wall ms | host lookup ms | bound ms | "
+         "lookup peak MiB | fit peak MiB | index MiB | codes |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < n; i++) bad |= one_case(ctx, a, &cases[i], bw);
+  return bad;
+}
