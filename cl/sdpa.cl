@@ -123,14 +123,14 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
   }
 }
 
-// One work-group per (query tile, head, batch entry), flattened into dim 0
-// in that order. Batch entry b0 + i of the buffers is the launch's i-th.
+// One work-group per (query tile, head, batch entry): dims 0, 1 and 2.
+// Batch entry b0 + i of the buffers is the launch's i-th.
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global const store_t *v, __global const uchar *mask,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
-                real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int nqt) {
+                real scale2, int causal, int mask_kind, int mask_bb, int mask_hb) {
   __local real4 qs[BQ * RS];
   __local real4 kvs[BK * RS];
   __local real4 ps4[BQ * PS];
@@ -139,15 +139,12 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   __local real *ps = (__local real *)ps4;
 
   const int t = (int)get_local_id(0);
-  // Launches stay below 2^31 work-items, so group ids fit an int. Remainders
-  // are spelled out: oclgrind cannot follow the `freeze` LLVM adds to a
-  // division paired with a remainder.
-  const int g = (int)get_group_id(0);
-  const int bh = g / nqt;
-  const int qt = g - bh * nqt;
-  const int bi = bh / hq;
-  const int h = bh - bi * hq;
-  const long b = b0 + bi;
+  // The NDRange is (query tiles x NT, heads, batch entries): no division of
+  // group ids is needed (oclgrind cannot follow the `freeze` LLVM adds to a
+  // division paired with a remainder).
+  const int qt = (int)get_group_id(0);
+  const int h = (int)get_group_id(1);
+  const long b = b0 + (long)get_group_id(2);
   const int kh = h / (hq / hkv);
   const int q0 = qt * BQ;
   const int qn = min(BQ, lq - q0);

@@ -50,8 +50,7 @@ inline real wg_reduce(__local real *red, real x, int is_max) {
   return r;
 }
 
-// One work-group per score row; rows are ordered (batch, head, query) like
-// the scores [nb, hq, lq, lk]. Batch entry i of the launch is b0 + i of the mask.
+// One work-group per score row of the scores [nb, hq, lq, lk]. Batch entry i of the launch is b0 + i of the mask.
 // Each row becomes softmax(scale * s + mask), with masked keys (false, -inf,
 // causality) at 0 and a row with no attendable key all 0.
 __kernel __attribute__((reqd_work_group_size(SM_WG, 1, 1)))
@@ -59,15 +58,15 @@ void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq,
                   int hq, real scale, int causal, int mask_kind, int mask_bb, int mask_hb) {
   __local real red[SM_WG];
   const int t = (int)get_local_id(0);
-  // Spelled-out remainders: oclgrind cannot follow the `freeze` LLVM adds to
-  // a division paired with a remainder. Launches stay below 2^31 work-items.
-  const int row = (int)get_group_id(0);
-  const int bh = row / lq;
-  const int i = row - bh * lq;
-  const int bi = bh / hq;
-  const int h = bh - bi * hq;
+  // Dims 0, 1, 2 are (query, head, batch entry): no division of group ids
+  // (oclgrind cannot follow the `freeze` LLVM adds to a division paired with
+  // a remainder).
+  const int i = (int)get_group_id(0);
+  const int h = (int)get_group_id(1);
+  const int bi = (int)get_group_id(2);
   const long b = b0 + bi;
-  __global real *sr = s + (long)row * lk;
+  const long row = ((long)bi * hq + h) * lq + i;
+  __global real *sr = s + row * lk;
   long mrow = 0;
   if (mask_kind)
     mrow = (((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq + i) * lk;

@@ -119,10 +119,10 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
                      TABCL_ARG(lq), TABCL_ARG(lk), TABCL_ARG(hq), sarg, TABCL_ARG(causal),
                      TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   if (!s) {
-    size_t local = SM_WG;
-    size_t global = local * (size_t)nb * (size_t)d->q_heads * (size_t)d->q_len;
+    size_t local[3] = {SM_WG, 1, 1};
+    size_t global[3] = {SM_WG * (size_t)d->q_len, (size_t)d->q_heads, (size_t)nb};
     cl_event e = NULL;
-    s = tabcl__launch(ctx, k, 1, &global, &local, 0, NULL, ev ? &e : NULL, "sdpa_softmax");
+    s = tabcl__launch(ctx, k, 3, global, local, 0, NULL, ev ? &e : NULL, "sdpa_softmax");
     if (!s) tabcl__sdpa_track(ev, e);
   }
   tabcl__kernel_release(k);

@@ -47,13 +47,12 @@ tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc 
   s = TABCL_SET_ARGS(k, "sdpa_fused", TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
                      TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
-                     TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb),
-                     TABCL_ARG(nqt));
+                     TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   if (!s) {
-    size_t local = (size_t)t->nt;
-    size_t global = local * (size_t)nqt * (size_t)hq * (size_t)nb;
+    size_t local[3] = {(size_t)t->nt, 1, 1};
+    size_t global[3] = {local[0] * (size_t)nqt, (size_t)hq, (size_t)nb};
     cl_event e = NULL;
-    s = tabcl__launch(ctx, k, 1, &global, &local, nwait, wait, ev ? &e : NULL, "sdpa_fused");
+    s = tabcl__launch(ctx, k, 3, global, local, nwait, wait, ev ? &e : NULL, "sdpa_fused");
     if (!s) tabcl__sdpa_track(ev, e);
   }
   tabcl__kernel_release(k);
