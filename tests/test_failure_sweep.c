@@ -1,0 +1,420 @@
+/* Failure injection across the public calls: for context create, fit,
+ * lookup, align, save, load and attention, fail the 1st, 2nd, ... Nth host
+ * allocation, and separately the Nth OpenCL call, until a run goes through
+ * without an injected failure. Every run where a failure fired must return
+ * non-OK with a message, leak no host allocation or device buffer, leave
+ * its poisoned outputs unchanged (and a saved file as it was), and leave
+ * the objects it was given usable: the same call made right after gives the
+ * right answer. The run that fires nothing must give the right answer too.
+ * (The sanitizer build of CI adds LeakSanitizer to the leak counters.) */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rel_common.h"
+
+#ifdef TABCL_FAULT_INJECTION
+
+#define POISON32 0x7A7A7A7A
+#define MAX_POINTS 20000
+
+/* One call under test. `call` makes it with outputs poisoned by `poison`;
+   `check` says whether a successful call's outputs are right; `untouched`
+   whether a failed call left them as they were; `cleanup` frees what a
+   successful call made. */
+typedef struct sweep_ops {
+  const char *name;
+  void (*poison)(void *st);
+  tabcl_status (*call)(void *st);
+  int (*check)(void *st);
+  int (*untouched)(void *st);
+  void (*cleanup)(void *st);
+} sweep_ops;
+
+/* which: 0 host allocations, 1 OpenCL calls. */
+static void sweep(const sweep_ops *ops, void *st, int which) {
+  const char *kind = which ? "OpenCL call" : "host allocation";
+  /* A clean call first: programs get built and cached outside the window,
+     so the baselines below do not count the context's program cache. */
+  ops->poison(st);
+  tt_assert_ok(ops->call(st));
+  cr_assert(ops->check(st), "%s: the clean call gave a wrong answer", ops->name);
+  ops->cleanup(st);
+  for (long n = 1; n <= MAX_POINTS; n++) {
+    ops->poison(st);
+    tt_live base = tt_live_now();
+    tabcl__clear_error();
+    tabcl__fault_set(which ? 0 : n, which ? n : 0);
+    tabcl_status s = ops->call(st);
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    if (!fired) {
+      cr_expect_eq(s, TABCL_OK, "%s: no failure injected at %s %ld, yet %s: %s", ops->name, kind,
+                   n, tabcl_status_name(s), tabcl_last_error());
+      if (s == TABCL_OK) {
+        cr_expect(ops->check(st), "%s: wrong answer after the sweep", ops->name);
+        ops->cleanup(st);
+      }
+      cr_log_info("%s: %ld %s failure points", ops->name, n - 1, kind);
+      return;
+    }
+    if (s == TABCL_OK) {
+      cr_expect_fail("%s: failing %s %ld was swallowed (returned TABCL_OK)", ops->name, kind, n);
+      cr_expect(ops->check(st), "%s: ... and the answer is wrong", ops->name);
+      ops->cleanup(st);
+    } else {
+      cr_expect_neq(tabcl_last_error()[0], '\0', "%s: %s %ld failed without a message",
+                    ops->name, kind, n);
+      cr_expect(ops->untouched(st), "%s: failing %s %ld changed the outputs (%s)", ops->name,
+                kind, n, tabcl_last_error());
+    }
+    tt_live now = tt_live_now();
+    cr_expect(now.allocs == base.allocs && now.mems == base.mems,
+              "%s: failing %s %ld leaked %ld host allocations and %ld device buffers (%s)",
+              ops->name, kind, n, now.allocs - base.allocs, now.mems - base.mems,
+              tabcl_status_name(s));
+    /* The objects still work. */
+    ops->poison(st);
+    tabcl_status again = ops->call(st);
+    cr_expect_eq(again, TABCL_OK, "%s: after failing %s %ld the next call gave %s: %s",
+                 ops->name, kind, n, tabcl_status_name(again), tabcl_last_error());
+    if (again == TABCL_OK) {
+      cr_expect(ops->check(st), "%s: after failing %s %ld the next call is wrong", ops->name,
+                kind, n);
+      ops->cleanup(st);
+    }
+    if (now.allocs != base.allocs || now.mems != base.mems) return; /* one report is enough */
+  }
+  cr_assert_fail("%s: the sweep did not end within %d points", ops->name, MAX_POINTS);
+}
+
+/* ---- shared state: a context, vocabularies, queries -------------------- */
+
+typedef struct world {
+  tabcl_context *ctx;
+  tt_strings vocab[2], query[2], cats[2];
+  rel_vocab ref[2];
+  tabcl_category_index *idx;      /* fitted BY_VALUE on vocab */
+  int32_t *codes[2], *want[2];
+  int32_t *in_codes[2];           /* align inputs */
+  int64_t align_len[2];
+  tabcl_category_index *made;     /* what fit or load made */
+  char path[512];
+  rel_sdpa_case sc;
+  double *sref;
+  tabcl_options opts;
+  tabcl_context *made_ctx;
+} world;
+
+static void world_init(world *w, const char *seed_name) {
+  memset(w, 0, sizeof *w);
+  tt_rng r = {tt_seed(seed_name)};
+  w->ctx = tt_context();
+  for (int c = 0; c < 2; c++) {
+    rel_column(&r, &w->vocab[c], 12 + 7 * c, 6);
+    rel_column(&r, &w->query[c], 20 + 3 * c, 5);
+    rel_column(&r, &w->cats[c], 6, 4);
+    tabcl_strings_view v = tt_view(&w->vocab[c]);
+    rel_vocab_build(&w->ref[c], &v, TABCL_CODES_BY_VALUE);
+    w->codes[c] = malloc(64 * sizeof(int32_t));
+    w->want[c] = malloc(64 * sizeof(int32_t));
+    w->align_len[c] = 15 + c;
+    w->in_codes[c] = malloc(64 * sizeof(int32_t));
+    for (int64_t i = 0; i < w->align_len[c]; i++)
+      w->in_codes[c][i] = (int32_t)tt_below(&r, 7) - 1;   /* -1 .. 5 */
+  }
+  tabcl_strings_view v[2] = {tt_view(&w->vocab[0]), tt_view(&w->vocab[1])};
+  tt_assert_ok(tabcl_category_index_fit(w->ctx, 2, v, TABCL_CODES_BY_VALUE, &w->idx));
+  snprintf(w->path, sizeof w->path, "sweep-%d.idx", (int)getpid());
+  tabcl_sdpa_desc d = {0};
+  d.batch = 2;
+  d.q_len = 5;
+  d.kv_len = 7;
+  d.q_heads = 4;
+  d.kv_heads = 2;
+  d.head_dim = 16;
+  d.dtype = TABCL_F32;
+  d.causal = 1;
+  d.mask = TABCL_MASK_BOOL;
+  d.mask_head_broadcast = 1;
+  rel_sdpa_case_make(&r, &w->sc, d);
+  w->sref = malloc(w->sc.nq * sizeof *w->sref);
+  rel_sdpa(&w->sc.d, w->sc.q, w->sc.k, w->sc.v, w->sc.mask, w->sref);
+}
+
+static void world_fini(world *w) {
+  tabcl_category_index_destroy(w->idx);
+  for (int c = 0; c < 2; c++) {
+    tt_strings_free(&w->vocab[c]);
+    tt_strings_free(&w->query[c]);
+    tt_strings_free(&w->cats[c]);
+    rel_vocab_free(&w->ref[c]);
+    free(w->codes[c]);
+    free(w->want[c]);
+    free(w->in_codes[c]);
+  }
+  rel_sdpa_case_free(&w->sc);
+  free(w->sref);
+  unlink(w->path);
+  tabcl_context_destroy(w->ctx);
+}
+
+static int same_codes(const int32_t *a, const int32_t *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
+static void poison_codes(void *p) {
+  world *w = p;
+  for (int c = 0; c < 2; c++)
+    for (int i = 0; i < 64; i++) w->codes[c][i] = POISON32;
+}
+static int codes_untouched(void *p) {
+  world *w = p;
+  for (int c = 0; c < 2; c++)
+    for (int i = 0; i < 64; i++)
+      if (w->codes[c][i] != POISON32) return 0;
+  return 1;
+}
+static void nothing(void *p) { (void)p; }
+
+/* A fitted (or loaded) index must answer the queries as the reference does. */
+static int index_answers(world *w, tabcl_category_index *idx) {
+  tabcl_strings_view q[2] = {tt_view(&w->query[0]), tt_view(&w->query[1])};
+  int32_t a[64], b[64], *codes[2] = {a, b};
+  if (tabcl_category_index_lookup(idx, 2, q, codes) != TABCL_OK) return 0;
+  for (int c = 0; c < 2; c++) {
+    rel_lookup(&w->ref[c], &q[c], w->want[c]);
+    if (!same_codes(codes[c], w->want[c], q[c].length)) return 0;
+    if (tabcl_category_index_codes(idx, c) !=
+        (w->ref[c].n ? w->ref[c].code[w->ref[c].n - 1] + 1 : 0))
+      return 0;
+  }
+  return 1;
+}
+
+/* ---- context create (and a first fit + lookup, which builds programs) -- */
+
+static void poison_ctx(void *p) { ((world *)p)->made_ctx = (tabcl_context *)p; }
+static tabcl_status call_create(void *p) {
+  world *w = p;
+  tabcl_status s = tabcl_context_create(&w->opts, &w->made_ctx);
+  if (s) return s;
+  /* A fresh context builds its programs (from the disk cache) on first use. */
+  tabcl_strings_view v[2] = {tt_view(&w->vocab[0]), tt_view(&w->vocab[1])};
+  tabcl_category_index *idx = NULL;
+  s = tabcl_category_index_fit(w->made_ctx, 2, v, TABCL_CODES_BY_VALUE, &idx);
+  if (!s) {
+    tabcl_strings_view q[2] = {tt_view(&w->query[0]), tt_view(&w->query[1])};
+    s = tabcl_category_index_lookup(idx, 2, q, w->codes);
+  }
+  tabcl_category_index_destroy(idx);
+  /* The context is the caller's either way: destroy it here so the leak
+     check sees only what the library failed to free. */
+  tabcl_context_destroy(w->made_ctx);
+  w->made_ctx = NULL;
+  return s;
+}
+static int check_create(void *p) {
+  world *w = p;
+  tabcl_strings_view q[2] = {tt_view(&w->query[0]), tt_view(&w->query[1])};
+  for (int c = 0; c < 2; c++) {
+    rel_lookup(&w->ref[c], &q[c], w->want[c]);
+    if (!same_codes(w->codes[c], w->want[c], q[c].length)) return 0;
+  }
+  return 1;
+}
+static int create_untouched(void *p) { return ((world *)p)->made_ctx == NULL; }
+
+/* ---- fit ---------------------------------------------------------------- */
+
+static void poison_made(void *p) { ((world *)p)->made = (tabcl_category_index *)p; }
+static tabcl_status call_fit(void *p) {
+  world *w = p;
+  tabcl_strings_view v[2] = {tt_view(&w->vocab[0]), tt_view(&w->vocab[1])};
+  return tabcl_category_index_fit(w->ctx, 2, v, TABCL_CODES_BY_VALUE, &w->made);
+}
+static int check_made(void *p) {
+  world *w = p;
+  return w->made && w->made != (tabcl_category_index *)p && index_answers(w, w->made);
+}
+static int made_untouched(void *p) {
+  world *w = p;
+  return w->made == (tabcl_category_index *)p || w->made == NULL;
+}
+static void cleanup_made(void *p) {
+  world *w = p;
+  tabcl_category_index_destroy(w->made);
+  w->made = NULL;
+}
+
+/* ---- lookup and align ---------------------------------------------------- */
+
+static tabcl_status call_lookup(void *p) {
+  world *w = p;
+  tabcl_strings_view q[2] = {tt_view(&w->query[0]), tt_view(&w->query[1])};
+  return tabcl_category_index_lookup(w->idx, 2, q, w->codes);
+}
+static int check_lookup(void *p) { return check_create(p) && index_answers(p, ((world *)p)->idx); }
+
+static void dict(world *w, tabcl_dictionary_view *d) {
+  for (int c = 0; c < 2; c++) {
+    d[c].categories = tt_view(&w->cats[c]);
+    d[c].length = w->align_len[c];
+    d[c].codes = w->in_codes[c];
+  }
+}
+static tabcl_status call_align(void *p) {
+  world *w = p;
+  tabcl_dictionary_view d[2];
+  dict(w, d);
+  return tabcl_category_index_align(w->idx, 2, d, w->codes);
+}
+static int check_align(void *p) {
+  world *w = p;
+  tabcl_dictionary_view d[2];
+  dict(w, d);
+  for (int c = 0; c < 2; c++) {
+    rel_align(&w->ref[c], &d[c], w->want[c]);
+    if (!same_codes(w->codes[c], w->want[c], d[c].length)) return 0;
+  }
+  return index_answers(w, w->idx);
+}
+
+/* ---- save and load ------------------------------------------------------- */
+
+/* The file at path before each save: a different, valid index. A failed
+   save must leave it exactly so. */
+static unsigned char old_file[1 << 16];
+static size_t old_size;
+
+static size_t read_all(const char *path, unsigned char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return (size_t)-1;
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+static void poison_save(void *p) {
+  world *w = p;
+  FILE *f = fopen(w->path, "wb");
+  cr_assert(f);
+  cr_assert_eq(fwrite(old_file, 1, old_size, f), old_size);
+  fclose(f);
+}
+static tabcl_status call_save(void *p) {
+  world *w = p;
+  return tabcl_category_index_save(w->idx, w->path);
+}
+static int check_save(void *p) {
+  world *w = p;
+  tabcl_category_index *back = NULL;
+  if (tabcl_category_index_load(w->ctx, w->path, &back) != TABCL_OK) return 0;
+  int ok = index_answers(w, back);
+  tabcl_category_index_destroy(back);
+  return ok;
+}
+static int save_untouched(void *p) {
+  world *w = p;
+  static unsigned char now[1 << 16];
+  size_t n = read_all(w->path, now, sizeof now);
+  if (n != old_size || memcmp(now, old_file, n) != 0) return 0;
+  /* and no temporary left beside it */
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "sweep-%d.", (int)getpid());
+  int count = 0;
+  DIR *d = opendir(".");
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, prefix, strlen(prefix))) count++;
+  closedir(d);
+  return count == 1;
+}
+
+static tabcl_status call_load(void *p) {
+  world *w = p;
+  return tabcl_category_index_load(w->ctx, w->path, &w->made);
+}
+
+/* ---- attention ------------------------------------------------------------ */
+
+static void poison_sdpa(void *p) {
+  world *w = p;
+  memset(w->sc.out, 0xCD, w->sc.nq * 4);
+}
+static tabcl_status call_sdpa(void *p) {
+  world *w = p;
+  return tabcl_sdpa_host(w->ctx, &w->sc.d, w->sc.q, w->sc.k, w->sc.v, w->sc.mask, w->sc.out);
+}
+static int check_sdpa(void *p) {
+  world *w = p;
+  return rel_sdpa_error(&w->sc, w->sref) <= rel_sdpa_tol(w->sc.d.dtype);
+}
+static int sdpa_untouched(void *p) {
+  world *w = p;
+  const unsigned char *o = w->sc.out;
+  for (size_t i = 0; i < w->sc.nq * 4; i++)
+    if (o[i] != 0xCD) return 0;
+  return 1;
+}
+
+static const sweep_ops ops_create = {"tabcl_context_create + first fit and lookup", poison_ctx,
+                                     call_create, check_create, create_untouched, nothing};
+static const sweep_ops ops_fit = {"tabcl_category_index_fit", poison_made, call_fit, check_made,
+                                  made_untouched, cleanup_made};
+static const sweep_ops ops_lookup = {"tabcl_category_index_lookup", poison_codes, call_lookup,
+                                     check_lookup, codes_untouched, nothing};
+static const sweep_ops ops_align = {"tabcl_category_index_align", poison_codes, call_align,
+                                    check_align, codes_untouched, nothing};
+static const sweep_ops ops_save = {"tabcl_category_index_save", poison_save, call_save,
+                                   check_save, save_untouched, nothing};
+static const sweep_ops ops_load = {"tabcl_category_index_load", poison_made, call_load,
+                                   check_made, made_untouched, cleanup_made};
+static const sweep_ops ops_sdpa = {"tabcl_sdpa_host", poison_sdpa, call_sdpa, check_sdpa,
+                                   sdpa_untouched, nothing};
+
+static void run(const sweep_ops *ops, int which) {
+  world w;
+  world_init(&w, ops->name);
+  if (ops == &ops_save || ops == &ops_load) {
+    /* the "old" file: an index of the queries, so it differs from idx */
+    tabcl_strings_view q[2] = {tt_view(&w.query[0]), tt_view(&w.query[1])};
+    tabcl_category_index *other = NULL;
+    tt_assert_ok(tabcl_category_index_fit(w.ctx, 2, q, TABCL_CODES_BY_POSITION, &other));
+    tt_assert_ok(tabcl_category_index_save(other, w.path));
+    tabcl_category_index_destroy(other);
+    old_size = read_all(w.path, old_file, sizeof old_file);
+    cr_assert(old_size > 0 && old_size < sizeof old_file);
+    if (ops == &ops_load) tt_assert_ok(tabcl_category_index_save(w.idx, w.path));
+  }
+  if (ops == &ops_create) w.opts.cache_dir = NULL;   /* $TABCL_CACHE_DIR: binaries */
+  sweep(ops, &w, which);
+  world_fini(&w);
+}
+
+Test(sweep, context_create_alloc) { run(&ops_create, 0); }
+Test(sweep, context_create_cl) { run(&ops_create, 1); }
+Test(sweep, fit_alloc) { run(&ops_fit, 0); }
+Test(sweep, fit_cl) { run(&ops_fit, 1); }
+Test(sweep, lookup_alloc) { run(&ops_lookup, 0); }
+Test(sweep, lookup_cl) { run(&ops_lookup, 1); }
+Test(sweep, align_alloc) { run(&ops_align, 0); }
+Test(sweep, align_cl) { run(&ops_align, 1); }
+Test(sweep, save_alloc) { run(&ops_save, 0); }
+Test(sweep, save_cl) { run(&ops_save, 1); }
+Test(sweep, load_alloc) { run(&ops_load, 0); }
+Test(sweep, load_cl) { run(&ops_load, 1); }
+Test(sweep, sdpa_alloc) { run(&ops_sdpa, 0); }
+Test(sweep, sdpa_cl) { run(&ops_sdpa, 1); }
+
+#else
+Test(sweep, needs_fault_injection) {
+  cr_log_warn("built without TABCL_FAULT_INJECTION: no failure sweeps");
+}
+#endif
