@@ -291,7 +291,7 @@ def targets(tab, peer):
         known = True
         warm = as_ms(p) / as_ms(t)
         warm_ok = warm_ok and warm >= 100
-        text = "%s: tabcl %s; pandas get_indexer %s (%sx)" % (c, fig(t), fig(p), fmt(warm))
+        text = "%s: tabcl %s %s; pandas get_indexer %s (%sx)" % (c, t["metric"], fig(t), fig(p), fmt(warm))
         cold = ms.get("pandas_cold_ms")
         if cold:
             cold_x = as_ms(cold) / as_ms(t)

@@ -48,7 +48,8 @@ FAILED=()
 log() { echo "[$(date -u +%H:%M:%S) +$(($(date +%s) - START))s] $*" | tee -a "$LOG"; }
 
 # step NAME LIMIT_S 'shell command': runs it under `timeout`, within what is
-# left of the budget; logs how it went and carries on either way.
+# left of the budget (the command sees its limit as $STEP_LIMIT); logs how it
+# went and carries on either way.
 step() {
   local name=$1 cap=$2 cmd=$3
   [ -n "$QUICK" ] && cap=$((cap * 2)) # a CPU is slower; the budget still bounds the run
@@ -62,7 +63,7 @@ step() {
   log "step $name: start, limit ${limit}s"
   local t0 rc
   t0=$(date +%s)
-  timeout --kill-after=10 "$limit" bash -c "$cmd"
+  STEP_LIMIT=$limit timeout --kill-after=10 "$limit" bash -c "$cmd"
   rc=$?
   if [ $rc -eq 0 ]; then
     log "step $name: ok ($(($(date +%s) - t0))s)"
@@ -117,7 +118,9 @@ tabcl_bench() {
   step "tabcl-bench $1" "$2" '"$BENCH" $QUICK --jsonl "$OUT/tabcl.jsonl" --dump "$DUMP" '"$1"' >>"$OUT/tabcl-bench.md" 2>>"$LOG"'
 }
 peer() {
-  step "peer $1" "$2" 'cd "$ROOT/bench/peers" && "$PY" '"$1"' $QUICK --jsonl "$OUT/peers.jsonl" '"$3"' >>"$LOG" 2>&1'
+  # a peer starts no new case after 3/4 of its limit, so it ends on its own
+  step "peer $1" "$2" 'cd "$ROOT/bench/peers" && "$PY" '"$1"' $QUICK --budget-s $((STEP_LIMIT * 3 / 4)) \
+    --jsonl "$OUT/peers.jsonl" '"$3"' >>"$LOG" 2>&1'
 }
 tabcl_bench copy 60
 tabcl_bench sort 90

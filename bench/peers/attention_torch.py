@@ -23,7 +23,7 @@ import json
 import re
 import sys
 
-from common import Recorder, Timer, pick_device, table
+from common import Budget, Recorder, Timer, pick_device, table
 
 FULL = ["tab_b60000_l54_h8_d64_%s", "tab_b140000_l54_h8_d64_%s",
         "tab_b60000_l54_h8_d32_%s", "tab_b140000_l54_h8_d32_%s",
@@ -106,6 +106,7 @@ def main():
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--cases-from", help="run the attention cases named in this JSONL (tabcl-bench's)")
     ap.add_argument("--cases", help="comma-separated case names")
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
     a = ap.parse_args()
     import torch
     F = torch.nn.functional
@@ -129,7 +130,10 @@ def main():
         print("TF32 for f32 matmul allowed: %s"
               % torch.backends.cuda.matmul.allow_tf32)
     rows, failed = [], 0
+    budget = Budget(a.budget_s)
     for name in names:
+        if not budget.allows(name):
+            continue
         shp = parse_case(name)
         if shp is None:
             print("note: case %s not understood, skipped" % name)
@@ -190,6 +194,7 @@ def main():
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     table(rows, ["case", "impl", "ms", "TFLOP/s", "note"])
+    budget.report()
     return 1 if failed else 0
 
 

@@ -20,6 +20,29 @@ def pick_device(torch, quick):
     return torch.device("cpu"), "cpu (fallback, torch %s)" % torch.__version__
 
 
+class Budget:
+    """A soft time limit for a whole peer run: no new case is started once it
+    is spent, so the run ends cleanly inside run-gpu.sh's hard limit and
+    says which cases it left out."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.t0 = time.perf_counter()
+        self.skipped = []
+
+    def allows(self, name):
+        if self.seconds and time.perf_counter() - self.t0 > self.seconds:
+            self.skipped.append(name)
+            return False
+        return True
+
+    def report(self):
+        if self.skipped:
+            print("note: time budget of %gs spent; cases not run: %s"
+                  % (self.seconds, ", ".join(self.skipped)))
+        sys.stdout.flush()
+
+
 class Timer:
     """Median of timed repetitions after untimed warm-ups. On CUDA the time is
     the device's own, from a pair of events around each repetition; on the

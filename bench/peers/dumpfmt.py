@@ -15,17 +15,21 @@ import numpy as np
 
 
 def sort_cases(dump_dir):
-    """[(case, keys uint64[n], vals uint32[n])], by size."""
+    """[(case, number of pairs, load)], smallest first; load() reads
+    (keys uint64[n], vals uint32[n])."""
     out = []
     for kpath in glob.glob(os.path.join(dump_dir, "sort_*.keys.u64")):
         case = os.path.basename(kpath)[len("sort_"):-len(".keys.u64")]
         vpath = kpath[:-len(".keys.u64")] + ".vals.u32"
-        keys = np.fromfile(kpath, dtype="<u8")
-        vals = np.fromfile(vpath, dtype="<u4")
-        if keys.shape != vals.shape:
-            raise ValueError("%s: %d keys but %d values" % (case, keys.size, vals.size))
-        out.append((case, keys, vals))
-    out.sort(key=lambda t: (t[1].size, t[0]))
+
+        def load(case=case, kpath=kpath, vpath=vpath):
+            keys = np.fromfile(kpath, dtype="<u8")
+            vals = np.fromfile(vpath, dtype="<u4")
+            if keys.shape != vals.shape:
+                raise ValueError("%s: %d keys but %d values" % (case, keys.size, vals.size))
+            return keys, vals
+        out.append((case, os.path.getsize(kpath) // 8, load))
+    out.sort(key=lambda t: (t[1], t[0]))
     return out
 
 
@@ -68,7 +72,12 @@ class Strings:
 
 
 class LookupCase:
+    """One lookup case of a dump. Sizes come from the file sizes; the arrays
+    are read by load() and dropped by unload(), so a sweep of large cases
+    holds one at a time."""
+
     def __init__(self, case_dir):
+        self.dir = case_dir
         with open(os.path.join(case_dir, "meta.json")) as f:
             self.meta = json.load(f)
         self.case = self.meta.get("case", os.path.basename(case_dir.rstrip("/")))
@@ -76,28 +85,47 @@ class LookupCase:
         if order != "position":
             raise ValueError("%s: codes in order %r; only 'position' is understood" % (self.case, order))
         self.ncols = int(self.meta["ncols"])
+        self.vocab = self.query = self.codes = None
+
+    def _labels(self, kind):
+        return [os.path.getsize(os.path.join(self.dir, "%s_%d.offsets" % (kind, c))) // 8 - 1
+                for c in range(self.ncols)]
+
+    def _bytes(self):
+        return sum(os.path.getsize(os.path.join(self.dir, "%s_%d.data" % (k, c)))
+                   for k in ("vocab", "query") for c in range(self.ncols))
+
+    def nqueries(self):
+        return sum(self._labels("query"))
+
+    def max_queries(self):
+        return max(self._labels("query"))
+
+    def nvocab(self):
+        return sum(self._labels("vocab"))
+
+    def load(self):
         self.vocab, self.query, self.codes = [], [], []
         for c in range(self.ncols):
-            self.vocab.append(Strings.read(os.path.join(case_dir, "vocab_%d" % c)))
-            self.query.append(Strings.read(os.path.join(case_dir, "query_%d" % c)))
-            cpath = os.path.join(case_dir, "codes_%d.i32" % c)
+            self.vocab.append(Strings.read(os.path.join(self.dir, "vocab_%d" % c)))
+            self.query.append(Strings.read(os.path.join(self.dir, "query_%d" % c)))
+            cpath = os.path.join(self.dir, "codes_%d.i32" % c)
             self.codes.append(np.fromfile(cpath, dtype="<i4") if os.path.exists(cpath) else None)
             if self.codes[-1] is not None and self.codes[-1].size != len(self.query[-1]):
                 raise ValueError("%s column %d: %d codes for %d queries"
                                  % (self.case, c, self.codes[-1].size, len(self.query[-1])))
+        return self
 
-    def nqueries(self):
-        return sum(len(q) for q in self.query)
-
-    def nvocab(self):
-        return sum(len(v) for v in self.vocab)
+    def unload(self):
+        self.vocab = self.query = self.codes = None
 
 
 def lookup_cases(dump_dir):
+    """The lookup cases under dump_dir, smallest first (not yet loaded)."""
     out = []
     for meta in glob.glob(os.path.join(dump_dir, "*", "meta.json")):
         out.append(LookupCase(os.path.dirname(meta)))
-    out.sort(key=lambda c: (c.nvocab() + c.nqueries(), c.case))
+    out.sort(key=lambda c: (c._bytes() + 8 * (c.nvocab() + c.nqueries()), c.case))
     return out
 
 

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from common import Recorder, host_median_ms, table
+from common import Budget, Recorder, host_median_ms, table
 from dumpfmt import compare_codes, lookup_cases
 
 
@@ -90,9 +90,9 @@ def run_pandas(case, rec, reps, rows):
         dtype = str(qidx.dtype)
     ok, msg = check(case, codes)
     note = "pandas %s, labels as %s, index dtype %s" % (pd.__version__, "/".join(sorted(kinds)), dtype)
-    rec("lookup", case.case, "queries", max(len(q) for q in case.query), "rows")
+    rec("lookup", case.case, "queries", case.max_queries(), "rows")
     rec("lookup", case.case, "pandas_fit_ms", fit_t, "ms", vs="fit_ms", note=note)
-    rec("lookup", case.case, "pandas_ms", look_t, "ms", vs="lookup_ms", note=note)
+    rec("lookup", case.case, "pandas_ms", look_t, "ms", vs="host_lookup_ms", note=note)
     rec("lookup", case.case, "pandas_cold_ms", cold_t, "ms", note=note)
     rec("lookup", case.case, "pandas_codes_match", 1 if ok else 0, "bool")
     rows.append((case.case, "pandas", "%.3f" % fit_t, "%.3f" % look_t, "%.3f" % cold_t, msg, note))
@@ -132,7 +132,7 @@ def run_arrow(case, rec, reps, rows):
     ok, msg = check(case, codes)
     note = "pyarrow %s, %s; includes building the value set's hash table" % (
         pa.__version__, "/".join(sorted(kinds)))
-    rec("lookup", case.case, "pyarrow_ms", t, "ms", vs="lookup_ms", note=note)
+    rec("lookup", case.case, "pyarrow_ms", t, "ms", vs="host_lookup_ms", note=note)
     rec("lookup", case.case, "pyarrow_codes_match", 1 if ok else 0, "bool")
     rows.append((case.case, "pyarrow", "", "%.3f" % t, "", msg, note))
     return ok
@@ -158,8 +158,10 @@ def main():
     ap.add_argument("--jsonl", help="append figures here")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
     a = ap.parse_args()
     reps = a.reps or (3 if a.quick else 5)
+    budget = Budget(a.budget_s)
     rec = Recorder(a.jsonl, "host", "host CPU")
     cases = lookup_cases(a.dump)
     if not cases:
@@ -175,6 +177,9 @@ def main():
     rows, failed = [], 0
     peers = [("pandas", run_pandas)] + ([("pyarrow", run_arrow)] if have_arrow else [])
     for case in cases:
+        if not budget.allows(case.case):
+            continue
+        case.load()
         for name, run in peers:
             try:
                 ok = run(case, rec, reps, rows)
@@ -183,7 +188,9 @@ def main():
                 print("%s on %s failed: %r" % (name, case.case, e), file=sys.stderr)
                 rec("lookup", case.case, name + "_codes_match", 0, "bool", note="failed: %r" % e)
             failed += 0 if ok else 1
+        case.unload()
     table(rows, ["case", "peer", "fit ms", "lookup ms", "cold ms", "codes = tabcl's", "note"])
+    budget.report()
     return 1 if failed else 0
 
 

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from common import Recorder, Timer, pick_device, table
+from common import Budget, Recorder, Timer, pick_device, table
 from dumpfmt import compare_codes, lookup_cases
 
 M64 = (1 << 64) - 1
@@ -167,6 +167,7 @@ def main():
     ap.add_argument("--jsonl", help="append figures here")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
     ap.add_argument("--hash-bits", type=int, default=64,
                     help="keep only this many hash bits (tests: forces collisions)")
     a = ap.parse_args()
@@ -183,7 +184,11 @@ def main():
         return 1
     print("# PyTorch-native lookup on %s, torch %s" % (devname, torch.__version__))
     rows, failed = [], 0
+    budget = Budget(a.budget_s)
     for case in cases:
+        if not budget.allows(case.case):
+            continue
+        case.load()
         vocab = [DevStrings(s, torch, dev) for s in case.vocab]
         query = [DevStrings(s, torch, dev) for s in case.query]
         maxlen = max([s.maxlen for s in vocab + query] + [1])
@@ -210,14 +215,19 @@ def main():
             if not m:
                 msgs.append("column %d: %s" % (c, msg))
         runs = max(ix.run for ix in idx)
-        rec("lookup", case.case, "queries", max(len(q) for q in case.query), "rows")
+        rec("lookup", case.case, "queries", case.max_queries(), "rows")
         rec("lookup", case.case, "torch_gpu_fit_ms", fit_ms, "ms", vs="fit_ms")
         rec("lookup", case.case, "torch_gpu_ms", lookup_ms, "ms", vs="lookup_ms")
         rec("lookup", case.case, "torch_codes_match", 1 if ok else 0, "bool")
         rows.append((case.case, case.nvocab(), case.nqueries(), "%.3f" % fit_ms, "%.3f" % lookup_ms,
                      runs, "yes" if ok else "NO: " + "; ".join(msgs)))
         failed += 0 if ok else 1
+        case.unload()
+        vocab = query = idx = None
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
     table(rows, ["case", "vocab", "queries", "fit ms", "lookup ms", "longest hash run", "codes = tabcl's"])
+    budget.report()
     return 1 if failed else 0
 
 

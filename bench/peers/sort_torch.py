@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from common import Recorder, Timer, pick_device, table
+from common import Budget, Recorder, Timer, pick_device, table
 from dumpfmt import sort_cases
 
 TOP = np.uint64(1 << 63)
@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--jsonl", help="append figures here")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
     a = ap.parse_args()
     import torch
     dev, devname = pick_device(torch, a.quick)
@@ -50,7 +51,11 @@ def main():
         return 1
     print("# torch.sort of (u64 key, u32 value) pairs on %s, torch %s" % (devname, torch.__version__))
     rows, failed = [], 0
-    for case, keys, vals in cases:
+    budget = Budget(a.budget_s)
+    for case, _, load in cases:
+        if not budget.allows(case):
+            continue
+        keys, vals = load()
         k = torch.from_numpy((keys ^ TOP).view(np.int64)).to(dev)
         v = torch.from_numpy(vals.view(np.int32)).to(dev)
         out = {}
@@ -79,6 +84,7 @@ def main():
         rows.append((case, n, "%.3f" % pairs_ms, "%.3f" % keys_ms, "%.3f" % rate, msg))
         failed += 0 if ok else 1
     table(rows, ["case", "pairs", "sort+gather ms", "keys only ms", "Gpairs/s", "check"])
+    budget.report()
     return 1 if failed else 0
 
 

@@ -115,10 +115,14 @@ class PeersOnDumps(unittest.TestCase):
         cases = lookup_cases(self.dir)
         self.assertEqual(len(cases), 2)
         for c in cases:
+            c.load()
             for col in range(c.ncols):
                 self.assertTrue(compare_codes(reference_codes(c.vocab[col].labels(), c.query[col].labels()),
                                               c.codes[col])[0])
-        self.assertEqual(len(sort_cases(self.dir)), 2)
+        sc = sort_cases(self.dir)
+        self.assertEqual([(c, n) for c, n, _ in sc], [("1000", 1000), ("2^12", 4096)])
+        keys, vals = sc[1][2]()
+        self.assertEqual((keys.size, vals.size), (4096, 4096))
 
     def test_lookup_peers_match_and_catch_a_wrong_code(self):
         for script in ("lookup_torch.py", "lookup_host.py"):
