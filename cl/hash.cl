@@ -3,7 +3,8 @@
 //
 // Three kernels share the work so that no label keeps the device waiting:
 //   hash_short  one work-item per label of <= 240 bytes (XXH3's short
-//               paths); it lists the longer labels for the other two.
+//               paths); hash_short_list, its twin for columns with longer
+//               labels, lists those for the other two.
 //   hash_team   four lanes per label of 241 .. group_min - 1 bytes; lane p
 //               owns accumulators 2p and 2p+1 and reads 16 bytes of each
 //               64-byte stripe, so a team reads whole stripes.
@@ -146,10 +147,35 @@ ulong xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed) {
   return xxh3_avalanche(acc);
 }
 
+// Label i's place in the data. Offsets from a device-resident caller are
+// unchecked: a label outside the data (or ending before it starts) is
+// hashed as empty rather than read out of bounds, and never reaches the
+// long-label kernels.
+inline ulong xxh_span(__global const long *offsets, ulong i, ulong nbytes, ulong *len) {
+  ulong pos = (ulong)offsets[i], end = (ulong)offsets[i + 1];
+  if (end < pos || end > nbytes) pos = end = 0;
+  *len = end - pos;
+  return pos;
+}
+
+// A column whose labels are all <= 240 bytes: no lists, no barriers.
 __kernel void hash_short(__global const ulong *w, __global const long *offsets, ulong base,
                          uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                         __global uint *list, __global uint *counts, uint huge_at,
-                         ulong group_min, ulong nbytes) {
+                         ulong nbytes) {
+  uint i = (uint)get_global_id(0);
+  if (i >= count) return;
+  ulong len;
+  ulong pos = xxh_span(offsets, base + i, nbytes, &len);
+  // A caller that understated max_label still gets no read outside the label.
+  out[out_off + base + i] = xxh_short(w, pos, (uint)min(len, (ulong)XXH_SHORT_MAX), seed) & mask;
+}
+
+// The same, for a column with longer labels: those are listed for
+// hash_team (list[0..]) and hash_group (list[huge_at..]) instead.
+__kernel void hash_short_list(__global const ulong *w, __global const long *offsets, ulong base,
+                              uint count, ulong seed, ulong mask, __global ulong *out,
+                              ulong out_off, ulong nbytes, __global uint *list,
+                              __global uint *counts, uint huge_at, ulong group_min) {
   __local uint local_n[2], local_base[2];
   uint lid = (uint)get_local_id(0);
   uint i = (uint)get_global_id(0);
@@ -158,12 +184,8 @@ __kernel void hash_short(__global const ulong *w, __global const long *offsets, 
   int which = -1;
   uint slot = 0;
   if (i < count) {
-    ulong pos = (ulong)offsets[base + i], end = (ulong)offsets[base + i + 1];
-    // Offsets from a device-resident caller are unchecked: a label outside
-    // the data (or ending before it starts) is hashed as empty rather than
-    // read out of bounds, and never reaches the long-label kernels.
-    if (end < pos || end > nbytes) pos = end = 0;
-    ulong len = end - pos;
+    ulong len;
+    ulong pos = xxh_span(offsets, base + i, nbytes, &len);
     if (len <= XXH_SHORT_MAX) {
       out[out_off + base + i] = xxh_short(w, pos, (uint)len, seed) & mask;
     } else {

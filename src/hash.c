@@ -6,10 +6,10 @@
 #include "hash.h"
 
 /* Labels of at least this many bytes get a work-group each; shorter long
-   ones (241 bytes and up) get four lanes. Below ~16 blocks a work-group of
-   teams would sit mostly idle; above it four lanes would serialise too
-   many blocks. */
-#define GROUP_MIN_DEFAULT 16384
+   ones (241 bytes and up) get four lanes. Four lanes walk a label's 1 KiB
+   blocks one after another, so past a few blocks one label alone would
+   keep the device waiting; a work-group takes up to 64 blocks at once. */
+#define GROUP_MIN_DEFAULT 8192
 #define SHORT_MAX 240
 
 static _Atomic int64_t group_min_override;
@@ -58,9 +58,12 @@ static void run_release(hash_run *r) {
   tabcl__buffer_release(r->counts);
 }
 
-/* Launches counts in the device's (and the test's) limits. */
+/* How many work-groups a looping kernel gets: enough for every item, at
+   most per_cu a compute unit (about 4096 work-items each, two waves on a
+   large GPU); the groups loop over what is left. */
 static size_t groups_for(const tabcl_context *ctx, uint64_t items, size_t per_cu) {
   uint64_t cap = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * per_cu;
+  if (cap < 1) cap = 1;
   if (items < 1) items = 1;
   return (size_t)(items < cap ? items : cap);
 }
@@ -85,14 +88,23 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
   hash_run r;
   memset(&r, 0, sizeof r);
-  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, "hash_short", &r.shortk);
+  const char *short_name = any_long ? "hash_short_list" : "hash_short";
+  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   if (!st) r.wg_short = tabcl__wg_size(ctx, r.shortk, 256);
   if (!st && any_long) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_team", &r.team);
   if (!st && any_long) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
   if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_group", &r.group);
   if (!st && any_huge) {
+    /* Four work-items a block, as many blocks as the longest label has (up
+       to 64): a work-group sized for 64 blocks would sit mostly idle on
+       labels of a few. The size is a launch choice, not a build option. */
     size_t want = atomic_load(&group_wg_override);
-    r.wg_group = tabcl__wg_size(ctx, r.group, want ? want : 256);
+    if (!want) {
+      int64_t blocks = (s->max_label - 1) / 1024;
+      want = 8;
+      while (want < 256 && (int64_t)want < 4 * blocks) want *= 2;
+    }
+    r.wg_group = tabcl__wg_size(ctx, r.group, want);
   }
   if (!st && (r.wg_short < 8 || (any_long && r.wg_team < 8) || (any_huge && r.wg_group < 8)))
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
@@ -112,8 +124,6 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     if (!st) st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 2 * sizeof(cl_uint), NULL, &r.counts,
                                        "long-label counts");
   }
-  /* With no long label the lists are never touched; any buffer stands in. */
-  cl_mem list = r.list ? r.list : s->offsets, counts = r.counts ? r.counts : s->offsets;
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   uint64_t out_off = out_offset;
   int first = 1;
@@ -136,17 +146,22 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       nw = 0;
       wl = NULL;
     }
-    st = TABCL_SET_ARGS(r.shortk, "hash_short", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
-                        TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(list), TABCL_ARG(counts),
-                        TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg), TABCL_ARG(nbytes));
+    if (any_long)
+      st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
+                          TABCL_ARG(r.counts), TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg));
+    else
+      st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
     size_t global = tabcl__round_up((size_t)n, r.wg_short);
     if (!st) st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
-                                last && !any_long ? ev : NULL, "hash_short");
+                                last && !any_long ? ev : NULL, short_name);
     if (!st && any_long) {
       uint64_t items = (uint64_t)r.huge_at;
       size_t teams = r.wg_team / 4;
-      size_t groups = groups_for(ctx, (items + teams - 1) / teams, 16);
+      size_t groups = groups_for(ctx, (items + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
@@ -156,7 +171,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
     if (!st && any_huge) {
-      size_t groups = groups_for(ctx, (uint64_t)(r.list_cap - r.huge_at), 8);
+      size_t groups = groups_for(ctx, (uint64_t)(r.list_cap - r.huge_at), 4096 / r.wg_group);
       size_t g = groups * r.wg_group;
       st = TABCL_SET_ARGS(r.group, "hash_group", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),

@@ -33,8 +33,8 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx);
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
 
 /* Test-only, process-wide: labels of at least group_min_bytes (> 240; 0 =
-   the default, 16384) are hashed by a work-group each, of group_wg
-   work-items (0 = the default, 256; at least 8), so small tests reach the
+   the default, 8192) are hashed by a work-group each, of group_wg
+   work-items (0 = sized from max_label, 8..256), so small tests reach the
    cooperative kernel and its multi-round path. */
 void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
 #endif

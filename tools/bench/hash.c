@@ -21,17 +21,26 @@ static void fill_random(uint8_t *p, size_t n, uint64_t x) {
   }
 }
 
-/* Device seconds of one hash_column call: from a marker enqueued just
-   before it to the call's own completion event. */
+/* Device seconds of one hash_column call: from a marker just before it to
+   the call's own completion event. The marker waits on a user event that
+   is released only after the call has enqueued everything, so the host's
+   own work in the call (kernel objects, temporaries) is not counted. */
 static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl_mem out,
                               double *seconds) {
-  cl_event start = NULL, end = NULL;
-  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &start);
-  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "hash bench");
-  tabcl_status s = tabcl__hash_column(ctx, d, 0, 1, ~0ULL, out, 0, 0, NULL, &end);
+  cl_event gate = NULL, start = NULL, end = NULL;
+  cl_int err = CL_SUCCESS;
+  gate = clCreateUserEvent(ctx->cl, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateUserEvent", "hash bench");
+  err = clEnqueueMarkerWithWaitList(ctx->queue, 1, &gate, &start);
+  tabcl_status s = err == CL_SUCCESS ? TABCL_OK
+                                     : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "hash bench");
+  if (!s) s = tabcl__hash_column(ctx, d, 0, 1, ~0ULL, out, 0, 0, NULL, &end);
+  clSetUserEventStatus(gate, CL_COMPLETE);
   if (!s) s = tabcl__finish(ctx);
   if (!s) *seconds = bench_event_seconds(start, end);
-  clReleaseEvent(start);
+  if (!s && *seconds <= 0) s = tabcl__fail(TABCL_OPENCL_ERROR, "hash bench: no profiling times");
+  clReleaseEvent(gate);
+  if (start) clReleaseEvent(start);
   if (end) clReleaseEvent(end);
   return s;
 }
@@ -60,7 +69,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
   tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof(uint64_t), NULL, &out, "hashes");
-  if (!s) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
+  for (int w = 0; !s && w < 2; w++) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
   for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
   if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
   /* Spot-check the figures are of a correct hash. */
