@@ -1,0 +1,448 @@
+/* Concurrency: one context and one index used from 8 threads at once, with
+ * lookups, aligns and attention calls (both attention paths) interleaved,
+ * must give exactly the results of the same calls made from one thread
+ * (which are checked against host references first). Also: fits, saves and
+ * loads from many threads on one context; first use of a fresh context from
+ * many threads (each program built once); tabcl_last_error per thread; the
+ * self-checks from many threads at once. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rel_common.h"
+#include "sdpa.h"
+
+#define NTHREADS 8
+#define NCOLS 3
+#define ROUNDS 2
+
+enum { K_LOOKUP, K_ALIGN, K_SDPA, K_SDPA_BLAST };
+
+typedef struct task {
+  int kind;
+  tt_strings q[NCOLS];              /* lookup queries or align categories */
+  int32_t *in_codes[NCOLS];         /* align inputs */
+  int64_t rows[NCOLS];
+  int32_t *expect[NCOLS];           /* single-thread results */
+  rel_sdpa_case sc;
+  void *expect_out;
+  size_t out_bytes;
+} task;
+
+typedef struct shared {
+  tabcl_context *ctx;
+  tabcl_category_index *idx;
+  tt_strings vocab[NCOLS];
+  rel_vocab ref[NCOLS];
+  task *tasks;
+  int ntasks;
+  pthread_barrier_t start, errors_set;
+  char dir[512];
+} shared;
+
+typedef struct worker {
+  shared *sh;
+  int id;
+  long mismatches, failures, error_text_wrong, fit_wrong;
+  char first_problem[512];
+} worker;
+
+static void note(worker *w, const char *fmt, const char *a, int b) {
+  if (!w->first_problem[0]) snprintf(w->first_problem, sizeof w->first_problem, fmt, a, b);
+}
+
+/* Runs task t into the given outputs; returns the status. */
+static tabcl_status run_task(shared *sh, task *t, int32_t **codes, void *out) {
+  switch (t->kind) {
+    case K_LOOKUP: {
+      tabcl_strings_view q[NCOLS];
+      for (int c = 0; c < NCOLS; c++) q[c] = tt_view(&t->q[c]);
+      return tabcl_category_index_lookup(sh->idx, NCOLS, q, codes);
+    }
+    case K_ALIGN: {
+      tabcl_dictionary_view d[NCOLS];
+      for (int c = 0; c < NCOLS; c++) {
+        d[c].categories = tt_view(&t->q[c]);
+        d[c].length = t->rows[c];
+        d[c].codes = t->in_codes[c];
+      }
+      return tabcl_category_index_align(sh->idx, NCOLS, d, codes);
+    }
+    default:
+      return tabcl__sdpa_host_path(sh->ctx, &t->sc.d, t->sc.q, t->sc.k, t->sc.v,
+                                   t->sc.mask, out,
+                                   t->kind == K_SDPA ? TABCL__SDPA_AUTO : TABCL__SDPA_CLBLAST);
+  }
+}
+
+static void make_tasks(shared *sh, tt_rng *r) {
+  sh->ntasks = 24;
+  sh->tasks = calloc((size_t)sh->ntasks, sizeof *sh->tasks);
+  static const tabcl_dtype dts[] = {TABCL_F32, TABCL_F16, TABCL_BF16, TABCL_F64};
+  for (int i = 0; i < sh->ntasks; i++) {
+    task *t = &sh->tasks[i];
+    t->kind = i % 4 == 0 ? K_LOOKUP : i % 4 == 1 ? K_ALIGN : i % 4 == 2 ? K_SDPA
+            : i % 8 == 3 ? K_SDPA_BLAST : K_LOOKUP;
+    if (t->kind == K_LOOKUP || t->kind == K_ALIGN) {
+      for (int c = 0; c < NCOLS; c++) {
+        int64_t n = 1 + (int64_t)tt_below(r, 300);
+        /* half the queries come from the vocabulary, so most hit */
+        uint8_t buf[640];
+        tt_strings_init(&t->q[c], (int64_t)tt_below(r, 3));
+        tabcl_strings_view v = tt_view(&sh->vocab[c]);
+        for (int64_t k = 0; k < n; k++) {
+          if (tt_below(r, 10) == 0) {
+            tt_strings_push_null(&t->q[c]);
+          } else if (tt_below(r, 2) && v.length) {
+            size_t len;
+            const uint8_t *p = tt_label(&v, (int64_t)tt_below(r, (uint64_t)v.length), &len);
+            if (p) tt_strings_push(&t->q[c], p, len);
+            else tt_strings_push(&t->q[c], "", 0);
+          } else {
+            size_t len = rel_label(r, buf);
+            tt_strings_push(&t->q[c], buf, len);
+          }
+        }
+        t->rows[c] = t->kind == K_LOOKUP ? n : 1 + (int64_t)tt_below(r, 500);
+        t->expect[c] = malloc((size_t)t->rows[c] * sizeof(int32_t));
+        if (t->kind == K_ALIGN) {
+          t->in_codes[c] = malloc((size_t)t->rows[c] * sizeof(int32_t));
+          for (int64_t k = 0; k < t->rows[c]; k++)
+            t->in_codes[c][k] = (int32_t)tt_below(r, (uint64_t)n + 1) - 1;
+        }
+      }
+    } else {
+      tabcl_sdpa_desc d = {0};
+      d.batch = 1 + (int64_t)tt_below(r, 3);
+      d.q_len = 1 + (int64_t)tt_below(r, 40);
+      d.kv_len = (int64_t)tt_below(r, 50);
+      d.kv_heads = 1 + (int)tt_below(r, 2);
+      d.q_heads = d.kv_heads * (1 + (int)tt_below(r, 2));
+      static const int dims[] = {8, 16, 24, 64};
+      d.head_dim = dims[tt_below(r, 4)];
+      d.dtype = t->kind == K_SDPA_BLAST ? (i % 16 == 3 ? TABCL_F32 : TABCL_F64)
+                                        : dts[(i / 4) % 4];
+      d.causal = (int)tt_below(r, 2);
+      d.mask = (tabcl_mask_kind)tt_below(r, 3);
+      d.mask_batch_broadcast = (int)tt_below(r, 2);
+      d.mask_head_broadcast = (int)tt_below(r, 2);
+      rel_sdpa_case_make(r, &t->sc, d);
+      t->out_bytes = t->sc.nq * rel_dsize(d.dtype);
+      t->expect_out = malloc(t->out_bytes + 1);
+    }
+  }
+}
+
+static void free_tasks(shared *sh) {
+  for (int i = 0; i < sh->ntasks; i++) {
+    task *t = &sh->tasks[i];
+    for (int c = 0; c < NCOLS; c++) {
+      tt_strings_free(&t->q[c]);
+      free(t->in_codes[c]);
+      free(t->expect[c]);
+    }
+    rel_sdpa_case_free(&t->sc);
+    free(t->expect_out);
+  }
+  free(sh->tasks);
+}
+
+/* One thread, in order: the expected results, checked against references. */
+static void single_thread_pass(shared *sh) {
+  for (int i = 0; i < sh->ntasks; i++) {
+    task *t = &sh->tasks[i];
+    tabcl_status s = run_task(sh, t, t->expect, t->expect_out);
+    cr_assert_eq(s, TABCL_OK, "task %d (kind %d): %s: %s", i, t->kind, tabcl_status_name(s),
+                 tabcl_last_error());
+    if (t->kind == K_LOOKUP || t->kind == K_ALIGN) {
+      for (int c = 0; c < NCOLS; c++) {
+        int32_t *want = malloc((size_t)t->rows[c] * sizeof *want);
+        tabcl_strings_view q = tt_view(&t->q[c]);
+        if (t->kind == K_LOOKUP) {
+          rel_lookup(&sh->ref[c], &q, want);
+        } else {
+          tabcl_dictionary_view d = {q, t->rows[c], t->in_codes[c]};
+          rel_align(&sh->ref[c], &d, want);
+        }
+        for (int64_t k = 0; k < t->rows[c]; k++)
+          cr_assert_eq(t->expect[c][k], want[k], "task %d column %d row %lld: %d, reference %d",
+                       i, c, (long long)k, t->expect[c][k], want[k]);
+        free(want);
+      }
+    } else {
+      double *ref = malloc((t->sc.nq + 1) * sizeof *ref);
+      rel_sdpa(&t->sc.d, t->sc.q, t->sc.k, t->sc.v, t->sc.mask, ref);
+      memcpy(t->sc.out, t->expect_out, t->out_bytes);
+      double err = rel_sdpa_error(&t->sc, ref);
+      cr_assert_leq(err, rel_sdpa_tol(t->sc.d.dtype), "task %d (attention, dtype %d): error %g",
+                    i, (int)t->sc.d.dtype, err);
+      free(ref);
+    }
+  }
+}
+
+static void *work(void *arg) {
+  worker *w = arg;
+  shared *sh = w->sh;
+  int32_t *codes[NCOLS];
+  for (int c = 0; c < NCOLS; c++) codes[c] = malloc(600 * sizeof(int32_t));
+  size_t maxout = 0;
+  for (int i = 0; i < sh->ntasks; i++)
+    if (sh->tasks[i].out_bytes > maxout) maxout = sh->tasks[i].out_bytes;
+  unsigned char *out = malloc(maxout + 1);
+
+  pthread_barrier_wait(&sh->start);
+  /* Each thread takes the tasks in its own order: a rotation and a stride
+     coprime to the count, so neighbours run different kinds at once. */
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int j = 0; j < sh->ntasks; j++) {
+      int i = (w->id * 5 + j * (round ? 7 : 5)) % sh->ntasks;
+      task *t = &sh->tasks[i];
+      tabcl_status s = run_task(sh, t, codes, out);
+      if (s != TABCL_OK) {
+        w->failures++;
+        note(w, "a call failed: %s (task %d)", tabcl_last_error(), i);
+        continue;
+      }
+      if (t->kind == K_LOOKUP || t->kind == K_ALIGN) {
+        for (int c = 0; c < NCOLS; c++)
+          if (memcmp(codes[c], t->expect[c], (size_t)t->rows[c] * sizeof(int32_t))) {
+            w->mismatches++;
+            note(w, "%s differs from one thread's (task %d)",
+                 t->kind == K_LOOKUP ? "lookup" : "align", i);
+          }
+      } else if (memcmp(out, t->expect_out, t->out_bytes)) {
+        w->mismatches++;
+        note(w, "%s differs from one thread's (task %d)", "attention", i);
+      }
+    }
+  }
+
+  /* tabcl_last_error is per thread: every thread fails differently, waits
+     until all have, then finds its own message. */
+  tabcl_strings_view q[1] = {{0, NULL, NULL, NULL}};
+  tabcl_category_index_lookup(sh->idx, 100 + w->id, q, codes);
+  pthread_barrier_wait(&sh->errors_set);
+  char want[64];
+  snprintf(want, sizeof want, "ncols is %d;", 100 + w->id);
+  if (!strstr(tabcl_last_error(), want)) {
+    w->error_text_wrong++;
+    note(w, "thread's last error is \"%s\" (%d)", tabcl_last_error(), w->id);
+  }
+
+  /* Fit, save and load on the shared context, each thread its own index. */
+  tabcl_strings_view v[NCOLS];
+  for (int c = 0; c < NCOLS; c++) v[c] = tt_view(&sh->vocab[c]);
+  tabcl_category_index *mine = NULL, *back = NULL;
+  char path[700];
+  snprintf(path, sizeof path, "%s/t%d.idx", sh->dir, w->id);
+  if (tabcl_category_index_fit(sh->ctx, NCOLS, v, TABCL_CODES_BY_VALUE, &mine) ||
+      tabcl_category_index_save(mine, path) ||
+      tabcl_category_index_load(sh->ctx, path, &back)) {
+    w->failures++;
+    note(w, "fit/save/load failed: %s (%d)", tabcl_last_error(), w->id);
+  } else {
+    task *t = &sh->tasks[0];   /* a lookup task */
+    tabcl_strings_view qq[NCOLS];
+    for (int c = 0; c < NCOLS; c++) qq[c] = tt_view(&t->q[c]);
+    tabcl_category_index *both[2] = {mine, back};
+    for (int k = 0; k < 2; k++) {
+      if (tabcl_category_index_lookup(both[k], NCOLS, qq, codes)) {
+        w->failures++;
+        continue;
+      }
+      for (int c = 0; c < NCOLS; c++)
+        if (memcmp(codes[c], t->expect[c], (size_t)t->rows[c] * sizeof(int32_t))) {
+          w->fit_wrong++;
+          note(w, "a thread's own %s index answers differently (%d)", k ? "loaded" : "fitted",
+               w->id);
+        }
+    }
+  }
+  tabcl_category_index_destroy(mine);
+  tabcl_category_index_destroy(back);
+  for (int c = 0; c < NCOLS; c++) free(codes[c]);
+  free(out);
+  return NULL;
+}
+
+static void setup(shared *sh, tt_rng *r) {
+  memset(sh, 0, sizeof *sh);
+  sh->ctx = tt_context();
+  for (int c = 0; c < NCOLS; c++) {
+    rel_column(r, &sh->vocab[c], 50 + 150 * c, 8);
+    tabcl_strings_view v = tt_view(&sh->vocab[c]);
+    rel_vocab_build(&sh->ref[c], &v, TABCL_CODES_BY_VALUE);
+  }
+  tabcl_strings_view v[NCOLS];
+  for (int c = 0; c < NCOLS; c++) v[c] = tt_view(&sh->vocab[c]);
+  tt_assert_ok(tabcl_category_index_fit(sh->ctx, NCOLS, v, TABCL_CODES_BY_VALUE, &sh->idx));
+  char *dir = tt_temp_dir("threads");
+  snprintf(sh->dir, sizeof sh->dir, "%s", dir);
+  free(dir);
+}
+
+static void teardown(shared *sh) {
+  tabcl_category_index_destroy(sh->idx);
+  for (int c = 0; c < NCOLS; c++) {
+    tt_strings_free(&sh->vocab[c]);
+    rel_vocab_free(&sh->ref[c]);
+  }
+  tt_remove_tree(sh->dir);
+  tabcl_context_destroy(sh->ctx);
+}
+
+Test(threads, eight_threads_match_one) {
+  tt_rng r = {tt_seed("threads/eight_threads_match_one")};
+  shared sh;
+  setup(&sh, &r);
+  make_tasks(&sh, &r);
+  single_thread_pass(&sh);
+  tt_live base = tt_live_now();
+  pthread_barrier_init(&sh.start, NULL, NTHREADS);
+  pthread_barrier_init(&sh.errors_set, NULL, NTHREADS);
+  worker w[NTHREADS];
+  pthread_t th[NTHREADS];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < NTHREADS; i++) {
+    w[i].sh = &sh;
+    w[i].id = i;
+    cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < NTHREADS; i++) {
+    cr_expect_eq(w[i].failures, 0, "thread %d: %ld calls failed; first: %s", i, w[i].failures,
+                 w[i].first_problem);
+    cr_expect_eq(w[i].mismatches, 0, "thread %d: %ld results differ; first: %s", i,
+                 w[i].mismatches, w[i].first_problem);
+    cr_expect_eq(w[i].error_text_wrong, 0, "thread %d: %s", i, w[i].first_problem);
+    cr_expect_eq(w[i].fit_wrong, 0, "thread %d: %s", i, w[i].first_problem);
+  }
+  tt_expect_no_leak(base);
+  pthread_barrier_destroy(&sh.start);
+  pthread_barrier_destroy(&sh.errors_set);
+  free_tasks(&sh);
+  teardown(&sh);
+}
+
+/* A fresh context's first calls from 8 threads at once: every program is
+   built (or loaded) once, as in a one-thread run, and every thread's fit
+   and lookup are right. */
+typedef struct first_use {
+  tabcl_context *ctx;
+  shared *sh;
+  task *t;
+  pthread_barrier_t *start;
+  int ok;
+  char msg[300];
+} first_use;
+
+static void *first_use_work(void *arg) {
+  first_use *f = arg;
+  pthread_barrier_wait(f->start);
+  tabcl_strings_view v[NCOLS], q[NCOLS];
+  for (int c = 0; c < NCOLS; c++) {
+    v[c] = tt_view(&f->sh->vocab[c]);
+    q[c] = tt_view(&f->t->q[c]);
+  }
+  tabcl_category_index *idx = NULL;
+  int32_t *codes[NCOLS];
+  for (int c = 0; c < NCOLS; c++) codes[c] = malloc(600 * sizeof(int32_t));
+  f->ok = tabcl_category_index_fit(f->ctx, NCOLS, v, TABCL_CODES_BY_VALUE, &idx) == TABCL_OK &&
+          tabcl_category_index_lookup(idx, NCOLS, q, codes) == TABCL_OK;
+  if (!f->ok) snprintf(f->msg, sizeof f->msg, "%s", tabcl_last_error());
+  for (int c = 0; f->ok && c < NCOLS; c++)
+    if (memcmp(codes[c], f->t->expect[c], (size_t)f->t->rows[c] * sizeof(int32_t))) {
+      f->ok = 0;
+      snprintf(f->msg, sizeof f->msg, "column %d differs", c);
+    }
+  tabcl_category_index_destroy(idx);
+  for (int c = 0; c < NCOLS; c++) free(codes[c]);
+  return NULL;
+}
+
+Test(threads, fresh_context_first_use) {
+  tt_rng r = {tt_seed("threads/fresh_context_first_use")};
+  shared sh;
+  setup(&sh, &r);
+  make_tasks(&sh, &r);
+  single_thread_pass(&sh);
+  tabcl_stats one, many;
+  {
+    tabcl_context *c1 = tt_context();
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, 1);
+    first_use f = {c1, &sh, &sh.tasks[0], &b, 0, ""};
+    first_use_work(&f);
+    cr_assert(f.ok, "one thread: %s", f.msg);
+    tabcl_context_stats(c1, &one);
+    tabcl_context_destroy(c1);
+    pthread_barrier_destroy(&b);
+  }
+  tabcl_context *c8 = tt_context();
+  pthread_barrier_t b;
+  pthread_barrier_init(&b, NULL, NTHREADS);
+  first_use f[NTHREADS];
+  pthread_t th[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) {
+    f[i] = (first_use){c8, &sh, &sh.tasks[0], &b, 0, ""};
+    cr_assert_eq(pthread_create(&th[i], NULL, first_use_work, &f[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < NTHREADS; i++) cr_expect(f[i].ok, "thread %d: %s", i, f[i].msg);
+  tabcl_context_stats(c8, &many);
+  cr_expect_eq(many.programs_built + many.programs_from_cache,
+               one.programs_built + one.programs_from_cache,
+               "8 threads made %llu programs, one thread %llu",
+               (unsigned long long)(many.programs_built + many.programs_from_cache),
+               (unsigned long long)(one.programs_built + one.programs_from_cache));
+  cr_expect_eq(many.kernel_launches, one.kernel_launches * NTHREADS,
+               "launches: %llu from 8 threads, %llu from one",
+               (unsigned long long)many.kernel_launches, (unsigned long long)one.kernel_launches);
+  pthread_barrier_destroy(&b);
+  tabcl_context_destroy(c8);
+  free_tasks(&sh);
+  teardown(&sh);
+}
+
+/* tabcl_selfcheck_run takes a context, so it too may run on many threads. */
+typedef struct sc_arg {
+  tabcl_context *ctx;
+  pthread_barrier_t *start;
+  int failures;
+  char msg[300];
+} sc_arg;
+
+static void *selfcheck_work(void *arg) {
+  sc_arg *a = arg;
+  pthread_barrier_wait(a->start);
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < tabcl_selfcheck_count(); i++) {
+      tabcl_status s = tabcl_selfcheck_run(a->ctx, i);
+      if (s != TABCL_OK && !a->failures++)
+        snprintf(a->msg, sizeof a->msg, "%s: %s", tabcl_selfcheck_name(i), tabcl_last_error());
+    }
+  return NULL;
+}
+
+Test(threads, selfchecks_concurrently) {
+  tabcl_context *ctx = tt_context();
+  for (int i = 0; i < tabcl_selfcheck_count(); i++)
+    cr_assert_eq(tabcl_selfcheck_run(ctx, i), TABCL_OK, "one thread: %s", tabcl_last_error());
+  pthread_barrier_t b;
+  pthread_barrier_init(&b, NULL, NTHREADS);
+  sc_arg a[NTHREADS];
+  pthread_t th[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) {
+    a[i] = (sc_arg){ctx, &b, 0, ""};
+    cr_assert_eq(pthread_create(&th[i], NULL, selfcheck_work, &a[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < NTHREADS; i++)
+    cr_expect_eq(a[i].failures, 0, "thread %d: %d self-checks failed; first: %s", i,
+                 a[i].failures, a[i].msg);
+  pthread_barrier_destroy(&b);
+  tabcl_context_destroy(ctx);
+}
