@@ -123,6 +123,22 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
   }
 }
 
+#define LPT ((BK * DP4 + NT - 1) / NT)   /* K/V float4 groups per work-item */
+
+// This work-item's share of a [BK, d] K or V tile (rows past `avail` zero),
+// from global memory into registers, and from there into the local tile.
+#define FETCH_KV(pre, src, avail)                                                  \
+  for (int u = 0; u < LPT; u++) {                                                  \
+    const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
+    pre[u] = (real4)(0);                                                           \
+    if (idx < BK * DP4 && r < (avail)) pre[u] = load4((src) + r * kstride, c * 4, d, vec); \
+  }
+#define STORE_KV(pre)                                                              \
+  for (int u = 0; u < LPT; u++) {                                                  \
+    const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
+    if (idx < BK * DP4) kvs[r * RS + c] = pre[u];                                  \
+  }
+
 // One work-group per (query tile, head, batch entry): dims 0, 1 and 2.
 // Batch entry b0 + i of the buffers is the launch's i-th.
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
@@ -169,11 +185,17 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
 
+  // K and V tiles are read from global memory into registers one phase
+  // ahead of their use (V during S = Q K^T, the next K during softmax and
+  // P V), so the reads' latency hides behind compute.
+  real4 pre[LPT];
+  if (kv_end > 0) FETCH_KV(pre, kb, min(BK, lk));
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     barrier(CLK_LOCAL_MEM_FENCE);
-    load_tile(kvs, kb + k0 * kstride, kstride, BK, kn, d, vec, (real)1, t);
+    STORE_KV(pre);
     barrier(CLK_LOCAL_MEM_FENCE);
+    FETCH_KV(pre, vb + k0 * kstride, kn);
 
     real s[RQS][RKS];
     for (int i = 0; i < RQS; i++)
@@ -214,7 +236,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    load_tile(kvs, vb + k0 * kstride, kstride, BK, kn, d, vec, (real)1, t);
+    STORE_KV(pre);
+    if (k0 + BK < kv_end) FETCH_KV(pre, kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK));
     // Keys are used in groups of four; those past the last key are masked
     // (p = 0) and their V rows are zeros.
     const int nj4 = (kn + 3) / 4;

@@ -662,7 +662,7 @@ Test(oclgrind_sdpa, fused_variants) {
   tabcl_context *ctx = tt_context();
   for (int dt = 0; dt < 4; dt++) {
     if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
-    tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, dt == 1 ? 20 : 16, (tabcl_dtype)dt);
+    tabcl_sdpa_desc d = desc_of(1, 3, dt == 0 ? 40 : 5, 2, 1, dt == 1 ? 20 : 16, (tabcl_dtype)dt);
     d.mask = dt == 0 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
     d.causal = dt & 1;
     d.mask_head_broadcast = dt == 2;
