@@ -196,15 +196,20 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   item_bytes ib = sizes_of(d);
   uint64_t per_item = ib.q > ib.kv ? ib.q : ib.kv;
   if (ib.mask > per_item) per_item = ib.mask;
-  /* Upload slices only as large as one allocation allows; the launches
-     inside each slice are sliced again to the NDRange and batch limits. */
-  int64_t step = tabcl__slice_items(ctx, per_item, 0);
+  /* Uploads are split only where a tensor exceeds one allocation; the
+     launches are sliced again (tabcl__sdpa_run) to the NDRange and to
+     max_batch_per_launch. With one upload the output is read straight into
+     out as the last step; with several, into a host temporary first, so a
+     failure in a later slice leaves out untouched. */
+  int64_t step = per_item ? (int64_t)(ctx->info.max_mem_alloc_size / per_item) : d->batch;
+  if (step < 1) step = 1;
   if (step > d->batch) step = d->batch;
   const size_t out_bytes = (size_t)d->batch * ib.q;
   tabcl__sdpa_bufs b = {0};
-  unsigned char *tmp = tabcl__malloc(out_bytes);
-  if (!tmp) return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_sdpa_host: out of host memory "
-                               "for %zu bytes of output", out_bytes);
+  unsigned char *tmp = out;
+  if (step < d->batch && !(tmp = tabcl__malloc(out_bytes)))
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_sdpa_host: out of host memory for %zu bytes "
+                       "of output", out_bytes);
   const int has_mask = d->mask != TABCL_MASK_NONE && d->kv_len > 0;
   s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)step * ib.q, NULL, &b.q, "attention q");
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)step * ib.kv, NULL, &b.k,
@@ -236,13 +241,13 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   }
   /* Commands may still run after a failure; they must not outlive the buffers' users. */
   if (s) clFinish(ctx->queue);
-  if (!s) memcpy(out, tmp, out_bytes);
+  if (!s && tmp != out) memcpy(out, tmp, out_bytes);
   tabcl__buffer_release(b.q);
   tabcl__buffer_release(b.k);
   tabcl__buffer_release(b.v);
   tabcl__buffer_release(b.mask);
   tabcl__buffer_release(b.out);
-  tabcl__free(tmp);
+  if (tmp != out) tabcl__free(tmp);
   return s;
 }
 

@@ -402,6 +402,8 @@ Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
   tabcl_options o = {0};
   o.max_batch_per_launch = 7;
   tabcl_context *sliced = tt_context_with(&o);
+  /* a device whose allocations hold 3 batch entries: the uploads are split too */
+  tabcl_context *small = tt_context();
   for (int dt = 0; dt < 3; dt++) {
     tabcl_sdpa_desc d = desc_of(23, 54, 54, 4, 2, 64, (tabcl_dtype)dt);
     d.mask = TABCL_MASK_ADD;
@@ -421,6 +423,10 @@ Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
     tt_assert_ok(tabcl_sdpa_host(sliced, &d, c.q, c.k, c.v, c.mask, b));
     tabcl_context_stats(sliced, &after);
     cr_expect_eq(memcmp(a, b, bytes), 0, "dtype %d: sliced result differs", dt);
+    small->info.max_mem_alloc_size = 3 * (bytes / 23) + 100;
+    memset(b, 0x7F, bytes);
+    tt_assert_ok(tabcl_sdpa_host(small, &d, c.q, c.k, c.v, c.mask, b));
+    cr_expect_eq(memcmp(a, b, bytes), 0, "dtype %d: split uploads differ", dt);
     cr_expect_eq(after.programs_built + after.programs_from_cache,
                  before.programs_built + before.programs_from_cache);
     cr_expect_geq(after.kernel_launches - before.kernel_launches, 4, "23 entries in slices of 7");
@@ -430,6 +436,7 @@ Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
     free(a), free(b);
     case_free(&c);
   }
+  tabcl_context_destroy(small);
   tabcl_context_destroy(sliced);
   tabcl_context_destroy(whole);
 }
@@ -603,7 +610,8 @@ Test(sdpa, invalid_descriptors) {
 /* ---- injected failures ---- */
 
 #ifdef TABCL_FAULT_INJECTION
-static void sweep_sdpa(int which, int path) {
+/* split: allocations hold two batch entries, so uploads come in slices. */
+static void sweep_sdpa(int which, int path, int split) {
   tt_rng r = {tt_seed("sdpa.sweep")};
   tabcl_options o = {0};
   o.max_batch_per_launch = 2;
@@ -615,6 +623,7 @@ static void sweep_sdpa(int which, int path) {
   c.d = d;
   case_fill(&c, &r);
   size_t bytes = c.nq * 2;
+  if (split) ctx->info.max_mem_alloc_size = 2 * (bytes / 3);
   /* builds the programs, so the sweep also covers running from the cache */
   tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path));
   for (long n = 1; n < 10000; n++) {
@@ -641,11 +650,17 @@ static void sweep_sdpa(int which, int path) {
   case_free(&c);
   tabcl_context_destroy(ctx);
 }
-Test(sdpa, injected_alloc_failures) { sweep_sdpa(0, TABCL__SDPA_FUSED); }
-Test(sdpa, injected_cl_failures) { sweep_sdpa(1, TABCL__SDPA_FUSED); }
+Test(sdpa, injected_alloc_failures) {
+  sweep_sdpa(0, TABCL__SDPA_FUSED, 0);
+  sweep_sdpa(0, TABCL__SDPA_FUSED, 1);
+}
+Test(sdpa, injected_cl_failures) {
+  sweep_sdpa(1, TABCL__SDPA_FUSED, 0);
+  sweep_sdpa(1, TABCL__SDPA_FUSED, 1);
+}
 Test(sdpa, injected_cl_failures_clblast) {
   if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
-  sweep_sdpa(1, TABCL__SDPA_CLBLAST);
+  sweep_sdpa(1, TABCL__SDPA_CLBLAST, 0);
 }
 #endif
 
