@@ -58,18 +58,19 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     if (inputs[c].length)
       memcpy(in_codes + rowstart[c], inputs[c].codes, (size_t)inputs[c].length * sizeof *in_codes);
   }
-  /* -1 everywhere first: the lookup overwrites every slot but each block's last */
-  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)tsize * 4, NULL, &table,
-                                 "align table")))
-    goto done;
+  /* -1 everywhere first, from the host: the lookup overwrites every slot
+     but each block's last */
   {
-    const cl_int minus_one = -1;
-    cl_int err = TABCL_CL(clEnqueueFillBuffer(ctx->queue, table, &minus_one, sizeof minus_one, 0,
-                                              (size_t)tsize * 4, 0, NULL, NULL));
-    if (err != CL_SUCCESS) {
-      st = tabcl__cl_fail(err, "clEnqueueFillBuffer", "align table");
+    int32_t *minus = tabcl__malloc((size_t)tsize * sizeof *minus);
+    if (!minus) {
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
       goto done;
     }
+    for (int64_t i = 0; i < tsize; i++) minus[i] = -1;
+    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)tsize * 4,
+                              minus, &table, "align table");
+    tabcl__free(minus);
+    if (st) goto done;
   }
   for (int c = 0; c < ncols; c++) {
     if ((st = tabcl__strings_upload(ctx, &inputs[c].categories, &dev[c]))) goto done;

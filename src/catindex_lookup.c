@@ -277,10 +277,11 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
     if ((st = tabcl__buffer_create(idx->ctx, CL_MEM_READ_WRITE, padded, NULL, &copies[c],
                                    "padded query data")))
       break;
-    static const cl_uchar zero = 0;
+    /* static: the non-blocking write may read it after this call returns */
+    static const cl_uchar zeros[16] = {0};
     size_t used = (size_t)q[c].bytes;
-    err = TABCL_CL(clEnqueueFillBuffer(idx->ctx->queue, copies[c], &zero, 1, used, padded - used,
-                                       nwait, wait, NULL));
+    err = TABCL_CL(clEnqueueWriteBuffer(idx->ctx->queue, copies[c], CL_FALSE, used, padded - used,
+                                        zeros, nwait, wait, NULL));
     if (err == CL_SUCCESS && used)
       err = TABCL_CL(clEnqueueCopyBuffer(idx->ctx->queue, q[c].data, copies[c], 0, 0, used, 0,
                                          NULL, NULL));
