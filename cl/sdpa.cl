@@ -6,11 +6,14 @@
 // local memory for the whole pass over the keys. Per key tile:
 //   1. S = Q K^T: each work-item computes an RQS x RKS register block of S
 //      from local memory, four head-dim elements per step (vector loads).
+//      S is stored transposed ([key][query]) so that step 2 reads it
+//      without bank conflicts.
 //   2. One work-item per query row updates that row's running max and sum
 //      (online softmax, in the log2 domain so exp2 can be used) and turns
-//      its row of S into probabilities, while the rest load V.
-//   3. O += P V: each work-item owns an RQO x (4*CG) register block of the
-//      output, rescaled by the row's correction factor first.
+//      its row of S into probabilities, while V moves into local memory.
+//   3. O += P V: each work-item owns a block of RQO consecutive queries x
+//      (4*CG) columns of the output, rescaled by the row's correction
+//      factor first; its P values for one key are one or two vector loads.
 // The output is written once at the end. Sizes (batch, lengths, heads, the
 // exact head dim) are arguments; only the dtype and the tile shape (which
 // includes the head dim rounded up to a multiple of 16) are build options.
@@ -81,7 +84,8 @@ inline ushort f32_to_bf16(float f) {
 #define CG (DP4 / TC)     /* float4 output columns per work-item */
 #define TQO (NT / TC)
 #define RQO (BQ / TQO)
-#define PS (BK / 4 + 1)   /* row stride (real4) of P */
+#define PT (BQ + 4)       /* column stride of P, stored transposed [key][query]: float4
+                             aligned, and consecutive queries fall in consecutive banks */
 #define LOG2E 1.4426950408889634
 
 // Four elements c0..c0+3 of a row of length d, zero past its end. vec: d is
@@ -149,10 +153,10 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb) {
   __local real4 qs[BQ * RS];
   __local real4 kvs[BK * RS];
-  __local real4 ps4[BQ * PS];
+  __local real4 pst4[BK * PT / 4];
   __local real alpha_s[BQ];
   __local real linv_s[BQ];
-  __local real *ps = (__local real *)ps4;
+  __local real *pst = (__local real *)pst4;
 
   const int t = (int)get_local_id(0);
   // The NDRange is (query tiles x NT, heads, batch entries): no division of
@@ -231,7 +235,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
         if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
         else if (ok && mask_kind == 2)
           x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
-        ps[r * (PS * 4) + cc] = ok ? x : (real)(-INFINITY);
+        pst[cc * PT + r] = ok ? x : (real)(-INFINITY);
       }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -242,17 +246,17 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     // (p = 0) and their V rows are zeros.
     const int nj4 = (kn + 3) / 4;
     if (t < BQ) {
-      __local real *prow = ps + t * (PS * 4);
+      __local real *prow = pst + t;
       real mx = m_run;
-      for (int j = 0; j < nj4 * 4; j++) mx = fmax(mx, prow[j]);
+      for (int j = 0; j < nj4 * 4; j++) mx = fmax(mx, prow[j * PT]);
       // A row with nothing attendable yet keeps m = -inf; exponents then use 0
       // so that masked entries give exp2(-inf) = 0 instead of NaN.
       const real mu = mx == -INFINITY ? (real)0 : mx;
       const real a = exp2(m_run - mu);
       real sum = 0;
       for (int j = 0; j < nj4 * 4; j++) {
-        const real p = exp2(prow[j] - mu);
-        prow[j] = p;
+        const real p = exp2(prow[j * PT] - mu);
+        prow[j * PT] = p;
         sum += p;
       }
       l_run = l_run * a + sum;
@@ -262,23 +266,24 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int i = 0; i < RQO; i++) {
-      const real a = alpha_s[to + i * TQO];
+      const real a = alpha_s[to * RQO + i];
       for (int c = 0; c < CG; c++) acc[i][c] *= a;
     }
     for (int j4 = 0; j4 < nj4; j4++) {
-      real4 pv[RQO];
-      for (int i = 0; i < RQO; i++) pv[i] = ps4[(to + i * TQO) * PS + j4];
-      __local const real4 *vrow = kvs + j4 * 4 * RS + tc;
-      for (int c = 0; c < CG; c++) {
-        const real4 v0 = vrow[c * TC], v1 = vrow[RS + c * TC];
-        const real4 v2 = vrow[2 * RS + c * TC], v3 = vrow[3 * RS + c * TC];
-        for (int i = 0; i < RQO; i++) {
-          real4 x = acc[i][c];
-          x = fma((real4)(pv[i].x), v0, x);
-          x = fma((real4)(pv[i].y), v1, x);
-          x = fma((real4)(pv[i].z), v2, x);
-          x = fma((real4)(pv[i].w), v3, x);
-          acc[i][c] = x;
+      for (int jj = 0; jj < 4; jj++) {
+        const int j = j4 * 4 + jj;
+        real pv[RQO];
+#if RQO % 4 == 0
+        for (int i4 = 0; i4 < RQO / 4; i4++) {
+          const real4 x = pst4[j * (PT / 4) + to * (RQO / 4) + i4];
+          pv[4 * i4] = x.x, pv[4 * i4 + 1] = x.y, pv[4 * i4 + 2] = x.z, pv[4 * i4 + 3] = x.w;
+        }
+#else
+        for (int i = 0; i < RQO; i++) pv[i] = pst[j * PT + to * RQO + i];
+#endif
+        for (int c = 0; c < CG; c++) {
+          const real4 vv = kvs[j * RS + tc + c * TC];
+          for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
         }
       }
     }
@@ -288,7 +293,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   barrier(CLK_LOCAL_MEM_FENCE);
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   for (int i = 0; i < RQO; i++) {
-    const int r = to + i * TQO;
+    const int r = to * RQO + i;
     if (r >= qn) continue;
     const real li = linv_s[r];
     for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);

@@ -110,7 +110,7 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
     const int bq = cand[i][0], bk = cand[i][1], nt = bq * ntf;
     if ((size_t)nt > maxwg) continue;
-    size_t local = es * ((size_t)bq * (dp + 4) + (size_t)bk * (dp + 4) + (size_t)bq * (bk + 4) +
+    size_t local = es * ((size_t)bq * (dp + 4) + (size_t)bk * (dp + 4) + (size_t)bk * (bq + 4) +
                          2 * (size_t)bq);
     if (local > ctx->info.local_mem_size) continue;
     t->dp = dp;
