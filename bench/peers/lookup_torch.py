@@ -115,6 +115,24 @@ def labels_equal(a, b, partner, torch):
     return same_len & (bad == 0)
 
 
+def pairs_equal(s, ia, ib, torch):
+    """eq[j]: labels ia[j] and ib[j] of s have the same bytes. Only the
+    bytes of those labels are touched (one sync, for their total)."""
+    la, lb = s.lens[ia], s.lens[ib]
+    total = int(la.sum())
+    if total == 0:
+        return la == lb
+    starts = torch.cumsum(la, 0) - la
+    seg = torch.repeat_interleave(torch.arange(ia.numel(), device=ia.device), la, output_size=total)
+    pos = torch.arange(total, device=ia.device) - starts[seg]
+    inside = pos < lb[seg]
+    at_b = torch.clamp(s.offsets[ib][seg] + pos, max=s.nbytes - 1)
+    differ = (~inside) | (s.data[s.offsets[ia][seg] + pos] != s.data[at_b])
+    bad = torch.zeros(ia.numel(), dtype=torch.int64, device=ia.device)
+    bad.index_add_(0, seg, differ.to(torch.int64))
+    return (la == lb) & (bad == 0)
+
+
 class Index:
     def __init__(self, vocab, powers, seed, mask, torch):
         self.vocab, self.powers, self.seed, self.mask, self.torch = vocab, powers, seed, mask, torch
@@ -124,18 +142,17 @@ class Index:
         v.prepare()
         h = hash_strings(v, self.powers, self.seed, self.mask, torch)
         sh, order = torch.sort(h, stable=True)
+        self.sh, self.pos = sh, order
         if v.n > 1:
-            # a label equal to the next one in sorted order is dominated by it
-            nxt = torch.empty_like(order)
-            nxt[order[:-1]] = order[1:]
-            nxt[order[-1]] = order[-1]
-            same_hash = torch.empty(v.n, dtype=torch.bool, device=h.device)
-            same_hash[order] = torch.cat([sh[1:] == sh[:-1], sh.new_zeros(1, dtype=torch.bool)])
-            dup = same_hash & labels_equal(v, v, nxt, torch)
-            keep = ~dup[order]
-            self.sh, self.pos = sh[keep], order[keep]
-        else:
-            self.sh, self.pos = sh, order
+            # A label equal to the next one in sorted order is dominated by it
+            # (stable sort: the next one has the later position). Only pairs
+            # with equal hashes have their bytes compared.
+            same = torch.nonzero(sh[1:] == sh[:-1]).squeeze(1)
+            if same.numel():
+                dup = pairs_equal(v, order[same], order[same + 1], torch)
+                keep = torch.ones(v.n, dtype=torch.bool, device=h.device)
+                keep[same[dup]] = False
+                self.sh, self.pos = sh[keep], order[keep]
         # the longest run of equal hashes left (1 unless distinct labels collide)
         if self.sh.numel():
             _, counts = torch.unique_consecutive(self.sh, return_counts=True)
