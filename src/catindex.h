@@ -45,6 +45,7 @@ struct tabcl_category_index {
 /* A query column on the device, owned by the caller or by the call. */
 typedef struct tabcl__catquery {
   int64_t length, bytes;
+  int64_t max_label;                /* longest label, or bytes when unknown */
   cl_mem data, offsets, validity;   /* validity NULL = all present */
 } tabcl__catquery;
 

@@ -74,8 +74,8 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   }
   for (int c = 0; c < ncols; c++) {
     if ((st = tabcl__strings_upload(ctx, &inputs[c].categories, &dev[c]))) goto done;
-    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].data, dev[c].offsets,
-                             dev[c].validity};
+    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
+                             dev[c].offsets, dev[c].validity};
     outs[c] = table;
   }
   if ((st = tabcl__catindex_lookup_dev(idx, q, outs, tbase, 0, NULL, NULL))) goto done;

@@ -54,7 +54,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   int64_t hoff = 0;
   for (int c = 0; c < ncols && !st; c++) {
     if (!q[c].length) continue;
-    tabcl_dev_strings ds = {q[c].length, q[c].bytes, q[c].bytes, q[c].data, q[c].offsets,
+    tabcl_dev_strings ds = {q[c].length, q[c].bytes, q[c].max_label, q[c].data, q[c].offsets,
                             q[c].validity};
     st = tabcl__hash_column(ctx, &ds, c, idx->seed, idx->mask, qhash, (size_t)hoff, nwait, wait,
                             NULL);
@@ -181,8 +181,8 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   int64_t at = 0;
   for (int c = 0; c < ncols; c++) {
     if ((st = tabcl__strings_upload(ctx, &queries[c], &dev[c]))) goto done;
-    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].data, dev[c].offsets,
-                             dev[c].validity};
+    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
+                             dev[c].offsets, dev[c].validity};
     outs[c] = out;
     off[c] = at;
     at += queries[c].length;
@@ -262,8 +262,8 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   cl_mem *copies = tabcl__calloc((size_t)ncols, sizeof *copies);
   if (!copies) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
   for (int c = 0; c < ncols && !st; c++) {
-    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, queries[c].data,
-                             queries[c].offsets, queries[c].validity};
+    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, queries[c].bytes,
+                             queries[c].data, queries[c].offsets, queries[c].validity};
     if (!q[c].length) continue;
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */
