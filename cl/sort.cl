@@ -36,8 +36,14 @@ void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_
     ulong p = base + i;
     // The sentinel is never placed below a real pair: it only ties or loses
     // against pairs at lower positions, and ties do not swap.
-    lk[i] = p < n ? keys[p] : (ulong)ULONG_MAX;
-    lv[i] = p < n ? vals[p] : (uint)UINT_MAX;
+    ulong key = ULONG_MAX;
+    uint val = UINT_MAX;
+    if (p < n) {
+      key = keys[p];
+      val = vals[p];
+    }
+    lk[i] = key;
+    lv[i] = val;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint k = full ? 2u : (uint)SORT_TILE; k <= SORT_TILE; k <<= 1) {
