@@ -5,9 +5,12 @@
  *
  * Thread safety: every call that takes a tabcl_context may be made from
  * several threads at once on the same context. A tabcl_category_index may be
- * used for lookup and align from several threads at once; destroying an
- * object while another thread uses it is the caller's error.
- * tabcl_last_error() is per thread.
+ * used for lookup and align from several threads at once, and saved (or
+ * asked for its columns and codes) while they run: none of these change it.
+ * Destroying an object while another thread uses it is the caller's error.
+ * tabcl_last_error() is per thread. Calls on one context share its one
+ * in-order queue, so their device work runs one call after another; threads
+ * that want their device work to overlap use a context each.
  */
 #ifndef TABCL_TABCL_H
 #define TABCL_TABCL_H
