@@ -16,11 +16,20 @@ static size_t make_label(int i, int is_long, uint8_t *out) {
   return n;
 }
 
-static tabcl_status run(tabcl_context *ctx, tabcl_category_index *idx, const int64_t *voff,
-                        const uint8_t *vdata, int long_queries) {
-  static int64_t qoff[NQ + 1];
-  static uint8_t qdata[NQ * (LONG_LEN + 8)];
+/* Buffers of one run: the check may run on several threads at once. */
+typedef struct check_mem {
+  int64_t voff[NV + 1], qoff[NQ + 1];
+  uint8_t vdata[NV * (LONG_LEN + 8)], qdata[NQ * (LONG_LEN + 8)];
   int32_t got[NQ], want[NQ];
+} check_mem;
+
+static tabcl_status run(tabcl_context *ctx, tabcl_category_index *idx, check_mem *m,
+                        int long_queries) {
+  const int64_t *voff = m->voff;
+  const uint8_t *vdata = m->vdata;
+  int64_t *qoff = m->qoff;
+  uint8_t *qdata = m->qdata;
+  int32_t *got = m->got, *want = m->want;
   int64_t at = 0;
   qoff[0] = 0;
   for (int i = 0; i < NQ; i++) {
@@ -56,8 +65,10 @@ static tabcl_status run(tabcl_context *ctx, tabcl_category_index *idx, const int
 }
 
 tabcl_status tabcl__selfcheck_catindex(tabcl_context *ctx) {
-  static int64_t voff[NV + 1];
-  static uint8_t vdata[NV * (LONG_LEN + 8)];
+  check_mem *m = tabcl__malloc(sizeof *m);
+  if (!m) return tabcl__fail(TABCL_OUT_OF_MEMORY, "catindex self-check: out of host memory");
+  int64_t *voff = m->voff;
+  uint8_t *vdata = m->vdata;
   int64_t at = 0;
   voff[0] = 0;
   for (int i = 0; i < NV; i++) {
@@ -71,8 +82,9 @@ tabcl_status tabcl__selfcheck_catindex(tabcl_context *ctx) {
   tabcl_strings_view v = {NV, voff, vdata, valid};
   tabcl_category_index *idx = NULL;
   tabcl_status s = tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx);
-  if (!s) s = run(ctx, idx, voff, vdata, 0);
-  if (!s) s = run(ctx, idx, voff, vdata, 1);
+  if (!s) s = run(ctx, idx, m, 0);
+  if (!s) s = run(ctx, idx, m, 1);
   tabcl_category_index_destroy(idx);
+  tabcl__free(m);
   return s;
 }
