@@ -38,6 +38,7 @@ void bench_record(const bench_args *a, const char *bench, const char *case_name,
                   const char *metric, double value, const char *unit);
 
 int bench_copy(tabcl_context *ctx, const bench_args *a);
+int bench_sort(tabcl_context *ctx, const bench_args *a);
 int bench_hash(tabcl_context *ctx, const bench_args *a);
 int bench_attention(tabcl_context *ctx, const bench_args *a);
 int bench_lookup(tabcl_context *ctx, const bench_args *a);

@@ -9,6 +9,7 @@
 
 static const bench_entry benches[] = {
     {"copy", "device copy bandwidth and fp32 FMA peak", bench_copy},
+    {"sort", "bitonic sort of (u64 key, u32 value) pairs, 2^20 and 2^24", bench_sort},
     {"hash", "label hash (XXH3-64) throughput by label length", bench_hash},
     {"attention", "scaled dot-product attention, fused and CLBlast", bench_attention},
     {"lookup", "categorical index: fit, lookup (device and host), peak memory", bench_lookup},
