@@ -48,9 +48,10 @@ typedef struct tabcl_strings_cl {
    queue after the nwait events in wait; *ev (ev may be NULL) completes when
    every code is written; the caller releases it. Arguments are checked
    first (ncols, NULL buffers, buffer sizes and owning context): a failed
-   check enqueues nothing and changes no buffer. An OpenCL failure while
-   enqueueing may leave codes of columns past the fourth partly written.
-   Safe to call from several threads on one index. */
+   check enqueues nothing and changes no buffer. The work is several
+   launches (hashing, then one search per four columns, sliced to the
+   device's limits): an OpenCL failure after the first may leave codes partly
+   written. Safe to call from several threads on one index. */
 TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols,
                                                       const tabcl_strings_cl *queries,
                                                       cl_mem const *codes, cl_uint nwait,
