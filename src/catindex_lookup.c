@@ -244,7 +244,8 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: length %lld, bytes %lld", fn, c,
                          (long long)v->length, (long long)v->bytes);
     if (!v->length) continue;
-    if ((st = check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data")) ||
+    if (((v->bytes || v->data) &&
+         (st = check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
         (st = check_mem(idx->ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c, "offsets")) ||
         (v->validity &&
          (st = check_mem(idx->ctx, v->validity, (size_t)(v->length + 7) / 8, fn, c, "validity"))) ||
@@ -268,7 +269,10 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */
     size_t padded = tabcl__round_up((size_t)q[c].bytes, 8) + 8, size = 0;
-    cl_int err = TABCL_CL(clGetMemObjectInfo(q[c].data, CL_MEM_SIZE, sizeof size, &size, NULL));
+    /* no data buffer (every label empty) counts as one too short */
+    cl_int err = q[c].data ? TABCL_CL(clGetMemObjectInfo(q[c].data, CL_MEM_SIZE, sizeof size,
+                                                         &size, NULL))
+                           : CL_SUCCESS;
     if (err != CL_SUCCESS) {
       st = tabcl__cl_fail(err, "clGetMemObjectInfo", "query data");
       break;

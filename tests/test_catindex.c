@@ -812,6 +812,27 @@ Test(catindex, device_resident_lookup) {
   tabcl_context_destroy(ctx);
 }
 
+/* A device column of empty labels needs no data buffer at all. */
+Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
+  tabcl_context *ctx = tt_context();
+  static const int64_t voff[3] = {0, 1, 1};
+  tabcl_strings_view v = {2, voff, (const uint8_t *)"x", NULL};
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx));
+  int64_t qoff[4] = {0, 0, 0, 0};
+  tabcl_strings_cl q = {3, 0, NULL, make_buffer(ctx, sizeof qoff, qoff), NULL};
+  cl_mem out = make_buffer(ctx, 12, NULL);
+  tt_assert_ok(tabcl_category_index_lookup_cl(idx, 1, &q, &out, 0, NULL, NULL));
+  int32_t got[3] = {7, 7, 7};
+  cr_assert_eq(clEnqueueReadBuffer(tabcl_context_cl_queue(ctx), out, CL_TRUE, 0, 12, got, 0, NULL,
+                                   NULL), CL_SUCCESS);
+  for (int i = 0; i < 3; i++) cr_expect_eq(got[i], 1, "row %d: %d", i, got[i]);
+  clReleaseMemObject(q.offsets);
+  clReleaseMemObject(out);
+  tabcl_category_index_destroy(idx);
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- oclgrind: every kernel on tiny shapes ----------------------------- */
 
 /* Oclgrind 21.10 recycles the ids of released buffers, and the shadow

@@ -33,7 +33,8 @@ TABCL_API cl_device_id tabcl_context_cl_device(const tabcl_context *ctx);
    read labels as whole aligned words: a data buffer of at least
    round_up(bytes, 8) + 8 bytes is read in place (the bytes past `bytes`
    never change a result); a shorter one is first copied into a padded
-   buffer of the call's own. A column of length 0 may have NULL buffers. */
+   buffer of the call's own. data may be NULL when bytes is 0, and every
+   buffer may be NULL in a column of length 0. */
 typedef struct tabcl_strings_cl {
   int64_t length;
   int64_t bytes;
