@@ -8,6 +8,8 @@
 //   hash_team   four lanes per label of 241 .. group_min - 1 bytes; lane p
 //               owns accumulators 2p and 2p+1 and reads 16 bytes of each
 //               64-byte stripe, so a team reads whole stripes.
+//               hash_team_all does the same over every label of a column
+//               of mostly long labels, without the listing pass.
 //   hash_group  a work-group per label of group_min bytes or more. The
 //               stripe step only adds into the accumulators, so the sums of
 //               many 1 KiB blocks are formed in parallel (one team a block)
@@ -245,6 +247,27 @@ inline ulong xxh_merge_part(__local const ulong *sec, uint p, ulong a0, ulong a1
   return xxh_fold(a0 ^ xxh_lsec(sec, 11 + 16 * p), a1 ^ xxh_lsec(sec, 19 + 16 * p));
 }
 
+// Lane p's share of a label of more than 240 bytes: its two accumulators
+// through every block, the tail and the last stripe, then its part of the
+// merge (the four lanes' parts are summed by the caller).
+inline ulong xxh_team_part(__global const ulong *w, __local const ulong *sec, ulong pos,
+                           ulong len, uint p) {
+  ulong a0 = xxh_init[2 * p], a1 = xxh_init[2 * p + 1];
+  ulong blocks = (len - 1) / XXH_BLOCK;
+  for (ulong b = 0; b < blocks; b++) {
+    xxh_block(w, sec, pos + b * XXH_BLOCK, p, &a0, &a1);
+    a0 = xxh_scramble(a0, sec[16 + 2 * p]);
+    a1 = xxh_scramble(a1, sec[17 + 2 * p]);
+  }
+  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+  ulong at = pos + blocks * XXH_BLOCK;
+  for (uint s = 0; s < tail; s++)
+    xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
+  xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p), xxh_lsec(sec, 129 + 16 * p),
+             &a0, &a1);
+  return xxh_merge_part(sec, p, a0, a1);
+}
+
 // Labels of 241 bytes up to group_min: four lanes a label. scratch holds
 // one word per work-item and then the 24-word secret; the work-group size
 // is a multiple of 4.
@@ -270,26 +293,54 @@ __kernel void hash_team(__global const ulong *w, __global const long *offsets, u
       idx = list[t];
       ulong pos = (ulong)offsets[base + idx];
       len = (ulong)offsets[base + idx + 1] - pos;
-      ulong a0 = xxh_init[2 * p], a1 = xxh_init[2 * p + 1];
-      ulong blocks = (len - 1) / XXH_BLOCK;
-      for (ulong b = 0; b < blocks; b++) {
-        xxh_block(w, sec, pos + b * XXH_BLOCK, p, &a0, &a1);
-        a0 = xxh_scramble(a0, sec[16 + 2 * p]);
-        a1 = xxh_scramble(a1, sec[17 + 2 * p]);
-      }
-      uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-      ulong at = pos + blocks * XXH_BLOCK;
-      for (uint s = 0; s < tail; s++)
-        xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
-      xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p), xxh_lsec(sec, 129 + 16 * p),
-                 &a0, &a1);
-      part = xxh_merge_part(sec, p, a0, a1);
+      part = xxh_team_part(w, sec, pos, len, p);
     }
     scratch[lid] = part;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (t < n && p == 0) {
       ulong h = len * XXH_P64_1 + scratch[lid] + scratch[lid + 1] + scratch[lid + 2] + scratch[lid + 3];
       out[out_off + base + idx] = xxh3_avalanche(h) & mask;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
+// A column whose labels are mostly long (an average over 240 bytes): a
+// team takes every label in turn, so no listing pass reads the offsets
+// first. A short label is hashed by the team's first lane; a label of
+// group_min bytes or more is listed for hash_group (list[huge_at..]).
+__kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *list,
+                            __global uint *counts, uint huge_at, ulong group_min,
+                            __local ulong *scratch) {
+  __local ulong *sec = scratch + get_local_size(0);   // as in hash_team
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), p = lid & 3;
+  uint teams = (uint)get_local_size(0) / 4;
+  for (uint t0 = (uint)get_group_id(0) * teams; t0 < count;
+       t0 += (uint)get_num_groups(0) * teams) {
+    uint t = t0 + lid / 4;
+    ulong len = 0, part = 0;
+    int team_long = 0;
+    if (t < count) {
+      ulong pos = xxh_span(offsets, base + t, nbytes, &len);
+      if (len <= XXH_SHORT_MAX) {
+        if (p == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
+      } else if (len >= group_min) {
+        // At most one label in group_min bytes: a plain atomic is cheap.
+        if (p == 0) list[huge_at + atomic_add(&counts[1], 1u)] = t;
+      } else {
+        team_long = 1;
+        part = xxh_team_part(w, sec, pos, len, p);
+      }
+    }
+    scratch[lid] = part;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (team_long && p == 0) {
+      ulong h = len * XXH_P64_1 + scratch[lid] + scratch[lid + 1] + scratch[lid + 2] + scratch[lid + 3];
+      out[out_off + base + t] = xxh3_avalanche(h) & mask;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }

@@ -88,10 +88,16 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
   hash_run r;
   memset(&r, 0, sizeof r);
+  /* A column of mostly long labels skips the listing pass: teams take
+     every label (hash_team_all). Otherwise one work-item a label lists the
+     long ones for the teams (hash_short_list, hash_team). */
+  int team_all = any_long && s->bytes / s->length > SHORT_MAX && s->bytes / s->length < gmin;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
-  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
-  if (!st) r.wg_short = tabcl__wg_size(ctx, r.shortk, 256);
-  if (!st && any_long) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_team", &r.team);
+  const char *team_name = team_all ? "hash_team_all" : "hash_team";
+  tabcl_status st = TABCL_OK;
+  if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
+  r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;
+  if (!st && any_long) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
   if (!st && any_long) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
   if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_group", &r.group);
   if (!st && any_huge) {
@@ -112,17 +118,22 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int64_t slice_max = s->length < per ? s->length : per;
   if (!st && any_long) {
     /* Each list holds at most one entry per label, and no more labels than
-       the bytes allow. */
-    uint64_t mid_cap = (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
+       the bytes allow; hash_team_all needs only the list of huge labels.
+       The lists are zeroed at creation from the host: oclgrind 21.10 took
+       entries the kernels had written into a fresh list as uninitialised
+       when an earlier call's buffers had been released. */
+    uint64_t mid_cap = team_all ? 0 : (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
     uint64_t huge_cap = (uint64_t)(s->bytes / gmin) + 1;
     if (mid_cap > (uint64_t)slice_max) mid_cap = (uint64_t)slice_max;
     if (huge_cap > (uint64_t)slice_max) huge_cap = (uint64_t)slice_max;
     r.huge_at = (cl_uint)mid_cap;
     r.list_cap = (cl_uint)(mid_cap + huge_cap);
-    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)r.list_cap * sizeof(cl_uint), NULL,
-                              &r.list, "long-label list");
-    if (!st) st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 2 * sizeof(cl_uint), NULL, &r.counts,
-                                       "long-label counts");
+    cl_uint *zeros = tabcl__calloc(r.list_cap, sizeof *zeros);
+    if (!zeros) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
+    else st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                   (size_t)r.list_cap * sizeof(cl_uint), zeros, &r.list,
+                                   "long-label list");
+    tabcl__free(zeros);
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   uint64_t out_off = out_offset;
@@ -136,17 +147,20 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     first = 0;
     int last = base + n >= s->length;
     if (any_long) {
-      static const cl_uint zero2[2] = {0, 0};
-      cl_int err = TABCL_CL(clEnqueueFillBuffer(ctx->queue, r.counts, zero2, sizeof zero2, 0,
-                                                sizeof zero2, nw, wl, NULL));
-      if (err != CL_SUCCESS) {
-        st = tabcl__cl_fail(err, "clEnqueueFillBuffer", "long-label counts");
-        break;
-      }
-      nw = 0;
-      wl = NULL;
+      /* Fresh zeroed counters for each slice, made zero at creation: no
+         enqueued fill (oclgrind 21.10 marks filled bytes uninitialised),
+         and the buffer still in use by the previous slice is released
+         only when its kernels are done. */
+      static cl_uint zero2[2] = {0, 0};
+      tabcl__buffer_release(r.counts);
+      r.counts = NULL;
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero2, zero2,
+                                &r.counts, "long-label counts");
+      if (st) break;
     }
-    if (any_long)
+    if (team_all)
+      st = TABCL_OK;
+    else if (any_long)
       st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
@@ -156,9 +170,21 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
     size_t global = tabcl__round_up((size_t)n, r.wg_short);
-    if (!st) st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
-                                last && !any_long ? ev : NULL, short_name);
-    if (!st && any_long) {
+    if (!st && !team_all)
+      st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
+                         last && !any_long ? ev : NULL, short_name);
+    if (!st && team_all) {
+      size_t teams = r.wg_team / 4;
+      size_t groups = groups_for(ctx, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
+      size_t g = groups * r.wg_team;
+      st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
+                          TABCL_ARG(r.counts), TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg),
+                          TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
+                                  last && !any_huge ? ev : NULL, team_name);
+    } else if (!st && any_long) {
       uint64_t items = (uint64_t)r.huge_at;
       size_t teams = r.wg_team / 4;
       size_t groups = groups_for(ctx, (items + teams - 1) / teams, 4096 / r.wg_team);

@@ -419,7 +419,14 @@ Test(oclgrind_hash, tiny) {
   }
   tabcl_strings_view v = tt_view(&s);
   tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: three blocks in two rounds of two teams */
+  /* mostly long labels: hash_team_all, then hash_group */
+  cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
+  /* mostly short labels: hash_short_list, hash_team, hash_group */
+  for (int i = 0; i < 60; i++) tt_strings_push(&s, "ab", 2);
+  v = tt_view(&s);
+  cr_assert_lt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
+  check_device(ctx, &v, 1, 2, ~0ULL, 0);
   tabcl__hash_tune(0, 0);
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
