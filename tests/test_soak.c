@@ -318,3 +318,52 @@ Test(soak, mixed_calls) {
   tabcl_context_destroy(s.ctx[1]);
   tabcl_context_destroy(s.ctx[0]);
 }
+
+/* The two kernels only cl-probe and tabcl-bench run (device ceilings), on
+   tiny shapes and checked, so CI's oclgrind pass covers every kernel in cl/.
+   Launched directly: tabcl__measure_copy zero-fills with
+   clEnqueueFillBuffer, which oclgrind does not count as initialising. */
+Test(oclgrind_probe, copy_and_fma_kernels) {
+  tabcl_context *ctx = tt_context();
+  for (int i = 0; i < tabcl_program_count(); i++)   /* build the probe program first */
+    if (!strcmp(tabcl_program_name(i), "probe")) tt_assert_ok(tabcl_program_prepare(ctx, i, NULL));
+  tt_live base = tt_live_now();
+  enum { N = 37 };                 /* float4s; not a work-group multiple */
+  float src[N * 4], dst[N * 4], fout[64];
+  for (int i = 0; i < N * 4; i++) src[i] = (float)i * 0.5f - 3.0f;
+  cl_mem a = NULL, b = NULL, o = NULL;
+  cl_kernel kc = NULL, kf = NULL;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof src, src, &a, "src"));
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, sizeof dst, NULL, &b, "dst"));
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, sizeof fout, NULL, &o, "fma out"));
+  tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_copy", &kc));
+  tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_fma", &kf));
+  cl_ulong n = N;
+  tt_assert_ok(TABCL_SET_ARGS(kc, "probe_copy", TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(n)));
+  size_t wg = 8, global = tabcl__round_up(N, wg);
+  tt_assert_ok(tabcl__launch(ctx, kc, 1, &global, &wg, 0, NULL, NULL, "probe_copy"));
+  float fa = 0.999f, fb = 0.001f;
+  int iters = 3;
+  tt_assert_ok(TABCL_SET_ARGS(kf, "probe_fma", TABCL_ARG(o), TABCL_ARG(fa), TABCL_ARG(fb), TABCL_ARG(iters)));
+  size_t fglobal = 64;
+  tt_assert_ok(tabcl__launch(ctx, kf, 1, &fglobal, &wg, 0, NULL, NULL, "probe_fma"));
+  tt_assert_ok(tabcl__read(ctx, b, 0, sizeof dst, dst));
+  tt_assert_ok(tabcl__read(ctx, o, 0, sizeof fout, fout));
+  cr_expect_eq(memcmp(src, dst, sizeof src), 0, "probe_copy copied wrongly");
+  for (int g = 0; g < 64; g++) {
+    float x[8], sum = 0;
+    for (int j = 0; j < 8; j++) x[j] = (float)g * 1e-7f + (float)j;
+    for (int it = 0; it < 2 * iters; it++)
+      for (int j = 0; j < 8; j++) x[j] = fmaf(x[j], fa, fb);
+    for (int j = 0; j < 8; j++) sum += x[j];
+    cr_expect(fabsf(fout[g] - sum) <= 1e-5f * fabsf(sum), "probe_fma item %d: %g, host %g", g,
+              fout[g], sum);
+  }
+  tabcl__kernel_release(kc);
+  tabcl__kernel_release(kf);
+  tabcl__buffer_release(a);
+  tabcl__buffer_release(b);
+  tabcl__buffer_release(o);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
