@@ -70,6 +70,9 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
    Negative restores the default. Process-wide. */
 void tabcl__catindex_set_group_threshold(int64_t bytes);
 int64_t tabcl__catindex_group_threshold(void);
+/* Test- and bench-only: lanes per query row in the work-group kernel (a
+   power of two; 0 restores the choice by label length). Process-wide. */
+void tabcl__catindex_set_group_lanes(size_t lanes);
 
 /* The checksum a saved index ends with, over the n bytes before it (tests
    use it to build files whose checksum holds but whose contents do not). */

@@ -26,8 +26,14 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
   return TABCL_OK;
 }
 
+static atomic_size_t lanes_override;
+
+void tabcl__catindex_set_group_lanes(size_t lanes) { atomic_store(&lanes_override, lanes); }
+
 /* Lanes per query for the group kernel: enough that each reads ~16 bytes. */
 static size_t group_lanes(int64_t avg) {
+  size_t forced = atomic_load(&lanes_override);
+  if (forced) return forced;
   size_t w = 32;
   while (w < 256 && (int64_t)w * 16 < avg) w *= 2;
   return w;
