@@ -1,5 +1,6 @@
 #include "fuzz_common.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +12,24 @@
 
 static tabcl_context *ctx;
 
+/* PoCL's LLVM installs its own handlers for the deadly signals when it
+   first compiles; libFuzzer's and the sanitizers' (which save the crashing
+   input) are kept from before the first tabcl call and put back. */
+static const int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+static struct sigaction saved[5];
+static int have_saved;
+
+void fz_restore_signals(void) {
+  if (!have_saved) return;
+  for (int i = 0; i < 5; i++) sigaction(sigs[i], &saved[i], NULL);
+}
+
 tabcl_context *fz_context(void) {
   if (ctx) return ctx;
+  if (!have_saved) {
+    for (int i = 0; i < 5; i++) sigaction(sigs[i], NULL, &saved[i]);
+    have_saved = 1;
+  }
   tabcl_options o = {0};
   const char *env = getenv("TABCL_CACHE_DIR");
   o.cache_dir = env ? env : TABCL_FUZZ_CACHE;
@@ -22,6 +39,7 @@ tabcl_context *fz_context(void) {
             tabcl_last_error());
     abort();
   }
+  fz_restore_signals();
   return ctx;
 }
 
@@ -38,6 +56,7 @@ uint64_t fz_u64(fz_reader *r) {
 size_t fz_left(const fz_reader *r) { return r->n - r->at; }
 
 void fz_fail(const char *fmt, ...) {
+  fz_restore_signals();
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "fuzz check failed: ");

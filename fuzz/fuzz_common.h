@@ -13,6 +13,11 @@
    $TABCL_CACHE_DIR when that is set. */
 tabcl_context *fz_context(void);
 
+/* Puts back the deadly-signal handlers that were in place before the first
+   tabcl call (PoCL's LLVM replaces them when it compiles), so libFuzzer
+   saves the input of a crash. Call after library calls. */
+void fz_restore_signals(void);
+
 /* Reads the input front to back; past the end every read gives zeros. */
 typedef struct fz_reader {
   const uint8_t *p;

@@ -68,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   long allocs = tabcl__alloc_live(), mems = tabcl__mem_live();
   tabcl_category_index *idx = (tabcl_category_index *)&allocs; /* must be overwritten */
   tabcl_status s = tabcl_category_index_load(ctx, in_path, &idx);
+  fz_restore_signals();
   FZ_CHECK(s == TABCL_OK || s == TABCL_CORRUPT_DATA || s == TABCL_IO_ERROR ||
                s == TABCL_OUT_OF_MEMORY,
            "load returned %s", tabcl_status_name(s));

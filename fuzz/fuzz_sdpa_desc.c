@@ -138,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   if (b & 4) d.mask_batch_broadcast = (int)(int8_t)b, odd_flags = 1;
   if (d.causal != 0 && d.causal != 1) odd_flags = 1;
   uint8_t nul = fz_u8(&r);
+  if (nul > 8) nul = 0;
 
   /* Is the call clearly invalid? Zero heads or head_dim are refused only
      when there is work (a zero batch or q_len writes nothing). */
@@ -215,6 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
     }
   }
   tabcl_status s = tabcl_sdpa_host(ctx, dp, q, k, v, mask, out);
+  fz_restore_signals();
   const char *msg = tabcl_last_error();
   if (bad || needed) {
     FZ_CHECK(s == TABCL_INVALID_ARGUMENT || (!small && !bad && s == TABCL_OUT_OF_MEMORY) ||

@@ -188,6 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   else expect = valid == 1 ? 1 : valid == -1 ? 2 : 0;
 
   tabcl_status s = tabcl_category_index_lookup(idx, ncols_arg, q_arg, codes_arg);
+  fz_restore_signals();
   const char *msg = tabcl_last_error();
   if (expect == 0)
     FZ_CHECK(s == TABCL_INVALID_ARGUMENT, "damage %d, length %lld, view %s: got %s", damage,
