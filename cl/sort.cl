@@ -21,59 +21,6 @@
 
 #define SORT_GREATER(ka, va, kb, vb) ((ka) > (kb) || ((ka) == (kb) && (va) > (vb)))
 
-// Stages run in local memory on one tile per work-group. full = 1: every
-// stage of a complete sort of the tile (merges of size 2 .. SORT_TILE).
-// full = 0: only the strides SORT_TILE/2 .. 1 that finish a longer merge
-// after the global passes. Tiles are numbered from first_tile so a host can
-// split a launch that would exceed the NDRange limits.
-__kernel __attribute__((reqd_work_group_size(SORT_WG, 1, 1)))
-void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_tile, int full) {
-  __local ulong lk[SORT_TILE];
-  __local uint lv[SORT_TILE];
-  const uint lid = (uint)get_local_id(0);
-  const ulong base = (first_tile + get_group_id(0)) * (ulong)SORT_TILE;
-  for (uint i = lid; i < SORT_TILE; i += SORT_WG) {
-    ulong p = base + i;
-    // The sentinel is never placed below a real pair: it only ties or loses
-    // against pairs at lower positions, and ties do not swap.
-    ulong key = ULONG_MAX;
-    uint val = UINT_MAX;
-    if (p < n) {
-      key = keys[p];
-      val = vals[p];
-    }
-    lk[i] = key;
-    lv[i] = val;
-  }
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint k = full ? 2u : (uint)SORT_TILE; k <= SORT_TILE; k <<= 1) {
-    for (uint j = k >> 1; j > 0; j >>= 1) {
-      const int flip = full && j == (k >> 1);
-      for (uint c = lid; c < SORT_TILE / 2; c += SORT_WG) {
-        // the c-th comparator's lower position: c with a zero bit inserted at j
-        uint a = ((c & ~(j - 1)) << 1) | (c & (j - 1));
-        uint b = flip ? (a ^ (k - 1)) : (a | j);
-        ulong ka = lk[a], kb = lk[b];
-        uint va = lv[a], vb = lv[b];
-        if (SORT_GREATER(ka, va, kb, vb)) {
-          lk[a] = kb;
-          lk[b] = ka;
-          lv[a] = vb;
-          lv[b] = va;
-        }
-      }
-      barrier(CLK_LOCAL_MEM_FENCE);
-    }
-  }
-  for (uint i = lid; i < SORT_TILE; i += SORT_WG) {
-    ulong p = base + i;
-    if (p < n) {
-      keys[p] = lk[i];
-      vals[p] = lv[i];
-    }
-  }
-}
-
 #define SORT_CMPX(x, y)                                                 \
   do {                                                                  \
     if (SORT_GREATER(rk[x], rv[x], rk[y], rv[y])) {                     \
@@ -86,51 +33,160 @@ void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_
     }                                                                   \
   } while (0)
 
-// One global pass running LOGR consecutive stages with strides j, j/2, ...,
-// j / 2^(LOGR-1) (j = 2^logj >= SORT_TILE), each work-item holding R pairs in
-// registers, so a long merge costs one pass over memory per LOGR stages
-// instead of one per stage. The R pairs of work-item w lie in a block of 2j
-// at spacing step = 2j / R, offset b = w mod step; adjacent work-items touch
-// adjacent addresses. With flip set the first stage is the mirror stage of
-// a merge of size 2j: the upper half's pairs are then taken at offset
-// step - 1 - b, which keeps register order equal to position order and
-// turns the mirror into register t <-> R-1-t. Work-items are numbered from
-// first so the host can split a launch.
-#define SORT_GLOBAL_KERNEL(R, LOGR)                                                        \
-  __kernel void sort_global_##R(__global ulong *keys, __global uint *vals, ulong n,       \
-                                uint logj, int flip, ulong first) {                       \
-    const ulong w = first + get_global_id(0);                                              \
-    const uint logstep = logj + 1 - LOGR;                                                  \
-    const ulong step = (ulong)1 << logstep;                                                \
-    const ulong b = w & (step - 1);                                                        \
-    const ulong lo = ((w >> logstep) << (logj + 1)) + b;                                   \
-    if (lo >= n) return;                                                                   \
-    const ulong hi = flip ? lo - b + ((ulong)1 << logj) + (step - 1 - b)                   \
-                          : lo + ((ulong)1 << logj);                                       \
-    ulong rk[R];                                                                           \
-    uint rv[R];                                                                            \
-    _Pragma("unroll") for (uint t = 0; t < R; t++) {                                       \
-      ulong p = t < R / 2 ? lo + t * step : hi + (t - R / 2) * step;                       \
-      rk[t] = p < n ? keys[p] : (ulong)ULONG_MAX;                                          \
-      rv[t] = p < n ? vals[p] : (uint)UINT_MAX;                                            \
-    }                                                                                      \
-    if (flip) {                                                                            \
-      _Pragma("unroll") for (uint t = 0; t < R / 2; t++) SORT_CMPX(t, R - 1 - t);          \
-    }                                                                                      \
-    /* constant trip counts, so every register index is a constant after unrolling */     \
-    _Pragma("unroll") for (uint q = 0; q < LOGR; q++) {                                    \
-      const uint s = (R / 2) >> q;                                                         \
-      if (q > 0 || !flip) {                                                                \
-        _Pragma("unroll") for (uint t = 0; t < R; t++) if (!(t & s)) SORT_CMPX(t, t + s);  \
-      }                                                                                    \
-    }                                                                                      \
-    _Pragma("unroll") for (uint t = 0; t < R; t++) {                                       \
-      ulong p = t < R / 2 ? lo + t * step : hi + (t - R / 2) * step;                       \
-      if (p < n) {                                                                         \
-        keys[p] = rk[t];                                                                   \
-        vals[p] = rv[t];                                                                   \
-      }                                                                                    \
-    }                                                                                      \
+// LOGR consecutive stages on R = 2^LOGR pairs held in registers rk/rv, in
+// position order. With flip the first stage is a merge's mirror stage,
+// register t <-> R-1-t. The trip counts are constants, so every register
+// index is a constant after unrolling and the arrays stay in registers.
+#define SORT_NETWORK(R, LOGR)                                                             \
+  do {                                                                                    \
+    if (flip) {                                                                           \
+      _Pragma("unroll") for (uint t = 0; t < R / 2; t++) SORT_CMPX(t, R - 1 - t);         \
+    }                                                                                     \
+    _Pragma("unroll") for (uint q = 0; q < LOGR; q++) {                                   \
+      const uint s = (R / 2) >> q;                                                        \
+      if (q > 0 || !flip) {                                                               \
+        _Pragma("unroll") for (uint t = 0; t < R; t++) if (!(t & s)) SORT_CMPX(t, t + s); \
+      }                                                                                   \
+    }                                                                                     \
+  } while (0)
+
+// Which R pairs one group of a round takes. A round runs LOGR stages with
+// strides j, j/2, ..., j / 2^(LOGR-1) (j = 2^logj) inside blocks of 2j; the
+// group's pairs lie at spacing step = 2j / R from offset b = w mod step, so
+// adjacent groups touch adjacent addresses. With flip (the first stage is
+// the mirror stage of a merge of size 2j) the upper half's pairs are taken
+// from offset step - 1 - b instead, which keeps register order equal to
+// position order and makes the mirror register t <-> R-1-t. lo and hi are
+// the positions of registers 0 and R/2.
+#define SORT_GROUP(T, w, logj, LOGR, flip, lo, hi, step)                   \
+  const uint logstep_ = (logj) + 1 - (LOGR);                                 \
+  const T step = (T)1 << logstep_;                                           \
+  const T b_ = (w) & (step - 1);                                             \
+  const T lo = (((w) >> logstep_) << ((logj) + 1)) + b_;                     \
+  const T hi = (flip) ? lo - b_ + ((T)1 << (logj)) + (step - 1 - b_)         \
+                      : lo + ((T)1 << (logj));
+
+// ---- local memory ---------------------------------------------------------
+
+// One padding slot per 16 keeps the small-step rounds, where a group's pairs
+// are adjacent, from piling onto a few local-memory banks.
+#define SORT_PAD(i) ((i) + ((i) >> 4))
+#define SORT_LOCAL_SLOTS (SORT_TILE + SORT_TILE / 16)
+
+#define SORT_LOCAL_ROUND(R, LOGR)                                                      \
+  void sort_round_##R(__local ulong *lk, __local uint *lv, uint logj, int flip,         \
+                      uint lid) {                                                      \
+    for (uint w = lid; w < SORT_TILE / R; w += SORT_WG) {                              \
+      SORT_GROUP(uint, w, logj, LOGR, flip, lo, hi, step)                              \
+      ulong rk[R];                                                                     \
+      uint rv[R];                                                                      \
+      _Pragma("unroll") for (uint t = 0; t < R; t++) {                                 \
+        uint p = SORT_PAD(t < R / 2 ? lo + t * step : hi + (t - R / 2) * step);        \
+        rk[t] = lk[p];                                                                 \
+        rv[t] = lv[p];                                                                 \
+      }                                                                                \
+      SORT_NETWORK(R, LOGR);                                                           \
+      _Pragma("unroll") for (uint t = 0; t < R; t++) {                                 \
+        uint p = SORT_PAD(t < R / 2 ? lo + t * step : hi + (t - R / 2) * step);        \
+        lk[p] = rk[t];                                                                 \
+        lv[p] = rv[t];                                                                 \
+      }                                                                                \
+    }                                                                                  \
+  }
+
+SORT_LOCAL_ROUND(2, 1)
+SORT_LOCAL_ROUND(4, 2)
+SORT_LOCAL_ROUND(8, 3)
+
+// The stages of one merge from stride 2^logj down to 1, three per round
+// (one read and one write of local memory per three stages).
+void sort_local_merge(__local ulong *lk, __local uint *lv, int logj, int flip, uint lid) {
+  while (logj >= 0) {
+    int logr = logj + 1 < 3 ? logj + 1 : 3;
+    if (logr == 3) sort_round_8(lk, lv, (uint)logj, flip, lid);
+    else if (logr == 2) sort_round_4(lk, lv, (uint)logj, flip, lid);
+    else sort_round_2(lk, lv, (uint)logj, flip, lid);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    logj -= logr;
+    flip = 0;
+  }
+}
+
+// Stages run in local memory on one tile per work-group. full = 1: a
+// complete sort of the tile (merges of size 2 .. SORT_TILE). full = 0: only
+// the strides SORT_TILE/2 .. 1 that finish a longer merge after the global
+// passes. Tiles are numbered from first_tile so a host can split a launch
+// that would exceed the NDRange limits.
+__kernel __attribute__((reqd_work_group_size(SORT_WG, 1, 1)))
+void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_tile, int full) {
+  __local ulong lk[SORT_LOCAL_SLOTS];
+  __local uint lv[SORT_LOCAL_SLOTS];
+  const uint lid = (uint)get_local_id(0);
+  const ulong base = (first_tile + get_group_id(0)) * (ulong)SORT_TILE;
+  for (uint i = lid; i < SORT_TILE; i += SORT_WG) {
+    ulong p = base + i;
+    // The sentinel is never placed below a real pair: it only ties or loses
+    // against pairs at lower positions, and ties do not swap.
+    ulong key = ULONG_MAX;
+    uint val = UINT_MAX;
+    if (p < n) {
+      key = keys[p];
+      val = vals[p];
+    }
+    lk[SORT_PAD(i)] = key;
+    lv[SORT_PAD(i)] = val;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const int logt = 31 - (int)clz((uint)SORT_TILE);
+  if (full) {
+    for (int logk = 1; logk <= logt; logk++) sort_local_merge(lk, lv, logk - 1, 1, lid);
+  } else {
+    sort_local_merge(lk, lv, logt - 1, 0, lid);
+  }
+  for (uint i = lid; i < SORT_TILE; i += SORT_WG) {
+    ulong p = base + i;
+    if (p < n) {
+      keys[p] = lk[SORT_PAD(i)];
+      vals[p] = lv[SORT_PAD(i)];
+    }
+  }
+}
+
+// ---- global memory --------------------------------------------------------
+
+// One pass over global memory running LOGR stages from stride 2^logj
+// (>= SORT_TILE) down, each work-item holding one group of R pairs in
+// registers: a long merge costs one trip through memory per LOGR stages
+// instead of one per stage. Work-items are numbered from first so the host
+// can split a launch; those whose lowest position is past n have nothing
+// to do.
+#define SORT_GLOBAL_KERNEL(R, LOGR)                                                  \
+  __kernel void sort_global_##R(__global ulong *keys, __global uint *vals, ulong n, \
+                                uint logj, int flip, ulong first) {                 \
+    const ulong w = first + get_global_id(0);                                        \
+    SORT_GROUP(ulong, w, logj, LOGR, flip, lo, hi, step)                             \
+    if (lo >= n) return;                                                             \
+    ulong rk[R];                                                                     \
+    uint rv[R];                                                                      \
+    _Pragma("unroll") for (uint t = 0; t < R; t++) {                                 \
+      ulong p = t < R / 2 ? lo + t * step : hi + (t - R / 2) * step;                 \
+      ulong key = ULONG_MAX;                                                         \
+      uint val = UINT_MAX;                                                           \
+      if (p < n) {                                                                   \
+        key = keys[p];                                                               \
+        val = vals[p];                                                               \
+      }                                                                              \
+      rk[t] = key;                                                                   \
+      rv[t] = val;                                                                   \
+    }                                                                                \
+    SORT_NETWORK(R, LOGR);                                                           \
+    _Pragma("unroll") for (uint t = 0; t < R; t++) {                                 \
+      ulong p = t < R / 2 ? lo + t * step : hi + (t - R / 2) * step;                 \
+      if (p < n) {                                                                   \
+        keys[p] = rk[t];                                                             \
+        vals[p] = rv[t];                                                             \
+      }                                                                              \
+    }                                                                                \
   }
 
 SORT_GLOBAL_KERNEL(2, 1)

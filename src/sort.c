@@ -37,12 +37,15 @@ static unsigned log2_exact(uint64_t x) {
 /* Tile and work-group size come from the device alone, never from n: the
    tile is the largest power of two whose keys and values fit in local
    memory with room to spare, capped at 4096 pairs (a full tile sort already
-   runs 78 barriers); each work-item handles at least two pairs. */
+   takes 30 rounds through local memory); each work-item handles at least
+   two pairs, and eight (one register group) on a 2048-pair tile. */
 static void plan_for(const tabcl_context *ctx, sort_plan *p) {
   cl_ulong local = ctx->info.local_mem_size;
   cl_ulong room = local > 2048 ? local - 1024 : local / 2;
   unsigned tile = 4096;
-  while (tile > 2 && (cl_ulong)tile * (sizeof(cl_ulong) + sizeof(cl_uint)) > room) tile /= 2;
+  /* (cl/sort.cl adds one padding slot per 16) */
+  while (tile > 2 && (cl_ulong)(tile + tile / 16) * (sizeof(cl_ulong) + sizeof(cl_uint)) > room)
+    tile /= 2;
   if (test_tile >= 2) tile = test_tile;
   size_t cap = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < cap) cap = ctx->info.max_work_item_sizes[0];

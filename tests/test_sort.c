@@ -394,6 +394,9 @@ Test(oclgrind_sort, tiny) {
     check_random(ctx, &r, (enum dist)(i * 2 % D_COUNT), sizes[i]);
   tabcl__sort_set_test_limits(2, 4);
   check_random(ctx, &r, D_FEW_KEYS, 21);
+  /* tile 16: local rounds of 8 pairs in both the tile sort and the finish */
+  tabcl__sort_set_test_limits(16, 0);
+  check_random(ctx, &r, D_TOP_BIT, 70);
   /* tile 2 up to 512: plain passes of 4, 8 and 16 pairs too */
   tabcl__sort_set_test_limits(2, 0);
   check_random(ctx, &r, D_RANDOM, 300);
