@@ -645,6 +645,61 @@ Test(catindex, lookups_from_several_threads_on_one_index) {
   tabcl_context_destroy(ctx);
 }
 
+typedef struct fit_job {
+  tabcl_context *ctx;
+  tt_strings v, q;
+  int wrong, failed;
+} fit_job;
+
+/* BY_VALUE fits sort labels on the host with a per-thread comparator
+   context; several at once must not see each other's. */
+static void *fit_thread(void *arg) {
+  fit_job *j = arg;
+  tabcl_strings_view vv = tt_view(&j->v), qv = tt_view(&j->q);
+  catref ref;
+  catref_build(&ref, &vv, TABCL_CODES_BY_VALUE);
+  int32_t *codes = malloc((size_t)qv.length * sizeof *codes);
+  for (int rep = 0; rep < 4; rep++) {
+    tabcl_category_index *idx = NULL;
+    if (tabcl_category_index_fit(j->ctx, 1, &vv, TABCL_CODES_BY_VALUE, &idx) != TABCL_OK ||
+        tabcl_category_index_lookup(idx, 1, &qv, &codes) != TABCL_OK) {
+      j->failed++;
+    } else {
+      for (int64_t i = 0; i < qv.length; i++) j->wrong += codes[i] != catref_code(&ref, &qv, i);
+    }
+    tabcl_category_index_destroy(idx);
+  }
+  free(codes);
+  catref_free(&ref);
+  return NULL;
+}
+
+Test(catindex, fits_from_several_threads_at_once) {
+  tabcl_context *ctx = tt_context();
+  tabcl__context_set_hash_bits(ctx, 6);   /* kept collisions: the host grouping runs too */
+  tt_rng r = {tt_seed("catindex/fits_from_several_threads_at_once")};
+  enum { T = 4 };
+  fit_job jobs[T];
+  pthread_t th[T];
+  for (int t = 0; t < T; t++) {
+    jobs[t] = (fit_job){ctx, {0}, {0}, 0, 0};
+    tt_strings_init(&jobs[t].v, 0);
+    random_vocab(&r, &jobs[t].v, 300 + 100 * t, 24, 1);
+    tabcl_strings_view vv = tt_view(&jobs[t].v);
+    tt_strings_init(&jobs[t].q, 0);
+    random_queries(&r, &vv, &jobs[t].q, 400, 24);
+  }
+  for (int t = 0; t < T; t++) cr_assert_eq(pthread_create(&th[t], NULL, fit_thread, &jobs[t]), 0);
+  for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < T; t++) {
+    cr_expect_eq(jobs[t].failed, 0, "thread %d: %d fits or lookups failed", t, jobs[t].failed);
+    cr_expect_eq(jobs[t].wrong, 0, "thread %d: %d codes wrong", t, jobs[t].wrong);
+    tt_strings_free(&jobs[t].v);
+    tt_strings_free(&jobs[t].q);
+  }
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- align ------------------------------------------------------------- */
 
 Test(catindex, align_maps_dictionary_codes) {

@@ -224,7 +224,17 @@ static void sweep_data_free(sweep_data *d) {
   }
 }
 
-enum { OP_FIT, OP_LOOKUP, OP_ALIGN };
+enum { OP_FIT, OP_LOOKUP, OP_ALIGN, OP_LOOKUP_CL };
+
+static cl_mem device_copy(tabcl_context *ctx, const void *p, size_t n) {
+  cl_int err;
+  cl_mem m = clCreateBuffer(tabcl_context_cl_context(ctx), CL_MEM_READ_WRITE, n ? n : 1, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  if (p && n)
+    cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), m, CL_TRUE, 0, n, p, 0, NULL,
+                                      NULL), CL_SUCCESS);
+  return m;
+}
 
 /* which: 0 host allocations, 1 OpenCL calls. */
 static void sweep(int which, int op) {
@@ -240,6 +250,26 @@ static void sweep(int which, int op) {
   int32_t *in0 = malloc((size_t)n0 * 4);
   for (int i = 0; i < n0; i++) in0[i] = i % 7 - 1;
   tabcl_dictionary_view dv[2] = {{d.qv[0], n0, in0}, {d.qv[1], 0, NULL}};
+  /* the device-resident lookup's inputs: column 0 exactly sized (copied
+     into a padded buffer by the call), column 1 padded */
+  tabcl_strings_cl dq[2];
+  cl_mem dcodes[2];
+  for (int c = 0; c < 2; c++) {
+    const tabcl_strings_view *v = &d.qv[c];
+    int64_t bytes = v->offsets[v->length] - v->offsets[0];
+    int64_t *off = malloc((size_t)(v->length + 1) * 8);
+    for (int64_t i = 0; i <= v->length; i++) off[i] = v->offsets[i] - v->offsets[0];
+    size_t cap = c ? (size_t)(bytes + 7) / 8 * 8 + 8 : (size_t)bytes;
+    uint8_t *data = calloc(cap + 1, 1);
+    memcpy(data, v->data + v->offsets[0], (size_t)bytes);
+    dq[c] = (tabcl_strings_cl){v->length, bytes, device_copy(ctx, data, cap),
+                               device_copy(ctx, off, (size_t)(v->length + 1) * 8),
+                               v->validity ? device_copy(ctx, v->validity, (size_t)(v->length + 7) / 8)
+                                           : NULL};
+    dcodes[c] = device_copy(ctx, NULL, (size_t)v->length * 4);
+    free(off);
+    free(data);
+  }
   for (long n = 1; n < 100000; n++) {
     poison(c0, n0);
     poison(c1, n1);
@@ -249,7 +279,18 @@ static void sweep(int which, int op) {
     tabcl_status s;
     if (op == OP_FIT) s = tabcl_category_index_fit(ctx, 2, d.vv, TABCL_CODES_BY_VALUE, &fitted);
     else if (op == OP_LOOKUP) s = tabcl_category_index_lookup(idx, 2, d.qv, codes);
-    else s = tabcl_category_index_align(idx, 2, dv, codes);
+    else if (op == OP_ALIGN) s = tabcl_category_index_align(idx, 2, dv, codes);
+    else {
+      cl_event ev = NULL;
+      s = tabcl_category_index_lookup_cl(idx, 2, dq, dcodes, 0, NULL, &ev);
+      if (s == TABCL_OK) {
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+      } else {
+        cr_expect_null(ev, "failure %ld handed out an event", n);
+      }
+      clFinish(tabcl_context_cl_queue(ctx));
+    }
     int fired = tabcl__fault_fired();
     tabcl__fault_reset();
     if (!fired) {
@@ -265,12 +306,34 @@ static void sweep(int which, int op) {
     }
     cr_expect_neq(strlen(tabcl_last_error()), 0, "failure %ld gave no message", n);
     if (op == OP_FIT) cr_expect_eq(fitted, (tabcl_category_index *)&base, "failure %ld changed *out", n);
-    else cr_expect(poisoned(c0, n0) && poisoned(c1, n1), "failure %ld wrote codes", n);
+    else if (op != OP_LOOKUP_CL)
+      cr_expect(poisoned(c0, n0) && poisoned(c1, n1), "failure %ld wrote codes", n);
     tt_expect_no_leak(base);
     if (n % 7 == 1) /* the index (and context) still work; not every time, to stay fast */
       cat_expect_lookup(idx, 2, d.vv, TABCL_CODES_BY_POSITION, d.qv, "after a failure");
   }
   cat_expect_lookup(idx, 2, d.vv, TABCL_CODES_BY_POSITION, d.qv, "after the sweep");
+  if (op == OP_LOOKUP_CL) {
+    /* the last, fault-free run wrote every code */
+    catref ref;
+    for (int c = 0; c < 2; c++) {
+      int32_t *got = malloc((size_t)d.qv[c].length * 4);
+      cr_assert_eq(clEnqueueReadBuffer(tabcl_context_cl_queue(ctx), dcodes[c], CL_TRUE, 0,
+                                       (size_t)d.qv[c].length * 4, got, 0, NULL, NULL), CL_SUCCESS);
+      catref_build(&ref, &d.vv[c], TABCL_CODES_BY_POSITION);
+      int bad = 0;
+      for (int64_t i = 0; i < d.qv[c].length; i++) bad += got[i] != catref_code(&ref, &d.qv[c], i);
+      cr_expect_eq(bad, 0, "column %d: %d device codes wrong", c, bad);
+      catref_free(&ref);
+      free(got);
+    }
+  }
+  for (int c = 0; c < 2; c++) {
+    clReleaseMemObject(dq[c].data);
+    clReleaseMemObject(dq[c].offsets);
+    if (dq[c].validity) clReleaseMemObject(dq[c].validity);
+    clReleaseMemObject(dcodes[c]);
+  }
   tabcl_category_index_destroy(idx);
   free(c0);
   free(c1);
@@ -285,4 +348,6 @@ Test(catindex_faults, lookup_host_allocations) { sweep(0, OP_LOOKUP); }
 Test(catindex_faults, lookup_opencl_calls) { sweep(1, OP_LOOKUP); }
 Test(catindex_faults, align_host_allocations) { sweep(0, OP_ALIGN); }
 Test(catindex_faults, align_opencl_calls) { sweep(1, OP_ALIGN); }
+Test(catindex_faults, device_lookup_host_allocations) { sweep(0, OP_LOOKUP_CL); }
+Test(catindex_faults, device_lookup_opencl_calls) { sweep(1, OP_LOOKUP_CL); }
 #endif
