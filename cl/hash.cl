@@ -9,7 +9,8 @@
 //               owns accumulators 2p and 2p+1 and reads 16 bytes of each
 //               64-byte stripe, so a team reads whole stripes.
 //               hash_team_all does the same over every label of a column
-//               of mostly long labels, without the listing pass.
+//               of longer labels (also splitting 17..240-byte labels over
+//               the four lanes), without the listing pass.
 //   hash_group  a work-group per label of group_min bytes or more. The
 //               stripe step only adds into the accumulators, so the sums of
 //               many 1 KiB blocks are formed in parallel (one team a block)
@@ -261,6 +262,7 @@ inline ulong xxh_team_part(__global const ulong *w, __local const ulong *sec, ul
   }
   uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
   ulong at = pos + blocks * XXH_BLOCK;
+#pragma unroll 4
   for (uint s = 0; s < tail; s++)
     xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
   xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p), xxh_lsec(sec, 129 + 16 * p),
@@ -305,16 +307,41 @@ __kernel void hash_team(__global const ulong *w, __global const long *offsets, u
   }
 }
 
-// A column whose labels are mostly long (an average over 240 bytes): a
-// team takes every label in turn, so no listing pass reads the offsets
-// first. A short label is hashed by the team's first lane; a label of
-// group_min bytes or more is listed for hash_group (list[huge_at..]).
+// Lane p's share of a label of 17..240 bytes (XXH3's mid paths), so a
+// team reads each 16-byte chunk once, side by side. Up to 128 bytes lane
+// p takes chunk pair p (from the front and from the back); above, chunks
+// 2p and 2p+1 of the first eight go to *a and every fourth later chunk
+// (and, for lane 0, the last 16 bytes) to *b, which is added after the
+// first eight's avalanche.
+inline void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong seed,
+                          ulong *a, ulong *b) {
+  if (len <= 128) {
+    *a = len > 32 * p ? xxh_mix16(w, pos + 16 * p, 32 * p, seed) +
+                            xxh_mix16(w, pos + len - 16 * (p + 1), 32 * p + 16, seed)
+                      : 0;
+    *b = 0;
+    return;
+  }
+  *a = xxh_mix16(w, pos + 32 * p, 32 * p, seed) + xxh_mix16(w, pos + 32 * p + 16, 32 * p + 16, seed);
+  ulong x = 0;
+  uint rounds = len / 16;
+  for (uint i = 8 + p; i < rounds; i += 4) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  if (p == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
+  *b = x;
+}
+
+// A column of mostly longer labels (an average over 48 bytes): a team
+// takes every label in turn, with no listing pass over the offsets first.
+// Labels of up to 16 bytes are hashed by the team's first lane, 17 and up
+// by the four lanes together; a label of group_min bytes or more is
+// listed for hash_group (list[huge_at..]). scratch holds two words per
+// work-item and then the 24-word secret.
 __kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
                             uint count, ulong seed, ulong mask, __global ulong *out,
                             ulong out_off, ulong nbytes, __global uint *list,
                             __global uint *counts, uint huge_at, ulong group_min,
                             __local ulong *scratch) {
-  __local ulong *sec = scratch + get_local_size(0);   // as in hash_team
+  __local ulong *sec = scratch + 2 * get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
   uint lid = (uint)get_local_id(0), p = lid & 3;
@@ -322,24 +349,32 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
   for (uint t0 = (uint)get_group_id(0) * teams; t0 < count;
        t0 += (uint)get_num_groups(0) * teams) {
     uint t = t0 + lid / 4;
-    ulong len = 0, part = 0;
-    int team_long = 0;
+    ulong len = 0, a = 0, b = 0;
+    int shared = 0;   // the four lanes' parts make the hash
     if (t < count) {
       ulong pos = xxh_span(offsets, base + t, nbytes, &len);
-      if (len <= XXH_SHORT_MAX) {
+      if (len <= 16) {
         if (p == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
+      } else if (len <= XXH_SHORT_MAX) {
+        shared = 1;
+        xxh_mid_parts(w, pos, (uint)len, p, seed, &a, &b);
       } else if (len >= group_min) {
         // At most one label in group_min bytes: a plain atomic is cheap.
         if (p == 0) list[huge_at + atomic_add(&counts[1], 1u)] = t;
       } else {
-        team_long = 1;
-        part = xxh_team_part(w, sec, pos, len, p);
+        shared = 1;
+        a = xxh_team_part(w, sec, pos, len, p);
       }
     }
-    scratch[lid] = part;
+    scratch[2 * lid] = a;
+    scratch[2 * lid + 1] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (team_long && p == 0) {
-      ulong h = len * XXH_P64_1 + scratch[lid] + scratch[lid + 1] + scratch[lid + 2] + scratch[lid + 3];
+    if (shared && p == 0) {
+      ulong sa = len * XXH_P64_1 + scratch[2 * lid] + scratch[2 * lid + 2] + scratch[2 * lid + 4] +
+                 scratch[2 * lid + 6];
+      ulong sb = scratch[2 * lid + 1] + scratch[2 * lid + 3] + scratch[2 * lid + 5] + scratch[2 * lid + 7];
+      // 129..240 bytes: the first eight chunks are avalanched on their own.
+      ulong h = len > 128 && len <= XXH_SHORT_MAX ? xxh3_avalanche(sa) + sb : sa;
       out[out_off + base + t] = xxh3_avalanche(h) & mask;
     }
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -11,6 +11,11 @@
    keep the device waiting; a work-group takes up to 64 blocks at once. */
 #define GROUP_MIN_DEFAULT 8192
 #define SHORT_MAX 240
+/* Below this average one work-item a label reads well enough on a GPU:
+   neighbours' labels lie within a few cache lines of each other. A CPU
+   gains nothing from lanes reading side by side, only barriers, so there
+   teams take every label only when most are long. */
+#define MID_AVG_GPU 48
 
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
@@ -88,17 +93,23 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
   hash_run r;
   memset(&r, 0, sizeof r);
-  /* A column of mostly long labels skips the listing pass: teams take
-     every label (hash_team_all). Otherwise one work-item a label lists the
-     long ones for the teams (hash_short_list, hash_team). */
-  int team_all = any_long && s->bytes / s->length > SHORT_MAX && s->bytes / s->length < gmin;
+  /* A column of longer labels (an average over mid_avg bytes, below the
+     work-group threshold) goes to teams of four lanes label by label
+     (hash_team_all): they read a label's chunks side by side, and no
+     listing pass reads the offsets first. Otherwise one work-item a label
+     hashes what it can and lists the long ones for the teams
+     (hash_short_list, hash_team). */
+  int64_t avg = s->bytes / s->length;
+  int64_t mid_avg = ctx->info.is_cpu ? SHORT_MAX : MID_AVG_GPU;
+  int team_all = s->max_label > 16 && avg > mid_avg && avg < gmin;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
   const char *team_name = team_all ? "hash_team_all" : "hash_team";
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;
-  if (!st && any_long) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
-  if (!st && any_long) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
+  int teams_used = any_long || team_all;
+  if (!st && teams_used) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
+  if (!st && teams_used) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
   if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_group", &r.group);
   if (!st && any_huge) {
     /* Four work-items a block, as many blocks as the longest label has (up
@@ -112,11 +123,11 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     }
     r.wg_group = tabcl__wg_size(ctx, r.group, want);
   }
-  if (!st && (r.wg_short < 8 || (any_long && r.wg_team < 8) || (any_huge && r.wg_group < 8)))
+  if (!st && (r.wg_short < 8 || (teams_used && r.wg_team < 8) || (any_huge && r.wg_group < 8)))
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   int64_t slice_max = s->length < per ? s->length : per;
-  if (!st && any_long) {
+  if (!st && teams_used) {
     /* Each list holds at most one entry per label, and no more labels than
        the bytes allow; hash_team_all needs only the list of huge labels.
        The lists are zeroed at creation from the host: oclgrind 21.10 took
@@ -146,7 +157,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     const cl_event *wl = first ? wait : NULL;
     first = 0;
     int last = base + n >= s->length;
-    if (any_long) {
+    if (teams_used) {
       /* Fresh zeroed counters for each slice, made zero at creation: no
          enqueued fill (oclgrind 21.10 marks filled bytes uninitialised),
          and the buffer still in use by the previous slice is released
@@ -181,7 +192,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
                           TABCL_ARG(r.counts), TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg),
-                          TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
+                          TABCL_LOCAL((2 * r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {

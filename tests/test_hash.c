@@ -146,7 +146,12 @@ Test(hash_device, every_length_to_300_unaligned) {
       free(b);
     }
     tabcl_strings_view v = tt_view(&s);
-    check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, 0);
+    cr_assert_gt(v.offsets[v.length] - v.offsets[0], 48 * v.length);
+    check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, 0); /* on a GPU teams take every label */
+    for (int i = 0; i < 4000; i++) tt_strings_push(&s, "z", 1);
+    v = tt_view(&s);
+    cr_assert_lt(v.offsets[v.length] - v.offsets[0], 48 * v.length);
+    check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, 0); /* long labels listed for teams */
     tt_strings_free(&s);
   }
   tabcl_context_destroy(ctx);
@@ -170,6 +175,11 @@ Test(hash_device, boundaries_every_start) {
   tabcl_strings_view v = tt_view(&s);
   check_device(ctx, &v, 1, 12345, ~0ULL, 0);
   check_device(ctx, &v, 2, 0, ~0ULL, 3);
+  /* the same labels among many short ones: the listing path */
+  for (int i = 0; i < 100000; i++) tt_strings_push(&s, "short", (size_t)(i % 6));
+  v = tt_view(&s);
+  cr_assert_lt(v.offsets[v.length] - v.offsets[0], 48 * v.length);
+  check_device(ctx, &v, 3, 777, ~0ULL, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
