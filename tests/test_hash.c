@@ -259,7 +259,12 @@ Test(hash_device, huge_among_short) {
     tt_strings_push(&s, lab, (size_t)n);
   }
   tabcl_strings_view v = tt_view(&s);
+  tabcl_stats before, after;
+  tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
+  tabcl_context_stats(ctx, &after);
+  /* one work-item a label, the (empty) team pass, and a work-group for the huge label */
+  cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
   tt_strings_free(&s);
 
   tabcl__hash_tune(1500, 8);
