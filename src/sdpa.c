@@ -102,9 +102,13 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   const int ntf = dp > 128 ? 4 : 2;
   /* The output's float4 columns split evenly over a power of two of work-items. */
   const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
-  /* Largest query tile first (each K/V tile is reused by more queries),
-     then the largest key tile (fewer barriers per key). */
-  static const int cand[][2] = {{64, 32}, {64, 16}, {32, 32}, {32, 16}, {16, 16}, {16, 8}};
+  /* Preferred first: key tiles of 32 or more (fewer barriers and softmax
+     passes per FLOP, four keys per work-item in S), then the larger query
+     tile (each K/V tile reused by more queries). With 48 KiB of local
+     memory this gives 64 x 64 for head dims up to 32, 64 x 32 up to 64,
+     32 x 32 up to 128 and 16 x 16 up to 256 in f32. */
+  static const int cand[][2] = {{64, 64}, {64, 32}, {32, 32}, {64, 16},
+                                {32, 16}, {16, 16}, {16, 8}};
   size_t maxwg = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < maxwg) maxwg = ctx->info.max_work_item_sizes[0];
   for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {

@@ -261,6 +261,33 @@ Test(sdpa, lengths_and_head_dims_f32) {
   tabcl_context_destroy(ctx);
 }
 
+/* The tile shapes other devices get (PoCL's large local memory picks the
+   largest everywhere): shrink the context's local memory to force them. */
+Test(sdpa, tile_shapes_of_smaller_devices) {
+  tt_rng r = {tt_seed("sdpa.tile_shapes_of_smaller_devices")};
+  tabcl_context *ctx = tt_context();
+  /* local memory, dtype, head dim: one of each distinct tile shape
+     (48 KiB is NVIDIA's: 64x32, 32x32 with 64 work-items, 16x16 with four
+     work-items per query row; then 32x16, 16x8, and 16x16 with 32
+     work-items and two queries per work-item in P V). */
+  static const struct { cl_ulong local; int dtype, dim; } cfg[] = {
+      {49152, TABCL_F32, 64},  {49152, TABCL_F32, 128}, {49152, TABCL_F32, 256},
+      {32768, TABCL_F32, 128}, {32768, TABCL_F32, 256}, {16384, TABCL_F32, 80},
+      {49152, TABCL_F64, 64}};
+  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+    ctx->info.local_mem_size = cfg[i].local;
+    tabcl__sdpa_tiles t;
+    if (cfg[i].dtype == TABCL_F64 && !has_fp64(ctx)) continue;
+    cr_assert(tabcl__sdpa_choose_tiles(ctx, (tabcl_dtype)cfg[i].dtype, cfg[i].dim, &t));
+    tabcl_sdpa_desc d = desc_of(1, 40 + (int)tt_below(&r, 40), 40 + (int)tt_below(&r, 60), 2, 1,
+                                cfg[i].dim, (tabcl_dtype)cfg[i].dtype);
+    d.causal = (int)tt_below(&r, 2);
+    d.mask = (tabcl_mask_kind)tt_below(&r, 3);
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "tile shape"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
 Test(sdpa, sixteen_bit_dtypes) {
   tt_rng r = {tt_seed("sdpa.sixteen_bit_dtypes")};
   tabcl_context *ctx = tt_context();
@@ -682,6 +709,21 @@ Test(oclgrind_sdpa, fused_variants) {
     d.causal = dt & 1;
     d.mask_head_broadcast = dt == 2;
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind fused"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(oclgrind_sdpa, small_tiles) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.small_tiles")};
+  tabcl_context *ctx = tt_context();
+  /* 16 KiB: 64 x 16 for head dim 16, 16 x 8 with 64 work-items for 128 */
+  ctx->info.local_mem_size = 16384;
+  static const int dims[] = {16, 128};
+  for (int i = 0; i < 2; i++) {
+    tabcl_sdpa_desc d = desc_of(1, 3, 19, 1, 1, dims[i], TABCL_F32);
+    d.causal = i;
+    d.mask = TABCL_MASK_ADD;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind small tiles"));
   }
   tabcl_context_destroy(ctx);
 }
