@@ -251,6 +251,31 @@ def bench_tables(tab, peer):
     return out
 
 
+def summary(tab, peer):
+    """Per family and peer figure: in how many cases tabcl is the faster."""
+    counts = OrderedDict()
+    for (b, c), ms in peer.items():
+        for p in ms.values():
+            t = counterpart(tab.get((b, c), OrderedDict()), p)
+            if not t:
+                continue
+            r, faster = ratio(t, p)
+            if r is None:
+                continue
+            k = counts.setdefault((b, p["metric"], t["metric"]), [0, 0, []])
+            k[0] += 1 if faster else 0
+            k[1] += 1
+            k[2].append(r)
+    if not counts:
+        return []
+    out = ["## Summary", "", "| family | peer figure | tabcl figure | tabcl faster in | tabcl/peer, range |",
+           "|---|---|---|---|---|"]
+    for (b, pm, tm), (won, n, rs) in sorted(counts.items(), key=lambda kv: (
+            BENCH_ORDER.index(kv[0][0]) if kv[0][0] in BENCH_ORDER else 99, kv[0])):
+        out.append("| %s | %s | %s | %d of %d cases | %s to %s |" % (b, pm, tm, won, n, fmt(min(rs)), fmt(max(rs))))
+    return out + [""]
+
+
 def pick(tab, peer, bench, case, peer_metric):
     p = peer.get((bench, case), {}).get(peer_metric)
     t = counterpart(tab.get((bench, case), OrderedDict()), p) if p else None
@@ -271,7 +296,7 @@ def targets(tab, peer):
             continue
         r, faster = ratio(t, p)
         ok = ok and bool(faster)
-        ev.append("%s: %s/%s = %s" % (c, fig(t), fig(p), fmt(r)))
+        ev.append("%s: tabcl %s, torch %s (%s)" % (c, fig(t), fig(p), fmt(r)))
     rows.append(("lookup faster than the PyTorch-native GPU lookup, every case", "; ".join(ev) or "no data",
                  verdict(ok, known)))
     # >= 100x faster than pandas on 100,000-row queries; judged against
@@ -395,6 +420,7 @@ def main():
     out += ["", "tabcl/peer: for times, below 1 means tabcl is faster; for rates (GB/s, TFLOP/s, "
             "Gpairs/s), above 1 means tabcl is faster. tabcl: OpenCL profiling events; GPU peers: "
             "CUDA events; host peers: wall clock. Medians of repeated runs after warm-ups.", ""]
+    out += summary(tab, peer)
     out += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
     for t, e, v in targets(tab, peer):
         out.append("| %s | %s | %s |" % (t, e, v))

@@ -123,6 +123,7 @@ peer() {
     --jsonl "$OUT/peers.jsonl" '"$3"' >>"$LOG" 2>&1'
 }
 tabcl_bench copy 60
+tabcl_bench hash 90
 tabcl_bench sort 90
 peer sort_torch.py 60 '--dump "$DUMP"'
 tabcl_bench lookup 120
@@ -130,7 +131,6 @@ peer lookup_torch.py 90 '--dump "$DUMP"'
 peer lookup_host.py 90 '--dump "$DUMP"'
 tabcl_bench attention 150
 peer attention_torch.py 120 '--cases-from "$OUT/tabcl.jsonl"'
-tabcl_bench hash 90
 
 if [ ${#FAILED[@]} -eq 0 ]; then
   SUMMARY="every step ran"
