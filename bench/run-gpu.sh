@@ -13,7 +13,8 @@
 # a step that fails or runs out of time is logged and the run goes on.
 # --quick passes --quick everywhere: a smoke run on a CPU (PoCL, and torch
 # without CUDA), with a budget of 900 s by default.
-# Environment: PYTHON (a python with torch, numpy, pandas; found if unset),
+# Environment: PYTHON (a python with torch and numpy, and pandas and pyarrow
+# for the host peers; found if unset),
 # TABCL_BENCH_BUILD (build folder; a fresh one in /tmp if unset),
 # TABCL_BENCH_DUMP (dump folder, /tmp/tabcl-dump by default; emptied first).
 set -u
@@ -77,10 +78,32 @@ step() {
   return $rc
 }
 
+# Which python: PYTHON, else the first with torch and numpy. Its versions go
+# in the report.
+versions() {
+  "$1" - <<'PYEOF' 2>/dev/null
+import importlib, sys
+v, ok = ["python " + sys.version.split()[0]], True
+for m in ("torch", "numpy", "pandas", "pyarrow"):
+    try:
+        mod = importlib.import_module(m)
+        extra = " (CUDA %s)" % mod.version.cuda if m == "torch" else ""
+        v.append("%s %s%s" % (m, mod.__version__, extra))
+    except Exception:
+        v.append("%s missing" % m)
+        ok = ok and m not in ("torch", "numpy")
+print(", ".join(v))
+sys.exit(0 if ok else 1)
+PYEOF
+}
 PY=${PYTHON:-}
-if [ -z "$PY" ]; then
+PYVER=""
+if [ -n "$PY" ]; then
+  PYVER=$(versions "$PY")
+else
   for c in python3 /usr/bin/python3 python; do
-    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import torch, numpy, pandas' >/dev/null 2>&1; then
+    command -v "$c" >/dev/null 2>&1 || continue
+    if PYVER=$(versions "$c"); then
       PY=$c
       break
     fi
@@ -88,7 +111,7 @@ if [ -z "$PY" ]; then
 fi
 if [ -z "$PY" ]; then
   PY=python3
-  log "no python with torch, numpy and pandas found: the peers will fail"
+  log "no python with torch and numpy found: the peers will fail"
 fi
 export OUT LOG BUILD DUMP QUICK PY ROOT JOBS
 
@@ -99,7 +122,6 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   SMI=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
   [ -n "$SMI" ] && NOTES+=("nvidia-smi: $SMI") && log "nvidia-smi: $SMI"
 fi
-PYVER=$("$PY" -c 'import sys, torch, pandas; print("python %s, torch %s (CUDA %s), pandas %s" % (sys.version.split()[0], torch.__version__, torch.version.cuda, pandas.__version__))' 2>/dev/null)
 [ -n "$PYVER" ] && NOTES+=("$PYVER") && log "$PYVER"
 
 step build 240 '
