@@ -246,9 +246,10 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                        nwait);
   for (int c = 0; c < ncols; c++) {
     const tabcl_strings_cl *v = &queries[c];
-    if (v->length < 0 || v->bytes < 0)
-      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: length %lld, bytes %lld", fn, c,
-                         (long long)v->length, (long long)v->bytes);
+    if (v->length < 0 || v->bytes < 0 || v->max_label < 0)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                         "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
+                         (long long)v->length, (long long)v->bytes, (long long)v->max_label);
     if (!v->length) continue;
     if (((v->bytes || v->data) &&
          (st = check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
@@ -269,8 +270,11 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   cl_mem *copies = tabcl__calloc((size_t)ncols, sizeof *copies);
   if (!copies) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
   for (int c = 0; c < ncols && !st; c++) {
-    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, queries[c].bytes,
-                             queries[c].data, queries[c].offsets, queries[c].validity};
+    int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
+                          ? queries[c].max_label
+                          : queries[c].bytes;
+    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, longest, queries[c].data,
+                             queries[c].offsets, queries[c].validity};
     if (!q[c].length) continue;
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */

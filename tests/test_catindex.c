@@ -774,11 +774,14 @@ static cl_mem make_buffer(tabcl_context *ctx, size_t bytes, const void *host) {
 
 /* A view on the device, offsets rebased; pad > 0 sizes data for word reads. */
 static tabcl_strings_cl to_device(tabcl_context *ctx, const tabcl_strings_view *v, int pad) {
-  tabcl_strings_cl d = {v->length, 0, NULL, NULL, NULL};
+  tabcl_strings_cl d = {v->length, 0, NULL, NULL, NULL, 0};
   int64_t first = v->offsets[0];
   d.bytes = v->offsets[v->length] - first;
   int64_t *off = malloc((size_t)(v->length + 1) * sizeof *off);
   for (int64_t i = 0; i <= v->length; i++) off[i] = v->offsets[i] - first;
+  /* the padded column also says how long its longest label is; the other leaves it unknown */
+  for (int64_t i = 0; pad && i < v->length; i++)
+    if (off[i + 1] - off[i] > d.max_label) d.max_label = off[i + 1] - off[i];
   size_t cap = pad ? ((size_t)d.bytes + 7) / 8 * 8 + 8 : (size_t)d.bytes;
   uint8_t *data = calloc(cap ? cap : 1, 1);
   if (d.bytes) memcpy(data, v->data + first, (size_t)d.bytes);
@@ -844,6 +847,10 @@ Test(catindex, device_resident_lookup) {
                TABCL_INVALID_ARGUMENT);
   cr_expect(strstr(tabcl_last_error(), "column 1") != NULL, "%s", tabcl_last_error());
   cr_expect_eq(tabcl_category_index_lookup_cl(idx, 1, dq, out, 0, NULL, NULL), TABCL_INVALID_ARGUMENT);
+  tabcl_strings_cl negative[2] = {dq[0], dq[1]};
+  negative[0].max_label = -1;
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, negative, out, 0, NULL, NULL),
+               TABCL_INVALID_ARGUMENT);
   tabcl_strings_cl nulled[2] = {dq[0], dq[1]};
   nulled[1].offsets = NULL;
   cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, nulled, out, 0, NULL, NULL),
@@ -875,7 +882,7 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
   tabcl_category_index *idx = NULL;
   tt_assert_ok(tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx));
   int64_t qoff[4] = {0, 0, 0, 0};
-  tabcl_strings_cl q = {3, 0, NULL, make_buffer(ctx, sizeof qoff, qoff), NULL};
+  tabcl_strings_cl q = {3, 0, NULL, make_buffer(ctx, sizeof qoff, qoff), NULL, 0};
   cl_mem out = make_buffer(ctx, 12, NULL);
   tt_assert_ok(tabcl_category_index_lookup_cl(idx, 1, &q, &out, 0, NULL, NULL));
   int32_t got[3] = {7, 7, 7};

@@ -265,7 +265,8 @@ static void sweep(int which, int op) {
     dq[c] = (tabcl_strings_cl){v->length, bytes, device_copy(ctx, data, cap),
                                device_copy(ctx, off, (size_t)(v->length + 1) * 8),
                                v->validity ? device_copy(ctx, v->validity, (size_t)(v->length + 7) / 8)
-                                           : NULL};
+                                           : NULL,
+                               0};
     dcodes[c] = device_copy(ctx, NULL, (size_t)v->length * 4);
     free(off);
     free(data);

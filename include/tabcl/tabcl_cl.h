@@ -41,6 +41,8 @@ typedef struct tabcl_strings_cl {
   cl_mem data;
   cl_mem offsets;
   cl_mem validity;
+  int64_t max_label;   /* the longest label in bytes, or 0 when unknown (bytes is assumed);
+                          never less than the longest label: it picks the hash kernels */
 } tabcl_strings_cl;
 
 /* tabcl_category_index_lookup with queries and codes on the device: codes[c]

@@ -165,6 +165,7 @@ static tabcl_status upload(tabcl_context *ctx, const lk_case *k, int ncols, cons
     size_t bytes = (size_t)(k->q * k->len), padded = tabcl__round_up(bytes, 8) + 8;
     d->q[c].length = k->q;
     d->q[c].bytes = (int64_t)bytes;
+    d->q[c].max_label = k->len;
     s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &d->q[c].data, "bench queries");
     if (!s) s = tabcl__fill_zero(ctx, d->q[c].data, padded);
     if (!s) s = tabcl__write(ctx, d->q[c].data, 0, bytes, cols[c].qdata);
