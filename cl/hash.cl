@@ -174,11 +174,11 @@ __kernel void hash_short(__global const ulong *w, __global const long *offsets, 
 }
 
 // The same, for a column with longer labels: those are listed for
-// hash_team (list[0..]) and hash_group (list[huge_at..]) instead.
+// hash_team (mid_list) and hash_group (huge_list) instead.
 __kernel void hash_short_list(__global const ulong *w, __global const long *offsets, ulong base,
                               uint count, ulong seed, ulong mask, __global ulong *out,
-                              ulong out_off, ulong nbytes, __global uint *list,
-                              __global uint *counts, uint huge_at, ulong group_min) {
+                              ulong out_off, ulong nbytes, __global uint *mid_list,
+                              __global uint *huge_list, __global uint *counts, ulong group_min) {
   __local uint local_n[2], local_base[2];
   uint lid = (uint)get_local_id(0);
   uint i = (uint)get_global_id(0);
@@ -201,7 +201,7 @@ __kernel void hash_short_list(__global const ulong *w, __global const long *offs
   barrier(CLK_LOCAL_MEM_FENCE);
   if (lid < 2 && local_n[lid] > 0) local_base[lid] = atomic_add(&counts[lid], local_n[lid]);
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (which >= 0) list[(which ? huge_at : 0) + local_base[which] + slot] = i;
+  if (which >= 0) (which ? huge_list : mid_list)[local_base[which] + slot] = i;
 }
 
 // The secret the long path uses: each 16-byte pair of the default one
@@ -334,13 +334,12 @@ inline void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, 
 // takes every label in turn, with no listing pass over the offsets first.
 // Labels of up to 16 bytes are hashed by the team's first lane, 17 and up
 // by the four lanes together; a label of group_min bytes or more is
-// listed for hash_group (list[huge_at..]). scratch holds two words per
+// listed for hash_group (huge_list). scratch holds two words per
 // work-item and then the 24-word secret.
 __kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
                             uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *list,
-                            __global uint *counts, uint huge_at, ulong group_min,
-                            __local ulong *scratch) {
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, __local ulong *scratch) {
   __local ulong *sec = scratch + 2 * get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -360,7 +359,7 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
         xxh_mid_parts(w, pos, (uint)len, p, seed, &a, &b);
       } else if (len >= group_min) {
         // At most one label in group_min bytes: a plain atomic is cheap.
-        if (p == 0) list[huge_at + atomic_add(&counts[1], 1u)] = t;
+        if (p == 0) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         shared = 1;
         a = xxh_team_part(w, sec, pos, len, p);
@@ -386,7 +385,7 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
 // 24-word secret; the work-group size is a multiple of 4 and at least 8.
 __kernel void hash_group(__global const ulong *w, __global const long *offsets, ulong base,
                          ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                         __global const uint *list, __global const uint *counts, uint huge_at,
+                         __global const uint *huge_list, __global const uint *counts,
                          __local ulong *scratch) {
   __local ulong *sec = scratch + 2 * get_local_size(0) + 8;   // see hash_team
   xxh_derive(sec, seed);
@@ -397,7 +396,7 @@ __kernel void hash_group(__global const ulong *w, __global const long *offsets, 
   __local ulong *accs = scratch + 8 * teams;     // [8]
   uint n = counts[1];
   for (uint h = (uint)get_group_id(0); h < n; h += (uint)get_num_groups(0)) {
-    uint idx = list[huge_at + h];
+    uint idx = huge_list[h];
     ulong pos = (ulong)offsets[base + idx];
     ulong len = (ulong)offsets[base + idx + 1] - pos;
     ulong blocks = (len - 1) / XXH_BLOCK;

@@ -51,15 +51,16 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx) {
 typedef struct hash_run {
   cl_kernel shortk, team, group;
   size_t wg_short, wg_team, wg_group;
-  cl_mem list, counts;
-  cl_uint list_cap, huge_at;
+  cl_mem mid, huge, counts;       /* lists of long labels' indices, their counts */
+  cl_uint mid_cap, huge_cap;
 } hash_run;
 
 static void run_release(hash_run *r) {
   tabcl__kernel_release(r->shortk);
   tabcl__kernel_release(r->team);
   tabcl__kernel_release(r->group);
-  tabcl__buffer_release(r->list);
+  tabcl__buffer_release(r->mid);
+  tabcl__buffer_release(r->huge);
   tabcl__buffer_release(r->counts);
 }
 
@@ -130,20 +131,26 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   if (!st && teams_used) {
     /* Each list holds at most one entry per label, and no more labels than
        the bytes allow; hash_team_all needs only the list of huge labels.
-       The lists are zeroed at creation from the host: oclgrind 21.10 took
-       entries the kernels had written into a fresh list as uninitialised
-       when an earlier call's buffers had been released. */
-    uint64_t mid_cap = team_all ? 0 : (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
+       That one is zeroed at creation from the host (it is short: one entry
+       per group_min bytes): oclgrind 21.10 took entries the kernels had
+       written into it as uninitialised once an earlier call's buffers had
+       been released. */
+    uint64_t mid_cap = team_all ? 1 : (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
     uint64_t huge_cap = (uint64_t)(s->bytes / gmin) + 1;
     if (mid_cap > (uint64_t)slice_max) mid_cap = (uint64_t)slice_max;
     if (huge_cap > (uint64_t)slice_max) huge_cap = (uint64_t)slice_max;
-    r.huge_at = (cl_uint)mid_cap;
-    r.list_cap = (cl_uint)(mid_cap + huge_cap);
-    cl_uint *zeros = tabcl__calloc(r.list_cap, sizeof *zeros);
-    if (!zeros) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
-    else st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                   (size_t)r.list_cap * sizeof(cl_uint), zeros, &r.list,
-                                   "long-label list");
+    r.mid_cap = (cl_uint)mid_cap;
+    r.huge_cap = (cl_uint)huge_cap;
+    if (!team_all)
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)mid_cap * sizeof(cl_uint), NULL,
+                                &r.mid, "long-label list");
+    cl_uint *zeros = st ? NULL : tabcl__calloc(r.huge_cap, sizeof *zeros);
+    if (!st && !zeros)
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
+    if (!st)
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                (size_t)huge_cap * sizeof(cl_uint), zeros, &r.huge,
+                                "huge-label list");
     tabcl__free(zeros);
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
@@ -174,8 +181,8 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     else if (any_long)
       st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
-                          TABCL_ARG(r.counts), TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg));
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.mid),
+                          TABCL_ARG(r.huge), TABCL_ARG(r.counts), TABCL_ARG(gmin_arg));
     else
       st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
@@ -190,30 +197,30 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.list),
-                          TABCL_ARG(r.counts), TABCL_ARG(r.huge_at), TABCL_ARG(gmin_arg),
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.huge),
+                          TABCL_ARG(r.counts), TABCL_ARG(gmin_arg),
                           TABCL_LOCAL((2 * r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {
-      uint64_t items = (uint64_t)r.huge_at;
+      uint64_t items = (uint64_t)r.mid_cap;
       size_t teams = r.wg_team / 4;
       size_t groups = groups_for(ctx, (items + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
-                          TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
+                          TABCL_ARG(out_off), TABCL_ARG(r.mid), TABCL_ARG(r.counts),
                           TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
     if (!st && any_huge) {
-      size_t groups = groups_for(ctx, (uint64_t)(r.list_cap - r.huge_at), 4096 / r.wg_group);
+      size_t groups = groups_for(ctx, (uint64_t)r.huge_cap, 4096 / r.wg_group);
       size_t g = groups * r.wg_group;
       st = TABCL_SET_ARGS(r.group, "hash_group", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
-                          TABCL_ARG(out_off), TABCL_ARG(r.list), TABCL_ARG(r.counts),
-                          TABCL_ARG(r.huge_at), TABCL_LOCAL((2 * r.wg_group + 8 + 24) * sizeof(cl_ulong)));
+                          TABCL_ARG(out_off), TABCL_ARG(r.huge), TABCL_ARG(r.counts),
+                          TABCL_LOCAL((2 * r.wg_group + 8 + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.group, 1, &g, &r.wg_group, 0, NULL, last ? ev : NULL,
                                   "hash_group");
     }
