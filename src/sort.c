@@ -174,7 +174,7 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem values, s
   if (n > 0 && (!keys || !values))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: %zu pairs but no %s buffer", n,
                        keys ? "values" : "keys");
-  if (n > ((size_t)1 << 40))
+  if ((uint64_t)n > ((uint64_t)1 << 40))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: %zu pairs is too many", n);
   tabcl_status s;
   if (n > 0 && ((s = check_size(keys, n, sizeof(cl_ulong), "keys")) ||
