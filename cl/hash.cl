@@ -230,8 +230,8 @@ inline void xxh_stripe(__global const ulong *w, ulong pos, uint p, ulong k0, ulo
 }
 
 // Lane p's sums over the 16 stripes of the block at byte `pos`.
-inline void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p,
-                      ulong *a0, ulong *a1) {
+void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p, ulong *a0,
+               ulong *a1) {
 #pragma unroll 4
   for (uint s = 0; s < 16; s++)
     xxh_stripe(w, pos + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
@@ -251,8 +251,8 @@ inline ulong xxh_merge_part(__local const ulong *sec, uint p, ulong a0, ulong a1
 // Lane p's share of a label of more than 240 bytes: its two accumulators
 // through every block, the tail and the last stripe, then its part of the
 // merge (the four lanes' parts are summed by the caller).
-inline ulong xxh_team_part(__global const ulong *w, __local const ulong *sec, ulong pos,
-                           ulong len, uint p) {
+ulong xxh_team_part(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                    uint p) {
   ulong a0 = xxh_init[2 * p], a1 = xxh_init[2 * p + 1];
   ulong blocks = (len - 1) / XXH_BLOCK;
   for (ulong b = 0; b < blocks; b++) {
@@ -313,8 +313,8 @@ __kernel void hash_team(__global const ulong *w, __global const long *offsets, u
 // 2p and 2p+1 of the first eight go to *a and every fourth later chunk
 // (and, for lane 0, the last 16 bytes) to *b, which is added after the
 // first eight's avalanche.
-inline void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong seed,
-                          ulong *a, ulong *b) {
+void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong seed, ulong *a,
+                   ulong *b) {
   if (len <= 128) {
     *a = len > 32 * p ? xxh_mix16(w, pos + 16 * p, 32 * p, seed) +
                             xxh_mix16(w, pos + len - 16 * (p + 1), 32 * p + 16, seed)
