@@ -205,6 +205,18 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
                        S_ISDIR(sb.st_mode) ? "a directory" : "something else");
   }
   size_t n = (size_t)sb.st_size;
+  /* a foreign file is refused before it is read whole, however large */
+  uint8_t head[8];
+  ssize_t got_head = n >= 8 ? pread(fd, head, 8, 0) : 0;
+  if (got_head < 0) {
+    int e = errno;
+    close(fd);
+    return tabcl__fail(TABCL_IO_ERROR, "%s: reading %s failed: %s", fn, path, strerror(e));
+  }
+  if (got_head == 8 && memcmp(head, MAGIC, 8) != 0) {
+    close(fd);
+    return tabcl__fail(TABCL_CORRUPT_DATA, "%s: %s: not a tabcl index file (bad magic)", fn, path);
+  }
   uint8_t *buf = tabcl__malloc(n ? n : 1);
   if (!buf) {
     close(fd);
