@@ -234,15 +234,23 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   return st;
 }
 
-/* A few hundred labels of every length class, at odd starts, one longer
-   than the work-group threshold, hashed on the device and on the host. */
+/* Label i's length in the self-check column: every length class at odd
+   starts, one label past the work-group threshold, then many tiny ones. */
+static int64_t check_len(int i) {
+  if (i == 150) return GROUP_MIN_DEFAULT + 4321;
+  return i < 300 ? (i * 37) % 1500 : i % 7;
+}
+
+/* The column hashed twice: its first 300 labels (mostly long: teams take
+   every label on a GPU) and all of them (mostly tiny: one work-item a
+   label, the long ones listed), so every kernel runs; each hash is
+   compared with the host's. */
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
-  enum { N = 300 };
-  const int64_t huge = GROUP_MIN_DEFAULT + 4321;
+  enum { N = 6300 };
   int64_t *offsets = tabcl__malloc((N + 1) * sizeof *offsets);
   uint64_t *got = tabcl__malloc(N * sizeof *got);
   int64_t total = 3;
-  for (int i = 0; i < N; i++) total += i == 150 ? huge : (i * 37) % 1500;
+  for (int i = 0; i < N; i++) total += check_len(i);
   uint8_t *data = tabcl__malloc((size_t)total);
   if (!offsets || !got || !data) {
     tabcl__free(offsets);
@@ -258,28 +266,34 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
     data[i] = (uint8_t)x;
   }
   offsets[0] = 3;
-  for (int i = 0; i < N; i++) offsets[i + 1] = offsets[i] + (i == 150 ? huge : (i * 37) % 1500);
-  tabcl_strings_view v = {N, offsets, data, NULL};
-  tabcl_dev_strings d;
-  memset(&d, 0, sizeof d);
-  cl_mem out = NULL;
+  for (int i = 0; i < N; i++) offsets[i + 1] = offsets[i] + check_len(i);
   const uint64_t seed = 0x5EED;
   const int col = 3;
-  tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
-  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, N * sizeof *got, NULL, &out, "hashes");
-  if (!s) s = tabcl__hash_column(ctx, &d, col, seed, ~0ULL, out, 0, 0, NULL, NULL);
-  if (!s) s = tabcl__read(ctx, out, 0, N * sizeof *got, got);
-  for (int i = 0; !s && i < N; i++) {
-    uint64_t want = tabcl__label_hash(data + offsets[i], (size_t)(offsets[i + 1] - offsets[i]), seed,
-                                      col, ~0ULL);
-    if (got[i] != want)
-      s = tabcl__fail(TABCL_OPENCL_ERROR,
-                      "hash self-check: label %d (%lld bytes) hashed to %016llx on %s, %016llx on the host",
-                      i, (long long)(offsets[i + 1] - offsets[i]), (unsigned long long)got[i],
-                      ctx->info.name, (unsigned long long)want);
+  tabcl_status s = TABCL_OK;
+  static const int64_t lengths[2] = {300, N};
+  for (int pass = 0; pass < 2 && !s; pass++) {
+    int64_t n = lengths[pass];
+    tabcl_strings_view v = {n, offsets, data, NULL};
+    tabcl_dev_strings d;
+    memset(&d, 0, sizeof d);
+    cl_mem out = NULL;
+    s = tabcl__strings_upload(ctx, &v, &d);
+    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)n * sizeof *got, NULL, &out, "hashes");
+    if (!s) s = tabcl__hash_column(ctx, &d, col, seed, ~0ULL, out, 0, 0, NULL, NULL);
+    if (!s) s = tabcl__read(ctx, out, 0, (size_t)n * sizeof *got, got);
+    for (int64_t i = 0; !s && i < n; i++) {
+      size_t len = (size_t)(offsets[i + 1] - offsets[i]);
+      uint64_t want = tabcl__label_hash(data + offsets[i], len, seed, col, ~0ULL);
+      if (got[i] != want)
+        s = tabcl__fail(TABCL_OPENCL_ERROR,
+                        "hash self-check: label %lld (%zu bytes) of %lld hashed to %016llx on %s, "
+                        "%016llx on the host",
+                        (long long)i, len, (long long)n, (unsigned long long)got[i], ctx->info.name,
+                        (unsigned long long)want);
+    }
+    tabcl__buffer_release(out);
+    tabcl__strings_release(&d);
   }
-  tabcl__buffer_release(out);
-  tabcl__strings_release(&d);
   tabcl__free(offsets);
   tabcl__free(got);
   tabcl__free(data);
