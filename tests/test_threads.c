@@ -121,7 +121,7 @@ static void make_tasks(shared *sh, tt_rng *r) {
       d.kv_len = (int64_t)tt_below(r, 50);
       d.kv_heads = 1 + (int)tt_below(r, 2);
       d.q_heads = d.kv_heads * (1 + (int)tt_below(r, 2));
-      static const int dims[] = {8, 16, 24, 64};
+      static const int dims[] = {8, 16, 24, 32};   /* two kernel configurations */
       d.head_dim = dims[tt_below(r, 4)];
       d.dtype = t->kind == K_SDPA_BLAST ? (i % 16 == 3 ? TABCL_F32 : TABCL_F64)
                                         : dts[(i / 4) % 4];
