@@ -18,9 +18,11 @@ void tabcl__sort_set_test_limits(unsigned tile, size_t max_items_per_launch) {
   test_max_items = max_items_per_launch;
 }
 
-/* The largest register pass: 2^SORT_MAX_LOGR pairs per work-item, i.e. 4
-   stages per trip through memory, which keeps 48 registers of pairs. */
-#define SORT_MAX_LOGR 4
+/* The largest register pass: 2^SORT_MAX_LOGR pairs per work-item, i.e. 5
+   stages per trip through memory, with 96 32-bit registers of pairs (GPUs
+   have 128 to 255 per work-item); a 2^24-pair sort then takes 24 passes of
+   this kind instead of 28 with 16 pairs. */
+#define SORT_MAX_LOGR 5
 
 typedef struct sort_plan {
   unsigned tile, wg;     /* pairs per local tile; its work-group size */
@@ -140,8 +142,9 @@ static tabcl_status check_size(cl_mem m, size_t n, size_t elem, const char *what
 
 static tabcl_status sort_steps(sort_run *r, const sort_plan *p, cl_kernel *kernels, cl_mem keys,
                                cl_mem vals, uint64_t n) {
-  static const char *names[SORT_MAX_LOGR + 1] = {NULL, "sort_global_2", "sort_global_4",
-                                                 "sort_global_8", "sort_global_16"};
+  static const char *names[SORT_MAX_LOGR + 1] = {NULL,           "sort_global_2",
+                                                 "sort_global_4", "sort_global_8",
+                                                 "sort_global_16", "sort_global_32"};
   tabcl_context *ctx = r->ctx;
   tabcl_status s = tabcl__kernel_create(ctx, "sort", p->extra, "sort_local", &kernels[0]);
   uint64_t tiles = (n + p->tile - 1) / p->tile;

@@ -163,7 +163,7 @@ Test(sort, max_key_and_value_everywhere) {
 }
 
 /* A forced tiny tile sends small inputs through every register pass
-   (2, 4, 8 and 16 pairs per work-item, mirror and plain) and the local
+   (2 to 32 pairs per work-item, mirror and plain) and the local
    finish; a tiny launch cap splits every launch. */
 Test(sort, tiny_tiles_take_global_passes) {
   tabcl_context *ctx = tt_context();
@@ -397,7 +397,7 @@ Test(oclgrind_sort, tiny) {
   /* tile 16: local rounds of 8 pairs in both the tile sort and the finish */
   tabcl__sort_set_test_limits(16, 0);
   check_random(ctx, &r, D_TOP_BIT, 70);
-  /* tile 2 up to 512: plain passes of 4, 8 and 16 pairs too */
+  /* tile 2 up to 512: plain passes of 4 to 32 pairs too */
   tabcl__sort_set_test_limits(2, 0);
   check_random(ctx, &r, D_RANDOM, 300);
   tabcl__sort_set_test_limits(0, 0);
