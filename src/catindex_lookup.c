@@ -30,12 +30,15 @@ static atomic_size_t lanes_override;
 
 void tabcl__catindex_set_group_lanes(size_t lanes) { atomic_store(&lanes_override, lanes); }
 
-/* Lanes per query for the group kernel: enough that each reads ~16 bytes. */
+/* Lanes per query for the group kernel: enough that each reads ~16 bytes,
+   but no more than 64: on the H200 (bench/RESULTS.md, "kernel choice"),
+   4096-byte labels ran 0.50 ms with 64 lanes against 0.58 ms with 256, since
+   wider groups leave fewer queries in flight per compute unit. */
 static size_t group_lanes(int64_t avg) {
   size_t forced = atomic_load(&lanes_override);
   if (forced) return forced;
   size_t w = 32;
-  while (w < 256 && (int64_t)w * 16 < avg) w *= 2;
+  while (w < 64 && (int64_t)w * 16 < avg) w *= 2;
   return w;
 }
 
