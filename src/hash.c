@@ -241,10 +241,10 @@ static int64_t check_len(int i) {
   return i < 300 ? (i * 37) % 1500 : i % 7;
 }
 
-/* The column hashed twice: its first 300 labels (mostly long: teams take
-   every label on a GPU) and all of them (mostly tiny: one work-item a
-   label, the long ones listed), so every kernel runs; each hash is
-   compared with the host's. */
+/* The column hashed three times: its first 300 labels (mostly long: teams
+   take every label on a GPU), all of them (mostly tiny: one work-item a
+   label, the long ones listed) and the tiny ones alone, so every kernel
+   runs; each hash is compared with the host's. */
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
   enum { N = 6300 };
   int64_t *offsets = tabcl__malloc((N + 1) * sizeof *offsets);
@@ -270,10 +270,11 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
   const uint64_t seed = 0x5EED;
   const int col = 3;
   tabcl_status s = TABCL_OK;
-  static const int64_t lengths[2] = {300, N};
-  for (int pass = 0; pass < 2 && !s; pass++) {
+  static const int64_t firsts[3] = {0, 0, 300}, lengths[3] = {300, N, N - 300};
+  for (int pass = 0; pass < 3 && !s; pass++) {
     int64_t n = lengths[pass];
-    tabcl_strings_view v = {n, offsets, data, NULL};
+    const int64_t *o = offsets + firsts[pass];
+    tabcl_strings_view v = {n, o, data, NULL};
     tabcl_dev_strings d;
     memset(&d, 0, sizeof d);
     cl_mem out = NULL;
@@ -282,8 +283,8 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
     if (!s) s = tabcl__hash_column(ctx, &d, col, seed, ~0ULL, out, 0, 0, NULL, NULL);
     if (!s) s = tabcl__read(ctx, out, 0, (size_t)n * sizeof *got, got);
     for (int64_t i = 0; !s && i < n; i++) {
-      size_t len = (size_t)(offsets[i + 1] - offsets[i]);
-      uint64_t want = tabcl__label_hash(data + offsets[i], len, seed, col, ~0ULL);
+      size_t len = (size_t)(o[i + 1] - o[i]);
+      uint64_t want = tabcl__label_hash(data + o[i], len, seed, col, ~0ULL);
       if (got[i] != want)
         s = tabcl__fail(TABCL_OPENCL_ERROR,
                         "hash self-check: label %lld (%zu bytes) of %lld hashed to %016llx on %s, "
