@@ -132,13 +132,13 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 // This work-item's share of a [BK, d] K or V tile (rows past `avail` zero),
 // from global memory into registers, and from there into the local tile.
 #define FETCH_KV(pre, src, avail)                                                  \
-  for (int u = 0; u < LPT; u++) {                                                  \
+  _Pragma("unroll") for (int u = 0; u < LPT; u++) {                               \
     const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
     pre[u] = (real4)(0);                                                           \
     if (idx < BK * DP4 && r < (avail)) pre[u] = load4((src) + r * kstride, c * 4, d, vec); \
   }
 #define STORE_KV(pre)                                                              \
-  for (int u = 0; u < LPT; u++) {                                                  \
+  _Pragma("unroll") for (int u = 0; u < LPT; u++) {                               \
     const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
     if (idx < BK * DP4) kvs[r * RS + c] = pre[u];                                  \
   }
@@ -181,8 +181,11 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
 
   real m_run = -INFINITY, l_run = 0;  // meaningful for row owners t < BQ
   real4 acc[RQO][CG];
-  for (int i = 0; i < RQO; i++)
+  #pragma unroll
+  for (int i = 0; i < RQO; i++) {
+    #pragma unroll
     for (int c = 0; c < CG; c++) acc[i][c] = (real4)(0);
+  }
 
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int tc = t & (TC - 1), to = t / TC;
@@ -202,32 +205,45 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     FETCH_KV(pre, vb + k0 * kstride, kn);
 
     real s[RQS][RKS];
-    for (int i = 0; i < RQS; i++)
+    #pragma unroll
+    for (int i = 0; i < RQS; i++) {
+      #pragma unroll
       for (int j = 0; j < RKS; j++) s[i][j] = 0;
+    }
     // Blocks of TKS keys past the last key are skipped (short sequences
     // leave much of their last tile empty); the test is uniform per block.
     const int nkb = (kn + TKS - 1) / TKS;
     if (nkb == RKS) {
       for (int c = 0; c < DP4; c++) {
         real4 qv[RQS], kv[RKS];
+        #pragma unroll
         for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        #pragma unroll
         for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * RS + c];
-        for (int i = 0; i < RQS; i++)
+        #pragma unroll
+        for (int i = 0; i < RQS; i++) {
+          #pragma unroll
           for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
+        }
       }
     } else {
       for (int c = 0; c < DP4; c++) {
         real4 qv[RQS];
+        #pragma unroll
         for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        #pragma unroll
         for (int j = 0; j < RKS; j++)
           if (j < nkb) {
             const real4 kv = kvs[(tk + j * TKS) * RS + c];
+            #pragma unroll
             for (int i = 0; i < RQS; i++) s[i][j] = dot4(qv[i], kv, s[i][j]);
           }
       }
     }
+    #pragma unroll
     for (int i = 0; i < RQS; i++) {
       const int r = tq + i * TQS, qi = q0 + r;
+      #pragma unroll
       for (int j = 0; j < RKS; j++) {
         const int cc = tk + j * TKS, kj = k0 + cc;
         int ok = qi < lq && kj < lk && (!causal || kj <= qi);
@@ -265,24 +281,31 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
+    #pragma unroll
     for (int i = 0; i < RQO; i++) {
       const real a = alpha_s[to * RQO + i];
+      #pragma unroll
       for (int c = 0; c < CG; c++) acc[i][c] *= a;
     }
     for (int j4 = 0; j4 < nj4; j4++) {
+      #pragma unroll
       for (int jj = 0; jj < 4; jj++) {
         const int j = j4 * 4 + jj;
         real pv[RQO];
 #if RQO % 4 == 0
+        #pragma unroll
         for (int i4 = 0; i4 < RQO / 4; i4++) {
           const real4 x = pst4[j * (PT / 4) + to * (RQO / 4) + i4];
           pv[4 * i4] = x.x, pv[4 * i4 + 1] = x.y, pv[4 * i4 + 2] = x.z, pv[4 * i4 + 3] = x.w;
         }
 #else
+        #pragma unroll
         for (int i = 0; i < RQO; i++) pv[i] = pst[j * PT + to * RQO + i];
 #endif
+        #pragma unroll
         for (int c = 0; c < CG; c++) {
           const real4 vv = kvs[j * RS + tc + c * TC];
+          #pragma unroll
           for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
         }
       }
@@ -292,10 +315,12 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   if (t < BQ) linv_s[t] = l_run > 0 ? (real)1 / l_run : (real)0;
   barrier(CLK_LOCAL_MEM_FENCE);
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
+  #pragma unroll
   for (int i = 0; i < RQO; i++) {
     const int r = to * RQO + i;
     if (r >= qn) continue;
     const real li = linv_s[r];
+    #pragma unroll
     for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);
   }
 }
