@@ -21,6 +21,19 @@
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
 // SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns).
 
+// Defaults (f32, head dims up to 64) so the program also builds without
+// options, as tabcl_program_prepare does.
+#ifndef SDPA_DTYPE
+#define SDPA_DTYPE 0
+#endif
+#ifndef SDPA_DP
+#define SDPA_DP 64
+#define SDPA_BQ 64
+#define SDPA_BK 32
+#define SDPA_NT 128
+#define SDPA_TC 16
+#endif
+
 #if SDPA_DTYPE == 3
 typedef double real;
 typedef double4 real4;

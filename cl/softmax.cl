@@ -5,6 +5,14 @@
 // scores are f64 for f64 and f32 otherwise), SM_WG (work-group size, a
 // power of two).
 
+// Defaults so the program also builds without options (tabcl_program_prepare).
+#ifndef SM_DTYPE
+#define SM_DTYPE 0
+#endif
+#ifndef SM_WG
+#define SM_WG 64
+#endif
+
 #if SM_DTYPE == 3
 typedef double real;
 typedef double store_t;
