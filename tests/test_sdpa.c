@@ -321,6 +321,15 @@ Test(sdpa, f64_or_unsupported) {
     }
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "f64"));
   }
+  /* a device without fp64 (pretended): unsupported on every path, out untouched */
+  ctx->info.has_fp64 = 0;
+  tabcl_sdpa_desc d = desc_of(1, 2, 2, 1, 1, 16, TABCL_F64);
+  double buf[32], out[32];
+  for (int i = 0; i < 32; i++) buf[i] = 1 + i, out[i] = 42;
+  for (int path = 0; path < 3; path++)
+    cr_expect_eq(tabcl__sdpa_host_path(ctx, &d, buf, buf, buf, NULL, out, path), TABCL_UNSUPPORTED);
+  cr_expect(strstr(tabcl_last_error(), "fp64") != NULL, "%s", tabcl_last_error());
+  for (int i = 0; i < 32; i++) cr_expect_eq(out[i], 42);
   tabcl_context_destroy(ctx);
 }
 
