@@ -156,14 +156,17 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
     if (idx < BK * DP4) kvs[r * RS + c] = pre[u];                                  \
   }
 
-// One work-group per (query tile, head, batch entry): dims 0, 1 and 2.
-// Batch entry b0 + i of the buffers is the launch's i-th.
+// One work-group per (batch entry, head, query tile): dims 0, 1 and 2, so
+// the batch, the only large extent, is in dim 0 (some devices allow only
+// 65535 groups in dims 1 and 2; the host splits those). The launch covers
+// batch entries b0.., heads h0.. and query tiles qt0.. of the buffers.
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global const store_t *v, __global const uchar *mask,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
-                real scale2, int causal, int mask_kind, int mask_bb, int mask_hb) {
+                real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
+                int qt0) {
   __local real4 qs[BQ * RS];
   __local real4 kvs[BK * RS];
   __local real4 pst4[BK * PT / 4];
@@ -172,12 +175,11 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   __local real *pst = (__local real *)pst4;
 
   const int t = (int)get_local_id(0);
-  // The NDRange is (query tiles x NT, heads, batch entries): no division of
-  // group ids is needed (oclgrind cannot follow the `freeze` LLVM adds to a
-  // division paired with a remainder).
-  const int qt = (int)get_group_id(0);
-  const int h = (int)get_group_id(1);
-  const long b = b0 + (long)get_group_id(2);
+  // Group ids need no division (oclgrind cannot follow the `freeze` LLVM
+  // adds to a division paired with a remainder).
+  const long b = b0 + (long)get_group_id(0);
+  const int h = h0 + (int)get_group_id(1);
+  const int qt = qt0 + (int)get_group_id(2);
   const int kh = h / (hq / hkv);
   const int q0 = qt * BQ;
   const int qn = min(BQ, lq - q0);

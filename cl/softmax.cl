@@ -58,20 +58,23 @@ inline real wg_reduce(__local real *red, real x, int is_max) {
   return r;
 }
 
-// One work-group per score row of the scores [nb, hq, lq, lk]. Batch entry i of the launch is b0 + i of the mask.
+// One work-group per score row of the scores [nb, hq, lq, lk]: dims 0, 1, 2
+// are (batch entry, head, query), so the batch is in dim 0 (some devices
+// allow only 65535 groups in dims 1 and 2; the host splits those at h0, i0).
+// Batch entry i of the launch is b0 + i of the mask.
 // Each row becomes softmax(scale * s + mask), with masked keys (false, -inf,
 // causality) at 0 and a row with no attendable key all 0.
 __kernel __attribute__((reqd_work_group_size(SM_WG, 1, 1)))
 void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq, int lk,
-                  int hq, real scale, int causal, int mask_kind, int mask_bb, int mask_hb) {
+                  int hq, real scale, int causal, int mask_kind, int mask_bb, int mask_hb,
+                  int h0, int i0) {
   __local real red[SM_WG];
   const int t = (int)get_local_id(0);
-  // Dims 0, 1, 2 are (query, head, batch entry): no division of group ids
-  // (oclgrind cannot follow the `freeze` LLVM adds to a division paired with
-  // a remainder).
-  const int i = (int)get_group_id(0);
-  const int h = (int)get_group_id(1);
-  const int bi = (int)get_group_id(2);
+  // Group ids need no division (oclgrind cannot follow the `freeze` LLVM
+  // adds to a division paired with a remainder).
+  const int bi = (int)get_group_id(0);
+  const int h = h0 + (int)get_group_id(1);
+  const int i = i0 + (int)get_group_id(2);
   const long b = b0 + bi;
   const long row = ((long)bi * hq + h) * lq + i;
   __global real *sr = s + row * lk;

@@ -1,6 +1,7 @@
 /* Scaled dot-product attention: descriptor validation, the choice between
  * the fused kernel and the CLBlast path, batch slicing and the entry points. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sdpa.h"
@@ -14,6 +15,21 @@ int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d) { return d->batch > 0 && d->q
 
 double tabcl__sdpa_scale(const tabcl_sdpa_desc *d) {
   return d->scale != 0 ? d->scale : 1.0 / sqrt((double)d->head_dim);
+}
+
+int tabcl__sdpa_max_groups_yz = 65535;
+
+tabcl_status tabcl__sdpa_set_args_at(cl_kernel k, const char *kname, int first, int n,
+                                     const tabcl_arg *args) {
+  for (int i = 0; i < n; i++) {
+    cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)(first + i), args[i].size, args[i].ptr));
+    if (err != CL_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "setting argument %d of %s", first + i, kname);
+      return tabcl__cl_fail(err, "clSetKernelArg", what);
+    }
+  }
+  return TABCL_OK;
 }
 
 void tabcl__sdpa_track(tabcl__sdpa_events *e, cl_event ev) {

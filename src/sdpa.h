@@ -8,6 +8,18 @@
 
 enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2 };
 
+/* Work-groups a launch puts in NDRange dims 1 and 2 (NVIDIA allows 65535
+   there); the batch goes in dim 0. A variable so tests can force the split. */
+extern int tabcl__sdpa_max_groups_yz;
+
+/* Sets kernel arguments first, first + 1, ... (TABCL_SET_ARGS starts at 0). */
+tabcl_status tabcl__sdpa_set_args_at(cl_kernel k, const char *kname, int first, int n,
+                                     const tabcl_arg *args);
+#define TABCL_SET_ARGS_AT(k, kname, first, ...)                                          \
+  tabcl__sdpa_set_args_at((k), (kname), (first),                                         \
+                          (int)(sizeof((tabcl_arg[]){__VA_ARGS__}) / sizeof(tabcl_arg)), \
+                          (tabcl_arg[]){__VA_ARGS__})
+
 /* The fused kernel's tile shape for one device, dtype and head dim. */
 typedef struct tabcl__sdpa_tiles {
   int dp;      /* head dim rounded up to a multiple of 16 */

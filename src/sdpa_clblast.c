@@ -119,11 +119,20 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
                      TABCL_ARG(lq), TABCL_ARG(lk), TABCL_ARG(hq), sarg, TABCL_ARG(causal),
                      TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   if (!s) {
-    size_t local[3] = {SM_WG, 1, 1};
-    size_t global[3] = {SM_WG * (size_t)d->q_len, (size_t)d->q_heads, (size_t)nb};
-    cl_event e = NULL;
-    s = tabcl__launch(ctx, k, 3, global, local, 0, NULL, ev ? &e : NULL, "sdpa_softmax");
-    if (!s) tabcl__sdpa_track(ev, e);
+    /* Heads and queries go in dims 1 and 2, which may be limited to 65535
+       groups: larger extents take several launches. */
+    const cl_int most = tabcl__sdpa_max_groups_yz;
+    for (cl_int i0 = 0; i0 < lq && !s; i0 += most)
+      for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
+        s = TABCL_SET_ARGS_AT(k, "sdpa_softmax", 11, TABCL_ARG(h0), TABCL_ARG(i0));
+        if (s) break;
+        size_t local[3] = {SM_WG, 1, 1};
+        size_t global[3] = {SM_WG * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
+                            (size_t)(lq - i0 < most ? lq - i0 : most)};
+        cl_event e = NULL;
+        s = tabcl__launch(ctx, k, 3, global, local, 0, NULL, ev ? &e : NULL, "sdpa_softmax");
+        if (!s) tabcl__sdpa_track(ev, e);
+      }
   }
   tabcl__kernel_release(k);
   return s;

@@ -48,13 +48,22 @@ tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc 
                      TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
                      TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
-  if (!s) {
-    size_t local[3] = {(size_t)t->nt, 1, 1};
-    size_t global[3] = {local[0] * (size_t)nqt, (size_t)hq, (size_t)nb};
-    cl_event e = NULL;
-    s = tabcl__launch(ctx, k, 3, global, local, nwait, wait, ev ? &e : NULL, "sdpa_fused");
-    if (!s) tabcl__sdpa_track(ev, e);
-  }
+  /* Heads and query tiles go in dims 1 and 2, which may be limited to
+     65535 groups: larger extents take several launches. */
+  const cl_int most = tabcl__sdpa_max_groups_yz;
+  for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += most)
+    for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
+      s = TABCL_SET_ARGS_AT(k, "sdpa_fused", 16, TABCL_ARG(h0), TABCL_ARG(qt0));
+      if (s) break;
+      size_t local[3] = {(size_t)t->nt, 1, 1};
+      size_t global[3] = {local[0] * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
+                          (size_t)(nqt - qt0 < most ? nqt - qt0 : most)};
+      cl_event e = NULL;
+      int first_launch = qt0 == 0 && h0 == 0;
+      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                        first_launch ? wait : NULL, ev ? &e : NULL, "sdpa_fused");
+      if (!s) tabcl__sdpa_track(ev, e);
+    }
   tabcl__kernel_release(k);
   return s;
 }

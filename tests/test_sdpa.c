@@ -477,6 +477,42 @@ Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
   tabcl_context_destroy(whole);
 }
 
+/* Devices that allow few work-groups in NDRange dims 1 and 2 (heads and
+   query tiles / queries): the launches split, the results do not change. */
+Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
+  tt_rng r = {tt_seed("sdpa.split_heads_and_query_tiles_bit_for_bit")};
+  tabcl_context *ctx = tt_context();
+  for (int path = TABCL__SDPA_FUSED; path <= TABCL__SDPA_CLBLAST; path++) {
+    if (path == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+    tabcl_sdpa_desc d = desc_of(2, 150, 70, 5, 5, 16, TABCL_F32);
+    d.mask = TABCL_MASK_BOOL;
+    d.causal = 1;
+    sdpa_case c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    case_fill(&c, &r);
+    size_t bytes = c.nq * 4;
+    unsigned char *a = xalloc(bytes);
+    memset(a, 0x7F, bytes);
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, a, path));
+    tabcl_stats before, after;
+    tabcl_context_stats(ctx, &before);
+    tabcl__sdpa_max_groups_yz = 2;
+    memset(c.out, 0x7F, bytes);
+    tabcl_status s = tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path);
+    tabcl__sdpa_max_groups_yz = 65535;
+    tt_assert_ok(s);
+    tabcl_context_stats(ctx, &after);
+    cr_expect_eq(memcmp(a, c.out, bytes), 0, "path %d: split launches differ", path);
+    cr_expect_gt(after.kernel_launches - before.kernel_launches, 4);
+    case_reference(&c);
+    case_check(&c, "split launches");
+    free(a);
+    case_free(&c);
+  }
+  tabcl_context_destroy(ctx);
+}
+
 Test(sdpa, two_hundred_shapes_build_nothing_new) {
   tt_rng r = {tt_seed("sdpa.two_hundred_shapes_build_nothing_new")};
   tabcl_context *ctx = tt_context();
