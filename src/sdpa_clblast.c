@@ -33,7 +33,10 @@ int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_des
   uint64_t items = (uint64_t)d->q_heads * d->q_len * SM_WG;
   if (qe > items) items = qe;
   if (ke > items) items = ke;
-  return tabcl__slice_items(ctx, bytes, items);
+  int64_t n = tabcl__slice_items(ctx, bytes, items);
+  /* CLBlast's batched GEMM may put the batch in a grid dimension that some
+     devices limit to 65535 groups. */
+  return n < tabcl__sdpa_max_groups_yz ? n : tabcl__sdpa_max_groups_yz;
 }
 
 static tabcl_status blast_fail(CLBlastStatusCode st, const char *call) {
