@@ -12,6 +12,7 @@
 #   FUZZ_TARGETS="a b" a subset of the targets
 #   FUZZ_BUILD_DIR     the clang build folder (default: <build>-fuzz)
 #   FUZZ_FORK=N        N fuzzing processes per target (libFuzzer -fork)
+#   FUZZ_CACHE_DIR     the kernel disk cache (default: <build>/test-cache)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root=$PWD
@@ -46,7 +47,11 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export LSAN_OPTIONS=suppressions=$root/fuzz/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export TABCL_CACHE_DIR=$fbuild/fuzz-cache
+# Compiled kernels: the test suite's disk cache when it has run (same device
+# and driver, so its binaries load), else one of the fuzz build's own.
+if [ -n "${FUZZ_CACHE_DIR:-}" ]; then export TABCL_CACHE_DIR=$FUZZ_CACHE_DIR
+elif [ -d "$build/test-cache" ]; then export TABCL_CACHE_DIR=$(cd "$build/test-cache" && pwd)
+else export TABCL_CACHE_DIR=$(mkdir -p "$fbuild/fuzz-cache" && cd "$fbuild/fuzz-cache" && pwd); fi
 pattern='ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:|fuzz check failed|deadly signal|Timeout|out-of-memory'
 fail=0
 for t in $targets; do
