@@ -179,6 +179,15 @@ tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int p
     const cl_event *w = b0 == 0 ? wait : NULL;
     s = picked == TABCL__SDPA_FUSED ? tabcl__sdpa_fused_launch(ctx, d, &t, b, b0, nb, nw, w, ev)
                                     : tabcl__sdpa_clblast_run(ctx, d, b, b0, nb, nw, w, ev);
+    /* The fused kernel refuses before enqueueing anything when the compiled
+       kernel cannot run NT work-items per group on this device (too many
+       registers, say): the automatic choice then falls back to CLBlast. */
+    if (s == TABCL_UNSUPPORTED && b0 == 0 && path == TABCL__SDPA_AUTO &&
+        picked == TABCL__SDPA_FUSED && tabcl__sdpa_clblast_available()) {
+      picked = TABCL__SDPA_CLBLAST;
+      step = tabcl__sdpa_clblast_slice(ctx, d);
+      s = tabcl__sdpa_clblast_run(ctx, d, b, 0, d->batch < step ? d->batch : step, nw, w, ev);
+    }
   }
   return s;
 }
@@ -256,7 +265,7 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d,
     if (!s && has_mask && !ib.mask_whole)
       s = tabcl__write(ctx, b.mask, 0, (size_t)nb * ib.mask,
                        (const unsigned char *)mask + (size_t)b0 * ib.mask);
-    if (!s) s = tabcl__sdpa_run(ctx, &sd, picked, &b, 0, NULL, NULL);
+    if (!s) s = tabcl__sdpa_run(ctx, &sd, path, &b, 0, NULL, NULL);
     if (!s) s = tabcl__read(ctx, b.out, 0, (size_t)nb * ib.q, tmp + (size_t)b0 * ib.q);
   }
   /* Commands may still run after a failure; they must not outlive the buffers' users. */
