@@ -1,7 +1,7 @@
 // XXH3-64 of every label of a string column (the published algorithm,
 // checked bit for bit against libxxhash by the tests).
 //
-// Three kernels share the work so that no label keeps the device waiting:
+// Three stages share the work so that no label keeps the device waiting:
 //   hash_short  one work-item per label of <= 240 bytes (XXH3's short
 //               paths); hash_short_list, its twin for columns with longer
 //               labels, lists those for the other two.
@@ -11,10 +11,12 @@
 //               hash_team_all does the same over every label of a column
 //               of longer labels (also splitting 17..240-byte labels over
 //               the four lanes), without the listing pass.
-//   hash_group  a work-group per label of group_min bytes or more. The
-//               stripe step only adds into the accumulators, so the sums of
-//               many 1 KiB blocks are formed in parallel (one team a block)
-//               and only the scramble between blocks runs in sequence.
+//   hash_units  labels of group_min bytes or more, cut into 1 KiB blocks
+//   hash_chain  (and a tail): the stripe step only adds into the
+//               accumulators, so every block's sums are formed in parallel
+//               across the whole column (hash_units, four lanes a block,
+//               no barriers) and only the scrambles between blocks run in
+//               order, eight lanes a label (hash_chain).
 //
 // Labels start at any byte: the data buffer is padded by the upload so two
 // aligned words can always be read and joined (no per-byte loads).
@@ -174,7 +176,7 @@ __kernel void hash_short(__global const ulong *w, __global const long *offsets, 
 }
 
 // The same, for a column with longer labels: those are listed for
-// hash_team (mid_list) and hash_group (huge_list) instead.
+// hash_team (mid_list) and hash_units/hash_chain (huge_list) instead.
 __kernel void hash_short_list(__global const ulong *w, __global const long *offsets, ulong base,
                               uint count, ulong seed, ulong mask, __global ulong *out,
                               ulong out_off, ulong nbytes, __global uint *mid_list,
@@ -215,23 +217,37 @@ inline ulong xxh_lsec(__local const ulong *sec, uint off) {
   return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
 }
 
-// Lane p's share of one stripe at byte `pos`: words 2p and 2p+1, keyed by
-// the secret at byte koff + 16p. Each lane adds its own pair's data words
-// into the other accumulator of the pair, so no lane needs another's word.
+// Lane p's share of one stripe: data words v0, v1 (words 2p and 2p+1),
+// keyed by k0, k1. Each lane adds its own pair's data words into the other
+// accumulator of the pair, so no lane needs another's word. The products
+// are written 32x32 -> 64 so NVIDIA emits one wide multiply each.
+inline void xxh_acc2(ulong v0, ulong v1, ulong k0, ulong k1, ulong *a0, ulong *a1) {
+  ulong d0 = v0 ^ k0, d1 = v1 ^ k1;
+  *a0 += v1 + (ulong)(uint)d0 * (ulong)(uint)(d0 >> 32);
+  *a1 += v0 + (ulong)(uint)d1 * (ulong)(uint)(d1 >> 32);
+}
+
+// Lane p's share of the stripe at byte `pos` (any alignment).
 inline void xxh_stripe(__global const ulong *w, ulong pos, uint p, ulong k0, ulong k1,
                        ulong *a0, ulong *a1) {
   ulong q = (pos >> 3) + 2 * p;
   uint r = (uint)(pos & 7) * 8;
   ulong x = w[q], y = w[q + 1], z = w[q + 2];
-  ulong v0 = xxh_join(x, y, r), v1 = xxh_join(y, z, r);
-  ulong d0 = v0 ^ k0, d1 = v1 ^ k1;
-  *a0 += v1 + (d0 & 0xFFFFFFFFUL) * (d0 >> 32);
-  *a1 += v0 + (d1 & 0xFFFFFFFFUL) * (d1 >> 32);
+  xxh_acc2(xxh_join(x, y, r), xxh_join(y, z, r), k0, k1, a0, a1);
 }
 
-// Lane p's sums over the 16 stripes of the block at byte `pos`.
+// Lane p's sums over the 16 stripes of the block at byte `pos`. An
+// aligned block (every label of a column of whole-word lengths) needs two
+// loads a stripe and no joins.
 void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p, ulong *a0,
                ulong *a1) {
+  if ((pos & 7) == 0) {
+    __global const ulong *b = w + (pos >> 3) + 2 * p;
+#pragma unroll 8
+    for (uint s = 0; s < 16; s++)
+      xxh_acc2(b[8 * s], b[8 * s + 1], sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
+    return;
+  }
 #pragma unroll 4
   for (uint s = 0; s < 16; s++)
     xxh_stripe(w, pos + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
@@ -334,7 +350,7 @@ void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong s
 // takes every label in turn, with no listing pass over the offsets first.
 // Labels of up to 16 bytes are hashed by the team's first lane, 17 and up
 // by the four lanes together; a label of group_min bytes or more is
-// listed for hash_group (huge_list). scratch holds two words per
+// listed for hash_units/hash_chain (huge_list). scratch holds two words per
 // work-item and then the 24-word secret.
 __kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
                             uint count, ulong seed, ulong mask, __global ulong *out,
@@ -380,64 +396,98 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
   }
 }
 
-// Labels of group_min bytes or more: a work-group a label, one block a
-// team at a time. scratch holds 2 * local size + 8 words and then the
-// 24-word secret; the work-group size is a multiple of 4 and at least 8.
-__kernel void hash_group(__global const ulong *w, __global const long *offsets, ulong base,
-                         ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                         __global const uint *huge_list, __global const uint *counts,
-                         __local ulong *scratch) {
-  __local ulong *sec = scratch + 2 * get_local_size(0) + 8;   // see hash_team
+// Labels of group_min bytes or more, cut into units that are hashed
+// independently: XXH3's stripe step only adds into the accumulators, so a
+// 1 KiB block's stripe sums do not depend on the accumulators before it;
+// only the scramble between blocks must run in order (hash_chain does
+// that). Unit u < nb (nb = (len - 1) / 1024) is the label's u-th block: its
+// eight sums go to block_sums at slot (start + 1023) / 1024 (a 1 KiB span
+// of the data holds exactly one multiple of 1024, so no two blocks of any
+// labels share a slot). Unit nb is the partial last block and the final
+// stripe, whose sums go to tail_sums[h] (h: the label's place in the huge
+// list). Four lanes a unit, 1 << span_log2 teams a label (each taking every
+// span-th unit), no barriers in the loop, so a column of long labels
+// streams through the device as a whole.
+__kernel void hash_units(__global const ulong *w, __global const long *offsets, ulong base,
+                         ulong seed, __global const uint *huge_list, __global const uint *counts,
+                         uint span_log2, __global ulong *block_sums, __global ulong *tail_sums) {
+  __local ulong sec[24];
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
-  uint lid = (uint)get_local_id(0), p = lid & 3, team = lid / 4;
-  uint teams = (uint)get_local_size(0) / 4;
-  __local ulong *sums = scratch;                 // [team][8]
-  __local ulong *accs = scratch + 8 * teams;     // [8]
-  uint n = counts[1];
-  for (uint h = (uint)get_group_id(0); h < n; h += (uint)get_num_groups(0)) {
+  uint p = (uint)get_local_id(0) & 3;
+  ulong team = (ulong)get_global_id(0) >> 2, teams = (ulong)get_global_size(0) >> 2;
+  ulong span = (ulong)1 << span_log2;
+  ulong n = (ulong)counts[1] << span_log2;
+  for (ulong f = team; f < n; f += teams) {
+    uint h = (uint)(f >> span_log2);
     uint idx = huge_list[h];
     ulong pos = (ulong)offsets[base + idx];
     ulong len = (ulong)offsets[base + idx + 1] - pos;
-    ulong blocks = (len - 1) / XXH_BLOCK;
-    // Work-items 0..7 carry accumulator `lid` through the scrambles.
-    ulong acc = xxh_init[lid & 7];
-    for (ulong b0 = 0; b0 < blocks; b0 += teams) {
+    ulong nb = (len - 1) >> 10;
+    for (ulong u = f & (span - 1); u <= nb; u += span) {
       ulong a0 = 0, a1 = 0;
-      if (b0 + team < blocks) xxh_block(w, sec, pos + (b0 + team) * XXH_BLOCK, p, &a0, &a1);
-      sums[8 * team + 2 * p] = a0;
-      sums[8 * team + 2 * p + 1] = a1;
-      barrier(CLK_LOCAL_MEM_FENCE);
-      if (lid < 8) {
-        ulong left = blocks - b0;
-        uint m = left < teams ? (uint)left : teams;
-        for (uint t = 0; t < m; t++) acc = xxh_scramble(acc + sums[8 * t + lid], sec[16 + lid]);
+      if (u < nb) {
+        ulong at = pos + (u << 10);
+        xxh_block(w, sec, at, p, &a0, &a1);
+        __global ulong *to = block_sums + 8 * ((at + 1023) >> 10) + 2 * p;
+        to[0] = a0;
+        to[1] = a1;
+      } else {
+        ulong at = pos + (nb << 10);
+        uint tail = (uint)(((len - 1) - (nb << 10)) >> 6);
+        for (uint s = 0; s < tail; s++)
+          xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
+        xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p),
+                   xxh_lsec(sec, 129 + 16 * p), &a0, &a1);
+        tail_sums[8 * (ulong)h + 2 * p] = a0;
+        tail_sums[8 * (ulong)h + 2 * p + 1] = a1;
       }
-      barrier(CLK_LOCAL_MEM_FENCE);
     }
-    // The last, partial block and the final stripe (unit `tail`), spread
-    // over the teams; no scramble follows them, so their sums just add.
-    uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-    ulong at = pos + blocks * XXH_BLOCK;
-    ulong a0 = 0, a1 = 0;
-    for (uint u = team; u <= tail; u += teams) {
-      if (u < tail) xxh_stripe(w, at + 64 * u, p, sec[u + 2 * p], sec[u + 2 * p + 1], &a0, &a1);
-      else xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p),
-                      xxh_lsec(sec, 129 + 16 * p), &a0, &a1);
+  }
+}
+
+// The second half for labels of group_min bytes or more: eight lanes a
+// label, lane j carrying accumulator j through the scrambles of the block
+// sums hash_units left (independent loads, so they overlap), then the
+// tail's sums; the label's first lane merges. scratch holds one word per
+// work-item; the work-group size is a multiple of 8.
+__kernel void hash_chain(__global const long *offsets, ulong base, ulong seed, ulong mask,
+                         __global ulong *out, ulong out_off, __global const uint *huge_list,
+                         __global const uint *counts, __global const ulong *block_sums,
+                         __global const ulong *tail_sums, __local ulong *scratch) {
+  __local ulong sec[24];
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), j = lid & 7;
+  uint per_group = (uint)get_local_size(0) / 8;
+  uint n = counts[1];
+  // The trip count depends only on the group, so every work-item reaches
+  // the barriers below.
+  for (uint h0 = (uint)get_group_id(0) * per_group; h0 < n;
+       h0 += (uint)get_num_groups(0) * per_group) {
+    uint h = h0 + lid / 8;
+    uint idx = 0;
+    ulong len = 0, acc = 0;
+    if (h < n) {
+      idx = huge_list[h];
+      ulong pos = (ulong)offsets[base + idx];
+      len = (ulong)offsets[base + idx + 1] - pos;
+      ulong nb = (len - 1) >> 10;
+      __global const ulong *sums = block_sums + 8 * ((pos + 1023) >> 10) + j;
+      ulong key = sec[16 + j];
+      acc = xxh_init[j];
+#pragma unroll 8
+      for (ulong b = 0; b < nb; b++) acc = xxh_scramble(acc + sums[8 * b], key);
+      acc += tail_sums[8 * (ulong)h + j];
     }
-    sums[8 * team + 2 * p] = a0;
-    sums[8 * team + 2 * p + 1] = a1;
+    scratch[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < 8) {
-      uint m = tail + 1 < teams ? tail + 1 : teams;
-      for (uint t = 0; t < m; t++) acc += sums[8 * t + lid];
-      accs[lid] = acc;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
+    if (h < n && j == 0) {
       ulong hsum = len * XXH_P64_1;
-      for (uint q = 0; q < 4; q++) hsum += xxh_merge_part(sec, q, accs[2 * q], accs[2 * q + 1]);
+      for (uint q = 0; q < 4; q++)
+        hsum += xxh_merge_part(sec, q, scratch[lid + 2 * q], scratch[lid + 2 * q + 1]);
       out[out_off + base + idx] = xxh3_avalanche(hsum) & mask;
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
   }
 }

@@ -5,11 +5,15 @@
 
 #include "hash.h"
 
-/* Labels of at least this many bytes get a work-group each; shorter long
-   ones (241 bytes and up) get four lanes. Four lanes walk a label's 1 KiB
-   blocks one after another, so past a few blocks one label alone would
-   keep the device waiting; a work-group takes up to 64 blocks at once. */
-#define GROUP_MIN_DEFAULT 8192
+/* Labels of at least this many bytes are cut into 1 KiB blocks hashed in
+   parallel (hash_units, then hash_chain); shorter long ones (241 bytes and
+   up) get four lanes that walk their blocks one after another. */
+#define GROUP_MIN_DEFAULT 2048
+/* At most this many teams of four lanes a label in hash_units (a label of
+   more blocks gives each team several). */
+#define SPAN_MAX_LOG2 6
+/* Block-sum buffers up to this size are made from host zeros (see below). */
+#define SUMS_ZEROED_MAX ((size_t)64 << 10)
 #define SHORT_MAX 240
 /* Below this average one work-item a label reads well enough on a GPU:
    neighbours' labels lie within a few cache lines of each other. A CPU
@@ -49,16 +53,20 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx) {
 }
 
 typedef struct hash_run {
-  cl_kernel shortk, team, group;
-  size_t wg_short, wg_team, wg_group;
+  cl_kernel shortk, team, units, chain;
+  size_t wg_short, wg_team, wg_units, wg_chain;
   cl_mem mid, huge, counts;       /* lists of long labels' indices, their counts */
+  cl_mem block_sums, tail_sums;   /* hash_units' sums for hash_chain */
   cl_uint mid_cap, huge_cap;
 } hash_run;
 
 static void run_release(hash_run *r) {
   tabcl__kernel_release(r->shortk);
   tabcl__kernel_release(r->team);
-  tabcl__kernel_release(r->group);
+  tabcl__kernel_release(r->units);
+  tabcl__kernel_release(r->chain);
+  tabcl__buffer_release(r->block_sums);
+  tabcl__buffer_release(r->tail_sums);
   tabcl__buffer_release(r->mid);
   tabcl__buffer_release(r->huge);
   tabcl__buffer_release(r->counts);
@@ -72,6 +80,21 @@ static size_t groups_for(const tabcl_context *ctx, uint64_t items, size_t per_cu
   if (cap < 1) cap = 1;
   if (items < 1) items = 1;
   return (size_t)(items < cap ? items : cap);
+}
+
+/* A buffer hash_units fills for hash_chain. A small one (columns up to
+   about 1 MiB) is still made from host zeros, which costs little:
+   oclgrind 21.10 took the sums a later call's hash_units wrote as
+   uninitialised (an enqueued fill made it worse). */
+static tabcl_status sums_create(tabcl_context *ctx, int col, size_t bytes, cl_mem *m,
+                                const char *what) {
+  void *zeros = NULL;
+  if (bytes <= SUMS_ZEROED_MAX && !(zeros = tabcl__calloc(bytes, 1)))
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
+  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
+                                         bytes, zeros, m, what);
+  tabcl__free(zeros);
+  return st;
 }
 
 tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
@@ -111,20 +134,25 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int teams_used = any_long || team_all;
   if (!st && teams_used) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
   if (!st && teams_used) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
-  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_group", &r.group);
+  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_units", &r.units);
+  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_chain", &r.chain);
+  cl_uint span_log2 = 0;
   if (!st && any_huge) {
-    /* Four work-items a block, as many blocks as the longest label has (up
-       to 64): a work-group sized for 64 blocks would sit mostly idle on
-       labels of a few. The size is a launch choice, not a build option. */
+    r.wg_units = tabcl__wg_size(ctx, r.units, 256);
+    r.wg_chain = tabcl__wg_size(ctx, r.chain, 256);
+    /* Teams of four lanes a label in hash_units: enough for the longest
+       label's units (a launch choice from max_label, not a build option),
+       at most 64, or the test override. */
     size_t want = atomic_load(&group_wg_override);
-    if (!want) {
-      int64_t blocks = (s->max_label - 1) / 1024;
-      want = 8;
-      while (want < 256 && (int64_t)want < 4 * blocks) want *= 2;
+    int64_t units = (s->max_label - 1) / 1024 + 1;
+    while (span_log2 < SPAN_MAX_LOG2 && ((int64_t)1 << span_log2) < units) span_log2++;
+    if (want) {
+      span_log2 = 0;
+      while (((size_t)1 << (span_log2 + 1)) <= want / 4 && span_log2 < SPAN_MAX_LOG2) span_log2++;
     }
-    r.wg_group = tabcl__wg_size(ctx, r.group, want);
   }
-  if (!st && (r.wg_short < 8 || (teams_used && r.wg_team < 8) || (any_huge && r.wg_group < 8)))
+  if (!st && (r.wg_short < 8 || (teams_used && r.wg_team < 8) ||
+              (any_huge && (r.wg_units < 8 || r.wg_chain < 8))))
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   int64_t slice_max = s->length < per ? s->length : per;
@@ -152,6 +180,14 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                                 (size_t)huge_cap * sizeof(cl_uint), zeros, &r.huge,
                                 "huge-label list");
     tabcl__free(zeros);
+  }
+  if (!st && any_huge) {
+    /* One slot of eight sums per 1 KiB of data (see hash_units), and one
+       per possible huge label for the tails. Every slot hash_chain reads
+       is written by hash_units first. */
+    uint64_t slots = (uint64_t)s->bytes / 1024 + 2;
+    st = sums_create(ctx, col, (size_t)slots * 64, &r.block_sums, "block sums");
+    if (!st) st = sums_create(ctx, col, (size_t)r.huge_cap * 64, &r.tail_sums, "tail sums");
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   uint64_t out_off = out_offset;
@@ -215,14 +251,27 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
     if (!st && any_huge) {
-      size_t groups = groups_for(ctx, (uint64_t)r.huge_cap, 4096 / r.wg_group);
-      size_t g = groups * r.wg_group;
-      st = TABCL_SET_ARGS(r.group, "hash_group", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
-                          TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
-                          TABCL_ARG(out_off), TABCL_ARG(r.huge), TABCL_ARG(r.counts),
-                          TABCL_LOCAL((2 * r.wg_group + 8 + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.group, 1, &g, &r.wg_group, 0, NULL, last ? ev : NULL,
-                                  "hash_group");
+      /* Enough lanes to keep the device's memory busy; each team loops
+         over (label, unit) pairs until the device-side count runs out. */
+      uint64_t teams = (uint64_t)r.huge_cap << span_log2;
+      size_t groups = groups_for(ctx, (teams * 4 + r.wg_units - 1) / r.wg_units, 8192 / r.wg_units);
+      size_t g = groups * r.wg_units;
+      st = TABCL_SET_ARGS(r.units, "hash_units", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(r.huge),
+                          TABCL_ARG(r.counts), TABCL_ARG(span_log2), TABCL_ARG(r.block_sums),
+                          TABCL_ARG(r.tail_sums));
+      if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, NULL, "hash_units");
+      size_t per_group = r.wg_chain / 8;
+      groups = groups_for(ctx, ((uint64_t)r.huge_cap + per_group - 1) / per_group,
+                          4096 / r.wg_chain);
+      g = groups * r.wg_chain;
+      if (!st)
+        st = TABCL_SET_ARGS(r.chain, "hash_chain", TABCL_ARG(s->offsets), TABCL_ARG(ubase),
+                            TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off),
+                            TABCL_ARG(r.huge), TABCL_ARG(r.counts), TABCL_ARG(r.block_sums),
+                            TABCL_ARG(r.tail_sums), TABCL_LOCAL(r.wg_chain * sizeof(cl_ulong)));
+      if (!st) st = tabcl__launch(ctx, r.chain, 1, &g, &r.wg_chain, 0, NULL, last ? ev : NULL,
+                                  "hash_chain");
     }
   }
   if (st && ev && *ev) {

@@ -263,8 +263,9 @@ Test(hash_device, huge_among_short) {
   tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
-  /* one work-item a label, the (empty) team pass, and a work-group for the huge label */
-  cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
+  /* one work-item a label, the (empty) team pass, and the huge label's
+     block pass and chain pass */
+  cr_expect_eq(after.kernel_launches - before.kernel_launches, 4);
   tt_strings_free(&s);
 
   tabcl__hash_tune(1500, 8);
@@ -430,8 +431,8 @@ Test(hash_faults, injected_cl_failures) { sweep_hash(1); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
-   boundary, the work-group kernel just over its threshold and with more
-   blocks than teams. */
+   boundary, the block kernels just over their threshold and with more
+   units than teams. */
 Test(oclgrind_hash, tiny) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("oclgrind_hash/tiny")};
@@ -445,11 +446,11 @@ Test(oclgrind_hash, tiny) {
     free(b);
   }
   tabcl_strings_view v = tt_view(&s);
-  tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: three blocks in two rounds of two teams */
-  /* mostly long labels: hash_team_all, then hash_group */
+  tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: four units for two teams */
+  /* mostly long labels: hash_team_all, then hash_units and hash_chain */
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
-  /* mostly short labels: hash_short_list, hash_team, hash_group */
+  /* mostly short labels: hash_short_list, hash_team, hash_units, hash_chain */
   for (int i = 0; i < 60; i++) tt_strings_push(&s, "ab", 2);
   v = tt_view(&s);
   cr_assert_lt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
