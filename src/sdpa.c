@@ -109,6 +109,13 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
   return TABCL_OK;
 }
 
+static size_t tile_bytes(size_t es, int dp, int bq, int bk) {
+  /* Q tile and K/V tile with one padding float4 per row, P transposed with
+     four padding columns, and two per-query values. */
+  return es * ((size_t)bq * (dp + 4) + (size_t)bk * (dp + 4) + (size_t)bk * (bq + 4) +
+               2 * (size_t)bq);
+}
+
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t) {
   const size_t es = dt == TABCL_F64 ? 8 : 4;
@@ -118,30 +125,41 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   const int ntf = dp > 128 ? 4 : 2;
   /* The output's float4 columns split evenly over a power of two of work-items. */
   const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
-  /* Preferred first: key tiles of 32 or more (fewer barriers and softmax
-     passes per FLOP, four keys per work-item in S), then the larger query
-     tile (each K/V tile reused by more queries). With 48 KiB of local
-     memory this gives 64 x 64 for head dims up to 32, 64 x 32 up to 64,
-     32 x 32 up to 128 and 16 x 16 up to 256 in f32. */
-  static const int cand[][2] = {{64, 64}, {64, 32}, {32, 32}, {64, 16},
-                                {32, 16}, {16, 16}, {16, 8}};
   size_t maxwg = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < maxwg) maxwg = ctx->info.max_work_item_sizes[0];
-  for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
-    const int bq = cand[i][0], bk = cand[i][1], nt = bq * ntf;
-    if ((size_t)nt > maxwg) continue;
-    size_t local = es * ((size_t)bq * (dp + 4) + (size_t)bk * (dp + 4) + (size_t)bk * (bq + 4) +
-                         2 * (size_t)bq);
-    if (local > ctx->info.local_mem_size) continue;
-    t->dp = dp;
-    t->bq = bq;
-    t->bk = bk;
-    t->nt = nt;
-    t->tc = tc;
-    t->local_bytes = local;
-    return 1;
-  }
-  return 0;
+  static const int bqs[] = {64, 32, 16};
+  int best_bq = 0, best_bk = 0;
+  /* First choice: the largest query tile that takes a key tile of 32 or
+     more (fewer barriers and softmax passes per FLOP; each K/V tile reused
+     by more queries), with the largest such key tile. Else the shape with
+     the most query x key pairs per tile, ties to the longer key tile. Key
+     tiles are multiples of 8 up to 64, and small enough that a work-item's
+     share of one (fetched into registers ahead of use) is at most 16
+     vectors. With 48 KiB in f32 this gives 64 x 64 for head dims up to 32,
+     64 x 56 for 64, 32 x 32 for 128 and 16 x 16 for 256. */
+  for (int pass = 0; pass < 2 && !best_bq; pass++)
+    for (size_t i = 0; i < sizeof bqs / sizeof bqs[0]; i++) {
+      const int bq = bqs[i], nt = bq * ntf;
+      if ((size_t)nt > maxwg) continue;
+      int bkmax = 64 * nt / dp < 64 ? 64 * nt / dp : 64;
+      bkmax -= bkmax % 8;
+      for (int bk = bkmax; bk >= (pass == 0 ? 32 : 8); bk -= 8) {
+        if (tile_bytes(es, dp, bq, bk) > ctx->info.local_mem_size) continue;
+        if (pass == 0 || bq * bk > best_bq * best_bk ||
+            (bq * bk == best_bq * best_bk && bk > best_bk))
+          best_bq = bq, best_bk = bk;
+        break;
+      }
+      if (pass == 0 && best_bq) break;
+    }
+  if (!best_bq) return 0;
+  t->dp = dp;
+  t->bq = best_bq;
+  t->bk = best_bk;
+  t->nt = best_bq * ntf;
+  t->tc = tc;
+  t->local_bytes = tile_bytes(es, dp, best_bq, best_bk);
+  return 1;
 }
 
 tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,

@@ -266,14 +266,14 @@ Test(sdpa, lengths_and_head_dims_f32) {
 Test(sdpa, tile_shapes_of_smaller_devices) {
   tt_rng r = {tt_seed("sdpa.tile_shapes_of_smaller_devices")};
   tabcl_context *ctx = tt_context();
-  /* local memory, dtype, head dim: one of each distinct tile shape
-     (48 KiB is NVIDIA's: 64x32, 32x32 with 64 work-items, 16x16 with four
-     work-items per query row; then 32x16, 16x8, and 16x16 with 32
-     work-items and two queries per work-item in P V). */
+  /* local memory, dtype, head dim: one of each kind of tile shape (48 KiB
+     is NVIDIA's: 64x56 (seven keys per work-item in S), 32x32 with 64
+     work-items, 16x16 with four work-items per query row; then 32x16,
+     16x8, 32x24, and a 16 KiB device with two queries per work-item in P V). */
   static const struct { cl_ulong local; int dtype, dim; } cfg[] = {
       {49152, TABCL_F32, 64},  {49152, TABCL_F32, 128}, {49152, TABCL_F32, 256},
-      {32768, TABCL_F32, 128}, {32768, TABCL_F32, 256}, {16384, TABCL_F32, 80},
-      {49152, TABCL_F64, 64}};
+      {32768, TABCL_F32, 128}, {32768, TABCL_F32, 256}, {65536, TABCL_F32, 256},
+      {16384, TABCL_F32, 80},  {49152, TABCL_F64, 64}};
   for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
     ctx->info.local_mem_size = cfg[i].local;
     tabcl__sdpa_tiles t;
