@@ -2,6 +2,7 @@
  * the fused kernel and the CLBlast path, batch slicing and the entry points. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sdpa.h"
@@ -116,6 +117,26 @@ static size_t tile_bytes(size_t es, int dp, int bq, int bk) {
                2 * (size_t)bq);
 }
 
+/* Tuning knob for benchmarks: TABCL_SDPA_TILES="64:64x32,128:64x16" makes
+   padded head dim 64 use 64 queries x 32 keys, and so on. An entry that
+   does not fit the device (or is malformed) is ignored. */
+static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int ntf, size_t maxwg,
+                           int *bq, int *bk) {
+  const char *env = getenv("TABCL_SDPA_TILES");
+  while (env && *env) {
+    int d = 0, q = 0, k = 0, n = 0;
+    if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) == 3 && d == dp &&
+        (q == 16 || q == 32 || q == 64) && k >= 8 && k <= 64 && k % 8 == 0 &&
+        (size_t)(q * ntf) <= maxwg && tile_bytes(es, dp, q, k) <= ctx->info.local_mem_size) {
+      *bq = q;
+      *bk = k;
+      return;
+    }
+    env = strchr(env, ',');
+    if (env) env++;
+  }
+}
+
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t) {
   const size_t es = dt == TABCL_F64 ? 8 : 4;
@@ -152,6 +173,7 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
       }
       if (pass == 0 && best_bq) break;
     }
+  override_tiles(ctx, es, dp, ntf, maxwg, &best_bq, &best_bk);
   if (!best_bq) return 0;
   t->dp = dp;
   t->bq = best_bq;

@@ -163,9 +163,12 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   int failed = 0;
   for (int i = 0; i < n; i++) failed |= run_case(ctx, a, &cases[i], peak);
   tabcl__sdpa_tiles t;
-  for (int di = 0; di < 2; di++)
-    if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, long_dims[di], &t))
-      printf("\nfused tiles for head dim %d: %d queries x %d keys, %d work-items, %zu bytes local\n",
-             long_dims[di], t.bq, t.bk, t.nt, t.local_bytes);
+  static const int dims[] = {32, 64, 128};
+  printf("\n");
+  for (int di = 0; di < 3; di++)
+    if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, dims[di], &t))
+      printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items, "
+             "%zu bytes local\n", dims[di], t.bq, t.bk, t.nt, t.local_bytes);
+  printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim)\n");
   return failed;
 }
