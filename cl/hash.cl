@@ -236,21 +236,27 @@ inline void xxh_stripe(__global const ulong *w, ulong pos, uint p, ulong k0, ulo
   xxh_acc2(xxh_join(x, y, r), xxh_join(y, z, r), k0, k1, a0, a1);
 }
 
-// Lane p's sums over the 16 stripes of the block at byte `pos`. An
-// aligned block (every label of a column of whole-word lengths) needs two
-// loads a stripe and no joins.
-void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p, ulong *a0,
-               ulong *a1) {
+// Lane p's sums over `stripes` (<= 16) stripes from byte `pos`, keyed from
+// the start of the secret (a block, or the partial last one). Aligned
+// stripes (every label of a column of whole-word lengths) need two loads
+// each and no joins; the loop is unrolled so many loads are in flight.
+void xxh_stripes(__global const ulong *w, __local const ulong *sec, ulong pos, uint stripes,
+                 uint p, ulong *a0, ulong *a1) {
   if ((pos & 7) == 0) {
     __global const ulong *b = w + (pos >> 3) + 2 * p;
 #pragma unroll 8
-    for (uint s = 0; s < 16; s++)
+    for (uint s = 0; s < stripes; s++)
       xxh_acc2(b[8 * s], b[8 * s + 1], sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
     return;
   }
-#pragma unroll 4
-  for (uint s = 0; s < 16; s++)
+#pragma unroll 8
+  for (uint s = 0; s < stripes; s++)
     xxh_stripe(w, pos + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], a0, a1);
+}
+
+void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p, ulong *a0,
+               ulong *a1) {
+  xxh_stripes(w, sec, pos, 16, p, a0, a1);
 }
 
 inline ulong xxh_scramble(ulong a, ulong key) {
@@ -277,10 +283,7 @@ ulong xxh_team_part(__global const ulong *w, __local const ulong *sec, ulong pos
     a1 = xxh_scramble(a1, sec[17 + 2 * p]);
   }
   uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-  ulong at = pos + blocks * XXH_BLOCK;
-#pragma unroll 4
-  for (uint s = 0; s < tail; s++)
-    xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
+  xxh_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, p, &a0, &a1);
   xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p), xxh_lsec(sec, 129 + 16 * p),
              &a0, &a1);
   return xxh_merge_part(sec, p, a0, a1);
@@ -350,12 +353,14 @@ void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong s
 // takes every label in turn, with no listing pass over the offsets first.
 // Labels of up to 16 bytes are hashed by the team's first lane, 17 and up
 // by the four lanes together; a label of group_min bytes or more is
-// listed for hash_units/hash_chain (huge_list). scratch holds two words per
+// listed for hash_units/hash_chain (huge_list) when list_huge is set, and
+// left to them otherwise. scratch holds two words per
 // work-item and then the 24-word secret.
 __kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
                             uint count, ulong seed, ulong mask, __global ulong *out,
                             ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, __local ulong *scratch) {
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
   __local ulong *sec = scratch + 2 * get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -375,7 +380,8 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
         xxh_mid_parts(w, pos, (uint)len, p, seed, &a, &b);
       } else if (len >= group_min) {
         // At most one label in group_min bytes: a plain atomic is cheap.
-        if (p == 0) huge_list[atomic_add(&counts[1], 1u)] = t;
+        // (Unless the block kernels take every label themselves.)
+        if (p == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         shared = 1;
         a = xxh_team_part(w, sec, pos, len, p);
@@ -404,12 +410,16 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
 // eight sums go to block_sums at slot (start + 1023) / 1024 (a 1 KiB span
 // of the data holds exactly one multiple of 1024, so no two blocks of any
 // labels share a slot). Unit nb is the partial last block and the final
-// stripe, whose sums go to tail_sums[h] (h: the label's place in the huge
-// list). Four lanes a unit, 1 << span_log2 teams a label (each taking every
-// span-th unit), no barriers in the loop, so a column of long labels
-// streams through the device as a whole.
+// stripe, whose sums go to tail_sums[h]. With direct set, h runs over
+// every label of the slice (count of them) and those shorter than
+// group_min are skipped: a column of mostly long labels needs no list.
+// Otherwise h is a place in the huge list (counts[1] entries). Four lanes
+// a unit, 1 << span_log2 teams a label (each taking every span-th unit),
+// no barriers in the loop, so a column of long labels streams through the
+// device as a whole.
 __kernel void hash_units(__global const ulong *w, __global const long *offsets, ulong base,
-                         ulong seed, __global const uint *huge_list, __global const uint *counts,
+                         uint count, ulong nbytes, ulong seed, __global const uint *huge_list,
+                         __global const uint *counts, uint direct, ulong group_min,
                          uint span_log2, __global ulong *block_sums, __global ulong *tail_sums) {
   __local ulong sec[24];
   xxh_derive(sec, seed);
@@ -417,12 +427,12 @@ __kernel void hash_units(__global const ulong *w, __global const long *offsets, 
   uint p = (uint)get_local_id(0) & 3;
   ulong team = (ulong)get_global_id(0) >> 2, teams = (ulong)get_global_size(0) >> 2;
   ulong span = (ulong)1 << span_log2;
-  ulong n = (ulong)counts[1] << span_log2;
+  ulong n = (ulong)(direct ? count : counts[1]) << span_log2;
   for (ulong f = team; f < n; f += teams) {
     uint h = (uint)(f >> span_log2);
-    uint idx = huge_list[h];
-    ulong pos = (ulong)offsets[base + idx];
-    ulong len = (ulong)offsets[base + idx + 1] - pos;
+    ulong len;
+    ulong pos = xxh_span(offsets, base + (direct ? h : huge_list[h]), nbytes, &len);
+    if (len < group_min) continue;
     ulong nb = (len - 1) >> 10;
     for (ulong u = f & (span - 1); u <= nb; u += span) {
       ulong a0 = 0, a1 = 0;
@@ -435,8 +445,7 @@ __kernel void hash_units(__global const ulong *w, __global const long *offsets, 
       } else {
         ulong at = pos + (nb << 10);
         uint tail = (uint)(((len - 1) - (nb << 10)) >> 6);
-        for (uint s = 0; s < tail; s++)
-          xxh_stripe(w, at + 64 * s, p, sec[s + 2 * p], sec[s + 2 * p + 1], &a0, &a1);
+        xxh_stripes(w, sec, at, tail, p, &a0, &a1);
         xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p),
                    xxh_lsec(sec, 129 + 16 * p), &a0, &a1);
         tail_sums[8 * (ulong)h + 2 * p] = a0;
@@ -446,21 +455,22 @@ __kernel void hash_units(__global const ulong *w, __global const long *offsets, 
   }
 }
 
-// The second half for labels of group_min bytes or more: eight lanes a
-// label, lane j carrying accumulator j through the scrambles of the block
+// The second half for labels of group_min bytes or more (the same ones
+// hash_units took, listed or direct): eight lanes a label, lane j carrying accumulator j through the scrambles of the block
 // sums hash_units left (independent loads, so they overlap), then the
 // tail's sums; the label's first lane merges. scratch holds one word per
 // work-item; the work-group size is a multiple of 8.
-__kernel void hash_chain(__global const long *offsets, ulong base, ulong seed, ulong mask,
-                         __global ulong *out, ulong out_off, __global const uint *huge_list,
-                         __global const uint *counts, __global const ulong *block_sums,
+__kernel void hash_chain(__global const long *offsets, ulong base, uint count, ulong nbytes,
+                         ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                         __global const uint *huge_list, __global const uint *counts,
+                         uint direct, ulong group_min, __global const ulong *block_sums,
                          __global const ulong *tail_sums, __local ulong *scratch) {
   __local ulong sec[24];
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
   uint lid = (uint)get_local_id(0), j = lid & 7;
   uint per_group = (uint)get_local_size(0) / 8;
-  uint n = counts[1];
+  uint n = direct ? count : counts[1];
   // The trip count depends only on the group, so every work-item reaches
   // the barriers below.
   for (uint h0 = (uint)get_group_id(0) * per_group; h0 < n;
@@ -468,10 +478,13 @@ __kernel void hash_chain(__global const long *offsets, ulong base, ulong seed, u
     uint h = h0 + lid / 8;
     uint idx = 0;
     ulong len = 0, acc = 0;
+    ulong pos = 0;
     if (h < n) {
-      idx = huge_list[h];
-      ulong pos = (ulong)offsets[base + idx];
-      len = (ulong)offsets[base + idx + 1] - pos;
+      idx = direct ? h : huge_list[h];
+      pos = xxh_span(offsets, base + idx, nbytes, &len);
+    }
+    int mine = h < n && len >= group_min;   // (direct: shorter ones are another kernel's)
+    if (mine) {
       ulong nb = (len - 1) >> 10;
       __global const ulong *sums = block_sums + 8 * ((pos + 1023) >> 10) + j;
       ulong key = sec[16 + j];
@@ -482,7 +495,7 @@ __kernel void hash_chain(__global const long *offsets, ulong base, ulong seed, u
     }
     scratch[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (h < n && j == 0) {
+    if (mine && j == 0) {
       ulong hsum = len * XXH_P64_1;
       for (uint q = 0; q < 4; q++)
         hsum += xxh_merge_part(sec, q, scratch[lid + 2 * q], scratch[lid + 2 * q + 1]);

@@ -82,11 +82,13 @@ static size_t groups_for(const tabcl_context *ctx, uint64_t items, size_t per_cu
   return (size_t)(items < cap ? items : cap);
 }
 
-/* A buffer hash_units fills for hash_chain. A small one (columns up to
-   about 1 MiB) is still made from host zeros, which costs little:
-   oclgrind 21.10 took the sums a later call's hash_units wrote as
-   uninitialised (an enqueued fill made it worse). */
-static tabcl_status sums_create(tabcl_context *ctx, int col, size_t bytes, cl_mem *m,
+/* A buffer the kernels fill for each other (lists, sums). A small one
+   (columns up to about 1 MiB) is still made from host zeros, which costs
+   little: oclgrind 21.10 took what a later call's kernels wrote into such
+   buffers as uninitialised (an enqueued fill made it worse). A large one
+   is left as it is: a host copy of its size would cost more than the
+   hashing. */
+static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl_mem *m,
                                 const char *what) {
   void *zeros = NULL;
   if (bytes <= SUMS_ZEROED_MAX && !(zeros = tabcl__calloc(bytes, 1)))
@@ -117,15 +119,25 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
   hash_run r;
   memset(&r, 0, sizeof r);
-  /* A column of longer labels (an average over mid_avg bytes, below the
-     work-group threshold) goes to teams of four lanes label by label
+  /* A column of mostly huge labels (an average of group_min bytes or
+     more) goes straight to the block kernels, which take every label of
+     group_min bytes or more themselves (direct), and hash_team_all takes
+     the others: no list, no counters. A column of longer labels (an
+     average over mid_avg bytes) goes to teams of four lanes label by label
      (hash_team_all): they read a label's chunks side by side, and no
-     listing pass reads the offsets first. Otherwise one work-item a label
-     hashes what it can and lists the long ones for the teams
-     (hash_short_list, hash_team). */
+     listing pass reads the offsets first; it lists the huge ones. A column
+     of labels of at most 240 bytes takes one work-item a label
+     (hash_short: on the H200 that read 64-byte labels over twice as fast
+     as teams). Otherwise one work-item a label hashes what it can and
+     lists the long ones for the teams (hash_short_list, hash_team). */
   int64_t avg = s->bytes / s->length;
   int64_t mid_avg = ctx->info.is_cpu ? SHORT_MAX : MID_AVG_GPU;
-  int team_all = s->max_label > 16 && avg > mid_avg && avg < gmin;
+  int direct = any_huge && avg >= gmin;
+  int team_all = direct || (any_long && avg > mid_avg);
+  int list_huge = any_huge && !direct;
+  /* The huge-label list and its counters: filled by hash_short_list, or
+     by hash_team_all when it lists huge labels. */
+  int lists = team_all ? list_huge : any_long;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
   const char *team_name = team_all ? "hash_team_all" : "hash_team";
   tabcl_status st = TABCL_OK;
@@ -156,13 +168,11 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   int64_t slice_max = s->length < per ? s->length : per;
-  if (!st && teams_used) {
+  if (!st && lists) {
     /* Each list holds at most one entry per label, and no more labels than
        the bytes allow; hash_team_all needs only the list of huge labels.
-       That one is zeroed at creation from the host (it is short: one entry
-       per group_min bytes): oclgrind 21.10 took entries the kernels had
-       written into it as uninitialised once an earlier call's buffers had
-       been released. */
+       A short one of those is zeroed at creation from the host (see
+       scratch_create). */
     uint64_t mid_cap = team_all ? 1 : (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
     uint64_t huge_cap = (uint64_t)(s->bytes / gmin) + 1;
     if (mid_cap > (uint64_t)slice_max) mid_cap = (uint64_t)slice_max;
@@ -172,24 +182,20 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     if (!team_all)
       st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)mid_cap * sizeof(cl_uint), NULL,
                                 &r.mid, "long-label list");
-    cl_uint *zeros = st ? NULL : tabcl__calloc(r.huge_cap, sizeof *zeros);
-    if (!st && !zeros)
-      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
     if (!st)
-      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                (size_t)huge_cap * sizeof(cl_uint), zeros, &r.huge,
-                                "huge-label list");
-    tabcl__free(zeros);
+      st = scratch_create(ctx, col, (size_t)huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
   }
   if (!st && any_huge) {
     /* One slot of eight sums per 1 KiB of data (see hash_units), and one
        per possible huge label for the tails. Every slot hash_chain reads
        is written by hash_units first. */
     uint64_t slots = (uint64_t)s->bytes / 1024 + 2;
-    st = sums_create(ctx, col, (size_t)slots * 64, &r.block_sums, "block sums");
-    if (!st) st = sums_create(ctx, col, (size_t)r.huge_cap * 64, &r.tail_sums, "tail sums");
+    uint64_t tails = direct ? (uint64_t)slice_max : (uint64_t)r.huge_cap;
+    st = scratch_create(ctx, col, (size_t)slots * 64, &r.block_sums, "block sums");
+    if (!st) st = scratch_create(ctx, col, (size_t)tails * 64, &r.tail_sums, "tail sums");
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
+  cl_uint list_arg = (cl_uint)list_huge, direct_arg = (cl_uint)direct;
   uint64_t out_off = out_offset;
   int first = 1;
   for (int64_t base = 0; !st && base < s->length; base += per) {
@@ -200,7 +206,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     const cl_event *wl = first ? wait : NULL;
     first = 0;
     int last = base + n >= s->length;
-    if (teams_used) {
+    if (lists) {
       /* Fresh zeroed counters for each slice, made zero at creation: no
          enqueued fill (oclgrind 21.10 marks filled bytes uninitialised),
          and the buffer still in use by the previous slice is released
@@ -212,6 +218,9 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                                 &r.counts, "long-label counts");
       if (st) break;
     }
+    /* Kernels given no list never touch their list arguments; any buffer
+       fills the slot. */
+    cl_mem huge = r.huge ? r.huge : s->offsets, counts = r.counts ? r.counts : s->offsets;
     if (team_all)
       st = TABCL_OK;
     else if (any_long)
@@ -233,8 +242,8 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(r.huge),
-                          TABCL_ARG(r.counts), TABCL_ARG(gmin_arg),
+                          TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(huge),
+                          TABCL_ARG(counts), TABCL_ARG(gmin_arg), TABCL_ARG(list_arg),
                           TABCL_LOCAL((2 * r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
@@ -252,23 +261,25 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     }
     if (!st && any_huge) {
       /* Enough lanes to keep the device's memory busy; each team loops
-         over (label, unit) pairs until the device-side count runs out. */
-      uint64_t teams = (uint64_t)r.huge_cap << span_log2;
+         over (label, unit) pairs until the labels run out. */
+      uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
+      uint64_t teams = labels << span_log2;
       size_t groups = groups_for(ctx, (teams * 4 + r.wg_units - 1) / r.wg_units, 8192 / r.wg_units);
       size_t g = groups * r.wg_units;
       st = TABCL_SET_ARGS(r.units, "hash_units", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
-                          TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(r.huge),
-                          TABCL_ARG(r.counts), TABCL_ARG(span_log2), TABCL_ARG(r.block_sums),
+                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
+                          TABCL_ARG(huge), TABCL_ARG(counts), TABCL_ARG(direct_arg),
+                          TABCL_ARG(gmin_arg), TABCL_ARG(span_log2), TABCL_ARG(r.block_sums),
                           TABCL_ARG(r.tail_sums));
       if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, NULL, "hash_units");
       size_t per_group = r.wg_chain / 8;
-      groups = groups_for(ctx, ((uint64_t)r.huge_cap + per_group - 1) / per_group,
-                          4096 / r.wg_chain);
+      groups = groups_for(ctx, (labels + per_group - 1) / per_group, 4096 / r.wg_chain);
       g = groups * r.wg_chain;
       if (!st)
         st = TABCL_SET_ARGS(r.chain, "hash_chain", TABCL_ARG(s->offsets), TABCL_ARG(ubase),
-                            TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off),
-                            TABCL_ARG(r.huge), TABCL_ARG(r.counts), TABCL_ARG(r.block_sums),
+                            TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed), TABCL_ARG(mask),
+                            TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge), TABCL_ARG(counts),
+                            TABCL_ARG(direct_arg), TABCL_ARG(gmin_arg), TABCL_ARG(r.block_sums),
                             TABCL_ARG(r.tail_sums), TABCL_LOCAL(r.wg_chain * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.chain, 1, &g, &r.wg_chain, 0, NULL, last ? ev : NULL,
                                   "hash_chain");
@@ -290,10 +301,12 @@ static int64_t check_len(int i) {
   return i < 300 ? (i * 37) % 1500 : i % 7;
 }
 
-/* The column hashed three times: its first 300 labels (mostly long: teams
+/* The column hashed four times: its first 300 labels (mostly long: teams
    take every label on a GPU), all of them (mostly tiny: one work-item a
-   label, the long ones listed) and the tiny ones alone, so every kernel
-   runs; each hash is compared with the host's. */
+   label, the long ones listed), the tiny ones alone, and three labels
+   around the huge one (an average over the block threshold: the block
+   kernels take it unlisted), so every kernel and mode runs; each hash is
+   compared with the host's. */
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
   enum { N = 6300 };
   int64_t *offsets = tabcl__malloc((N + 1) * sizeof *offsets);
@@ -319,8 +332,8 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
   const uint64_t seed = 0x5EED;
   const int col = 3;
   tabcl_status s = TABCL_OK;
-  static const int64_t firsts[3] = {0, 0, 300}, lengths[3] = {300, N, N - 300};
-  for (int pass = 0; pass < 3 && !s; pass++) {
+  static const int64_t firsts[4] = {0, 0, 300, 149}, lengths[4] = {300, N, N - 300, 3};
+  for (int pass = 0; pass < 4 && !s; pass++) {
     int64_t n = lengths[pass];
     const int64_t *o = offsets + firsts[pass];
     tabcl_strings_view v = {n, o, data, NULL};

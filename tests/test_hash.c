@@ -455,6 +455,19 @@ Test(oclgrind_hash, tiny) {
   v = tt_view(&s);
   cr_assert_lt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
+  /* mostly huge labels: hash_team_all for the short one, hash_units and
+     hash_chain over the whole column (no list) for the others */
+  tt_strings_free(&s);
+  tt_strings_init(&s, 5);
+  size_t hlens[] = {4500, 2200, 7};
+  for (size_t i = 0; i < sizeof hlens / sizeof hlens[0]; i++) {
+    uint8_t *b = random_bytes(&r, hlens[i]);
+    tt_strings_push(&s, b, hlens[i]);
+    free(b);
+  }
+  v = tt_view(&s);
+  cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
+  check_device(ctx, &v, 1, 2, ~0ULL, 0);
   tabcl__hash_tune(0, 0);
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
