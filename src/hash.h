@@ -33,7 +33,7 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx);
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
 
 /* Test-only, process-wide: labels of at least group_min_bytes (> 240; 0 =
-   the default, 2048) are cut into 1 KiB blocks hashed in parallel, with
+   the default, 8192) are cut into 1 KiB blocks hashed in parallel, with
    group_wg / 4 teams of four lanes a label (rounded down to a power of
    two; 0 = sized from max_label, up to 64), so small tests reach that
    path and teams that take several blocks. */
