@@ -16,8 +16,9 @@ uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, 
 /* Hashes every label of s on the device into out[out_offset + i] (ulong),
    masked with `mask` (all ones normally; tests shrink it to force
    collisions). A null label's slot gets an unspecified value and must not
-   be used. Long labels are hashed cooperatively by a work-group, short
-   ones one per work-item. Enqueued after `wait`; `ev` (may be NULL)
+   be used. Short labels take one work-item each, longer ones four lanes,
+   and labels of 8 KiB or more are cut into 1 KiB blocks hashed in
+   parallel. Enqueued after `wait`; `ev` (may be NULL)
    completes when every hash is written. s must be laid out as
    tabcl__strings_upload makes it (data padded to whole words) and
    s->max_label must be at least its longest label: it picks the kernels.
