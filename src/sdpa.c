@@ -79,9 +79,6 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
                        (int)d->mask);
   if (!isfinite(d->scale))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: scale is not finite", fn);
-  if (d->head_dim > 256)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: head_dim is %d; at most 256 is supported",
-                       fn, (int)d->head_dim);
   if (d->q_heads > 0 && d->kv_heads > 0 && d->q_heads % d->kv_heads != 0)
     return tabcl__fail(TABCL_INVALID_ARGUMENT,
                        "%s: q_heads (%d) is not a multiple of kv_heads (%d)", fn,
@@ -100,6 +97,33 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
   if (d->head_dim <= 0)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: head_dim is %d; it must be > 0", fn,
                        (int)d->head_dim);
+  /* Extents whose byte sizes overflow cannot describe real buffers: refuse
+     them before anything is read (found by fuzz_sdpa_desc). */
+  {
+    const uint64_t es = d->dtype == TABCL_F64 ? 8 : d->dtype == TABCL_F32 ? 4 : 2;
+    uint64_t qb, kb, mb = 1, t;
+    int bad = __builtin_mul_overflow((uint64_t)d->batch, (uint64_t)d->q_len, &t) ||
+              __builtin_mul_overflow(t, (uint64_t)d->q_heads, &t) ||
+              __builtin_mul_overflow(t, (uint64_t)d->head_dim, &t) ||
+              __builtin_mul_overflow(t, es, &qb) ||
+              __builtin_mul_overflow((uint64_t)d->batch, (uint64_t)d->kv_len, &t) ||
+              __builtin_mul_overflow(t, (uint64_t)d->kv_heads, &t) ||
+              __builtin_mul_overflow(t, (uint64_t)d->head_dim, &t) ||
+              __builtin_mul_overflow(t, es, &kb);
+    if (!bad && d->mask != TABCL_MASK_NONE)
+      bad = __builtin_mul_overflow(d->mask_batch_broadcast ? 1u : (uint64_t)d->batch,
+                                   d->mask_head_broadcast ? 1u : (uint64_t)d->q_heads, &t) ||
+            __builtin_mul_overflow(t, (uint64_t)d->q_len, &t) ||
+            __builtin_mul_overflow(t, (uint64_t)d->kv_len, &t) ||
+            __builtin_mul_overflow(t, d->mask == TABCL_MASK_ADD ? es : 1u, &mb);
+    if (bad || qb > (uint64_t)PTRDIFF_MAX || kb > (uint64_t)PTRDIFF_MAX ||
+        mb > (uint64_t)PTRDIFF_MAX)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                         "%s: batch %lld x q_len %lld x kv_len %lld x heads %d/%d x head_dim %d "
+                         "describes tensors larger than any address space", fn,
+                         (long long)d->batch, (long long)d->q_len, (long long)d->kv_len,
+                         (int)d->q_heads, (int)d->kv_heads, (int)d->head_dim);
+  }
   if (!has_q) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: q is NULL", fn);
   if (!has_out) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: out is NULL", fn);
   if (d->kv_len > 0 && !has_k) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: k is NULL", fn);
@@ -139,6 +163,9 @@ static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int ntf,
 
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t) {
+  /* The fused kernel's register blocks are sized for head dims up to 256;
+     wider heads take the CLBlast path. */
+  if (head_dim > 256) return 0;
   const size_t es = dt == TABCL_F64 ? 8 : 4;
   const int dp = (head_dim + 15) / 16 * 16;
   /* More work-items per query row for the widest heads keeps the output

@@ -13,8 +13,9 @@ static float next_value(uint32_t *s) {
 }
 
 tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx) {
-  static float q[B * LQ * HQ * D], k[B * LK * HKV * D], v[B * LK * HKV * D], out[B * LQ * HQ * D];
-  static uint8_t mask[HQ * LQ * LK];
+  /* On the stack (a few KB): self-checks may run on several threads at once. */
+  float q[B * LQ * HQ * D], k[B * LK * HKV * D], v[B * LK * HKV * D], out[B * LQ * HQ * D];
+  uint8_t mask[HQ * LQ * LK];
   uint32_t seed = 12345;
   for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) q[i] = next_value(&seed);
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) k[i] = next_value(&seed);

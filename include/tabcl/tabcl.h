@@ -159,7 +159,8 @@ typedef enum tabcl_mask_kind {
    kv_len = 0. A zero batch or q_len is a valid call that writes nothing. */
 typedef struct tabcl_sdpa_desc {
   int64_t batch, q_len, kv_len;
-  int32_t q_heads, kv_heads, head_dim;
+  int32_t q_heads, kv_heads, head_dim; /* head_dim > 256 runs on the CLBlast path, and is
+                                          TABCL_UNSUPPORTED in a build without CLBlast */
   tabcl_dtype dtype;            /* of q, k, v, out and an additive mask */
   double scale;                 /* 0: 1 / sqrt(head_dim) */
   int causal;
