@@ -157,6 +157,14 @@ tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const 
                            const size_t *local, cl_uint nwait, const cl_event *wait,
                            cl_event *ev, const char *what);
 
+/* Benchmarks: while a trace is open on the calling thread, every launch
+   keeps its event, and tabcl__trace_end returns the device time from the
+   first kernel's start to the last kernel's end (host work before and
+   between launches of one call is then not counted). At most 4096 launches
+   are traced. */
+void tabcl__trace_begin(void);
+tabcl_status tabcl__trace_end(tabcl_context *ctx, double *seconds, int *launches);
+
 /* Disk cache of program binaries (disk_cache.c). key describes everything
    the binary depends on. A missing, corrupt or stale entry gives NULL. */
 unsigned char *tabcl__disk_cache_load(const char *dir, const char *key, size_t *size);

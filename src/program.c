@@ -331,12 +331,50 @@ tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl_
   return TABCL_OK;
 }
 
+enum { TRACE_CAP = 4096 };
+static _Thread_local int trace_on, trace_count;
+static _Thread_local cl_event trace_events[TRACE_CAP];
+
+void tabcl__trace_begin(void) {
+  for (int i = 0; i < trace_count; i++) clReleaseEvent(trace_events[i]);
+  trace_count = 0;
+  trace_on = 1;
+}
+
+tabcl_status tabcl__trace_end(tabcl_context *ctx, double *seconds, int *launches) {
+  trace_on = 0;
+  tabcl_status s = tabcl__finish(ctx);
+  cl_ulong first = ~(cl_ulong)0, last = 0;
+  for (int i = 0; i < trace_count; i++) {
+    cl_ulong a = 0, b = 0;
+    if (!s && (clGetEventProfilingInfo(trace_events[i], CL_PROFILING_COMMAND_START, sizeof a, &a,
+                                       NULL) != CL_SUCCESS ||
+               clGetEventProfilingInfo(trace_events[i], CL_PROFILING_COMMAND_END, sizeof b, &b,
+                                       NULL) != CL_SUCCESS))
+      s = tabcl__fail(TABCL_OPENCL_ERROR, "trace: a launch has no profiling times");
+    if (a < first) first = a;
+    if (b > last) last = b;
+    clReleaseEvent(trace_events[i]);
+  }
+  if (launches) *launches = trace_count;
+  if (!s && trace_count == 0) s = tabcl__fail(TABCL_INVALID_ARGUMENT, "trace: no launches");
+  trace_count = 0;
+  if (!s) *seconds = (double)(last - first) * 1e-9;
+  return s;
+}
+
 tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,
                            const size_t *local, cl_uint nwait, const cl_event *wait,
                            cl_event *ev, const char *what) {
-  cl_int err = TABCL_CL(
-      clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, nwait, wait, ev));
+  cl_event mine = NULL;
+  int tracing = trace_on && trace_count < TRACE_CAP;
+  cl_int err = TABCL_CL(clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, nwait,
+                                               wait, ev ? ev : tracing ? &mine : NULL));
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueNDRangeKernel", what);
+  if (tracing) {
+    if (ev) clRetainEvent(*ev);
+    trace_events[trace_count++] = ev ? *ev : mine;
+  }
   tabcl__stats_add(ctx, 0, 0, 1);
   return TABCL_OK;
 }
