@@ -21,10 +21,6 @@ static void fill_random(uint8_t *p, size_t n, uint64_t x) {
   }
 }
 
-/* Device seconds of one hash_column call: from a marker just before it to
-   the call's own completion event. The marker waits on a user event that
-   is released only after the call has enqueued everything, so the host's
-   own work in the call (kernel objects, temporaries) is not counted. */
 /* Device time of one hash_column call: from its first kernel's start to its
    last kernel's end, taken from the launches' own profiling events (a user
    event gate in front of the call inflated NVIDIA's times by 0.1-0.3 ms). */
