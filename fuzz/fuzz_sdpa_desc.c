@@ -150,10 +150,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   int bad = d.batch < 0 || d.q_len < 0 || d.kv_len < 0 || d.q_heads < 0 || d.kv_heads < 0 ||
             d.head_dim < 0 || (unsigned)d.dtype > 3u || (unsigned)d.mask > 2u ||
             (d.kv_heads > 0 && d.q_heads % d.kv_heads != 0) || (work && zero_dims);
-  /* The contract sets no limit on head_dim; beyond what the kernels take the
-     answer should be TABCL_UNSUPPORTED (see test_bad_input's
-     sdpa/head_dim_too_large_is_unsupported), and either is tolerated here. */
-  int odd_dims = (!work && zero_dims) || d.head_dim > 256;
+  /* The contract sets no limit on head_dim or the lengths; beyond what the
+     kernels take (head_dim 256, lengths 2^31) the answer should be
+     TABCL_UNSUPPORTED (see test_bad_input's
+     sdpa/head_dim_too_large_is_unsupported); either is tolerated here. */
+  int odd_dims = (!work && zero_dims) || d.head_dim > 256 || d.q_len > INT32_MAX ||
+                 d.kv_len > INT32_MAX;
   int ovf = 0;
   size_t es = dsize(d.dtype);
   uint64_t nq = product(&ovf, d.batch, d.q_len, d.q_heads, d.head_dim);
