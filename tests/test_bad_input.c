@@ -556,3 +556,55 @@ Test(sdpa, head_dim_too_large_is_unsupported) {
   free(q);
   tabcl_context_destroy(ctx);
 }
+
+/* The calls that return no status: out-of-range and NULL arguments give the
+   documented answers, and the valid edges next to the bad inputs above
+   (empty columns, no validity bitmap) are accepted. */
+Test(bad_input, accessors_and_valid_edges) {
+  fx f;
+  fx_init(&f);
+  tt_live base = tt_live_now();
+  cr_expect_eq(tabcl_category_index_codes(NULL, 0), -1);
+  cr_expect_eq(tabcl_category_index_codes(f.idx, -1), -1);
+  cr_expect_eq(tabcl_category_index_codes(f.idx, 2), -1);
+  cr_expect_eq(tabcl_category_index_codes(f.idx, 0), 3);
+  cr_expect_eq(tabcl_category_index_columns(f.idx), 2);
+  cr_expect_leq(tabcl_category_index_columns(NULL), 0);
+  tabcl_category_index_destroy(NULL);
+  tabcl_context_destroy(NULL);
+  tabcl_stats st = {1, 2, 3};
+  tabcl_context_stats(NULL, &st);
+  cr_expect(st.programs_built == 0 && st.programs_from_cache == 0 && st.kernel_launches == 0,
+            "stats of a NULL context are zeroed");
+  tabcl_context_stats(f.ctx, NULL);
+  cr_expect_str_eq(tabcl_status_name((tabcl_status)-3), "TABCL_UNKNOWN_STATUS");
+  cr_expect_eq(tabcl_program_name(-1), NULL);
+  cr_expect_eq(tabcl_selfcheck_name(tabcl_selfcheck_count()), NULL);
+  cr_expect_eq(tabcl_selfcheck_run(f.ctx, -1), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_selfcheck_run(NULL, 0), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_program_prepare(NULL, 0, NULL), TABCL_INVALID_ARGUMENT);
+
+  /* empty query columns: one offset, no codes array needed */
+  static const int64_t zero = 0;
+  tabcl_strings_view empty[2] = {{0, &zero, NULL, NULL}, {0, &zero, NULL, NULL}};
+  int32_t *none[2] = {NULL, NULL};
+  tt_assert_ok(tabcl_category_index_lookup(f.idx, 2, empty, none));
+  tabcl_dictionary_view d[2] = {{empty[0], 0, NULL}, {empty[1], 0, NULL}};
+  tt_assert_ok(tabcl_category_index_align(f.idx, 2, d, none));
+  /* an empty vocabulary and one of empty labels fit; nothing matches the first */
+  static const int64_t blanks[3] = {5, 5, 5};
+  tabcl_strings_view v[2] = {{0, &zero, NULL, NULL}, {2, blanks, NULL, NULL}};
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(f.ctx, 2, v, TABCL_CODES_BY_POSITION, &idx));
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), 0);
+  cr_expect_eq(tabcl_category_index_codes(idx, 1), 2);
+  static const int64_t qoff[3] = {0, 0, 1};
+  tabcl_strings_view q[2] = {{2, qoff, (const uint8_t *)"x", NULL}, {2, qoff, (const uint8_t *)"x", NULL}};
+  int32_t c0[2], c1[2], *codes[2] = {c0, c1};
+  tt_assert_ok(tabcl_category_index_lookup(idx, 2, q, codes));
+  cr_expect(c0[0] == -1 && c0[1] == -1, "an empty vocabulary matches nothing: %d %d", c0[0], c0[1]);
+  cr_expect(c1[0] == 1 && c1[1] == -1, "\"\" has the last position 1: %d %d", c1[0], c1[1]);
+  tabcl_category_index_destroy(idx);
+  tt_expect_no_leak(base);
+  fx_fini(&f);
+}
