@@ -137,13 +137,15 @@ static int present(const tabcl__catcol *c, int64_t i) {
   return !c->validity || (c->validity[i >> 3] >> (i & 7) & 1);
 }
 
-/* Device-side scratch for the seed search. */
+/* Device-side scratch for the seed search. The labels go to the device
+   once, as the index's own vdata; each column is hashed from there through
+   offsets into the whole buffer, so no column needs an upload of its own. */
 typedef struct fit_scratch {
-  tabcl_dev_strings *dev;   /* ncols uploads */
+  tabcl_dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
   cl_mem hash, slots, keys, vals;
   uint32_t *hslots;         /* present slots, ascending */
-  uint64_t *hk;             /* sorted keys read back, then per column */
-  uint32_t *hv;
+  uint64_t *hk;             /* sorted keys read back (several columns only), */
+  uint32_t *hv;             /* then split per column into pk, pv */
   uint64_t *pk;
   uint32_t *pv;
   int64_t *seg;             /* ncols + 1: each column's first pair */
@@ -152,7 +154,7 @@ typedef struct fit_scratch {
 
 static void scratch_free(fit_scratch *s, int ncols) {
   if (s->dev)
-    for (int c = 0; c < ncols; c++) tabcl__strings_release(&s->dev[c]);
+    for (int c = 0; c < ncols; c++) tabcl__buffer_release(s->dev[c].offsets);
   tabcl__free(s->dev);
   tabcl__buffer_release(s->hash);
   tabcl__buffer_release(s->slots);
@@ -166,35 +168,87 @@ static void scratch_free(fit_scratch *s, int ncols) {
   tabcl__free(s->seg);
 }
 
+/* Column c's offsets on the device, shifted by its data_base so they index
+   the whole of vdata; `tmp` holds the longest column's offsets. Created
+   from the host in one piece (oclgrind 21.10 loses track of bytes written
+   at an offset). */
+static tabcl_status column_offsets(tabcl_category_index *idx, int c, int64_t *tmp, cl_mem *out) {
+  const tabcl__catcol *col = &idx->cols[c];
+  const int64_t *src = col->offsets;
+  if (col->data_base) {
+    for (int64_t i = 0; i <= col->length; i++) tmp[i] = col->offsets[i] + col->data_base;
+    src = tmp;
+  }
+  return tabcl__buffer_create(idx->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                              ((size_t)col->length + 1) * sizeof *src, (void *)src, out,
+                              "label offsets");
+}
+
 static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, const char *fn) {
   tabcl_context *ctx = idx->ctx;
-  int64_t np = 0;
-  for (int c = 0; c < idx->ncols; c++)
-    for (int64_t i = 0; i < idx->cols[c].length; i++) np += present(&idx->cols[c], i);
+  int64_t np = 0, longest_col = 0;
+  for (int c = 0; c < idx->ncols; c++) {
+    const tabcl__catcol *col = &idx->cols[c];
+    if (col->length > longest_col) longest_col = col->length;
+    if (!col->validity) {
+      np += col->length;
+      continue;
+    }
+    for (int64_t i = 0; i < col->length; i++) np += present(col, i);
+  }
   s->npairs = np;
   size_t n1 = np ? (size_t)np : 1;
+  int split = idx->ncols > 1;
   s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
   s->hslots = tabcl__malloc(n1 * sizeof *s->hslots);
-  s->hk = tabcl__malloc(n1 * sizeof *s->hk);
-  s->hv = tabcl__malloc(n1 * sizeof *s->hv);
+  if (split) {
+    s->hk = tabcl__malloc(n1 * sizeof *s->hk);
+    s->hv = tabcl__malloc(n1 * sizeof *s->hv);
+  }
   s->pk = tabcl__malloc(n1 * sizeof *s->pk);
   s->pv = tabcl__malloc(n1 * sizeof *s->pv);
   s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
-  if (!s->dev || !s->hslots || !s->hk || !s->hv || !s->pk || !s->pv || !s->seg)
+  if (!s->dev || !s->hslots || (split && (!s->hk || !s->hv)) || !s->pk || !s->pv || !s->seg)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
   int64_t j = 0;
   for (int c = 0; c < idx->ncols; c++) {
+    const tabcl__catcol *col = &idx->cols[c];
     s->seg[c] = j;
-    for (int64_t i = 0; i < idx->cols[c].length; i++)
-      if (present(&idx->cols[c], i)) s->hslots[j++] = (uint32_t)(idx->cols[c].label_base + i);
+    uint32_t base = (uint32_t)col->label_base;
+    if (!col->validity)
+      for (int64_t i = 0; i < col->length; i++) s->hslots[j++] = base + (uint32_t)i;
+    else
+      for (int64_t i = 0; i < col->length; i++)
+        if (present(col, i)) s->hslots[j++] = base + (uint32_t)i;
   }
   s->seg[idx->ncols] = j;
   tabcl_status st;
-  for (int c = 0; c < idx->ncols; c++) {
-    const tabcl__catcol *col = &idx->cols[c];
-    tabcl_strings_view v = {col->length, col->offsets, idx->data + col->data_base, col->validity};
-    if ((st = tabcl__strings_upload(ctx, &v, &s->dev[c]))) return st;
+  /* The index's device copy of the labels, zero-padded as idx->data is. */
+  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                 tabcl__round_up((size_t)idx->data_bytes, 8) + 8, idx->data,
+                                 &idx->vdata, "index bytes")))
+    return st;
+  int64_t *tmp = NULL;
+  if (idx->ncols > 1) {
+    tmp = tabcl__malloc(((size_t)longest_col + 1) * sizeof *tmp);
+    if (!tmp) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
+  for (int c = 0; c < idx->ncols && !st; c++) {
+    const tabcl__catcol *col = &idx->cols[c];
+    if (!col->length) continue;
+    tabcl_dev_strings *d = &s->dev[c];
+    d->length = col->length;
+    /* offsets reach to this column's end in vdata; the hash reads nothing past it */
+    d->bytes = col->data_base + col->offsets[col->length];
+    for (int64_t i = 0; i < col->length; i++) {
+      int64_t n = col->offsets[i + 1] - col->offsets[i];
+      if (n > d->max_label) d->max_label = n;
+    }
+    d->data = idx->vdata;
+    st = column_offsets(idx, c, tmp, &d->offsets);
+  }
+  tabcl__free(tmp);
+  if (st) return st;
   size_t labels = (size_t)idx->labels;
   if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, labels * 8, NULL, &s->hash, "fit hashes")) ||
       (st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)np * 4,
@@ -232,6 +286,11 @@ static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uin
   tabcl__kernel_release(k);
   if (st) return st;
   if ((st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL))) return st;
+  if (idx->ncols == 1) {
+    /* one column: the sorted pairs are already its pairs */
+    if ((st = tabcl__read(ctx, s->keys, 0, (size_t)n * 8, s->pk))) return st;
+    return tabcl__read(ctx, s->vals, 0, (size_t)n * 4, s->pv);
+  }
   if ((st = tabcl__read(ctx, s->keys, 0, (size_t)n * 8, s->hk))) return st;
   if ((st = tabcl__read(ctx, s->vals, 0, (size_t)n * 4, s->hv))) return st;
   /* The sort ran over all columns at once; a counting pass by column keeps
@@ -267,6 +326,7 @@ static int has_collision(const tabcl_category_index *idx, const fit_scratch *s) 
 typedef struct entries {
   uint64_t *key;
   uint32_t *slot;
+  cl_long *span;    /* 2 per entry: first byte in vdata, length */
   int32_t *code;
   int64_t *range;   /* ncols + 1 */
   int64_t n;
@@ -275,28 +335,48 @@ typedef struct entries {
 static void entries_free(entries *e) {
   tabcl__free(e->key);
   tabcl__free(e->slot);
+  tabcl__free(e->span);
   tabcl__free(e->code);
   tabcl__free(e->range);
 }
 
+/* The column a BY_VALUE ranking sorts, and its first byte: its labels are
+   compared without finding their column again each time. */
+static _Thread_local const tabcl__catcol *sort_col;
+static _Thread_local const uint8_t *sort_bytes;
+
 static int cmp_entry_label(const void *pa, const void *pb) {
-  return slot_bytes_cmp(*(const uint32_t *)pa, *(const uint32_t *)pb);
+  int64_t x = (int64_t)*(const uint32_t *)pa - sort_col->label_base;
+  int64_t y = (int64_t)*(const uint32_t *)pb - sort_col->label_base;
+  const int64_t *o = sort_col->offsets;
+  return bytes_cmp(sort_bytes + o[x], o[x + 1] - o[x], sort_bytes + o[y], o[y + 1] - o[y]);
+}
+
+/* Appends entry ne: label `slot` of column col under key. */
+static void put_entry(entries *e, int64_t ne, const tabcl__catcol *col, uint64_t key, uint32_t slot) {
+  int64_t i = (int64_t)slot - col->label_base;
+  e->key[ne] = key;
+  e->slot[ne] = slot;
+  e->span[2 * ne] = col->data_base + col->offsets[i];
+  e->span[2 * ne + 1] = col->offsets[i + 1] - col->offsets[i];
 }
 
 static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, entries *e) {
   size_t n1 = s->npairs ? (size_t)s->npairs : 1;
   e->key = tabcl__malloc(n1 * sizeof *e->key);
   e->slot = tabcl__malloc(n1 * sizeof *e->slot);
+  e->span = tabcl__malloc(n1 * 2 * sizeof *e->span);
   e->code = tabcl__malloc(n1 * sizeof *e->code);
   e->range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *e->range);
   uint32_t *tmp = tabcl__malloc(n1 * sizeof *tmp);
-  if (!e->key || !e->slot || !e->code || !e->range || !tmp) {
+  if (!e->key || !e->slot || !e->span || !e->code || !e->range || !tmp) {
     tabcl__free(tmp);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory");
   }
   sort_idx = idx;
   int64_t ne = 0;
   for (int c = 0; c < idx->ncols; c++) {
+    const tabcl__catcol *cc = &idx->cols[c];
     e->range[c] = ne;
     int64_t end = s->seg[c + 1];
     for (int64_t r = s->seg[c]; r < end;) {
@@ -306,16 +386,13 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
       for (int64_t j = r + 1; j < q && all_same; j++) all_same = same_label(idx, s->pv[r], s->pv[j]);
       if (all_same) {
         /* pairs are sorted by slot among equal keys: the last is the last position */
-        e->key[ne] = s->pk[r];
-        e->slot[ne++] = s->pv[q - 1];
+        put_entry(e, ne++, cc, s->pk[r], s->pv[q - 1]);
       } else {
         /* a kept collision: group the run's labels, one entry per distinct label */
         qsort(s->pv + r, (size_t)(q - r), sizeof *s->pv, cmp_label_then_slot);
         for (int64_t j = r; j < q; j++)
-          if (j + 1 == q || !same_label(idx, s->pv[j], s->pv[j + 1])) {
-            e->key[ne] = s->pk[r];
-            e->slot[ne++] = s->pv[j];
-          }
+          if (j + 1 == q || !same_label(idx, s->pv[j], s->pv[j + 1]))
+            put_entry(e, ne++, cc, s->pk[r], s->pv[j]);
       }
       r = q;
     }
@@ -328,6 +405,8 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
       /* rank the distinct labels bytewise: sort their entry numbers by label */
       col->codes = count;
       for (int64_t j = 0; j < count; j++) tmp[j] = e->slot[first + j];
+      sort_col = col;
+      sort_bytes = idx->data + col->data_base;
       qsort(tmp, (size_t)count, sizeof *tmp, cmp_entry_label);
       /* slot -> rank through a scratch map over this column's slots */
       int32_t *rank = tabcl__malloc(col->length ? (size_t)col->length * sizeof *rank : 1);
@@ -349,27 +428,14 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
 static tabcl_status upload_tables(tabcl_category_index *idx, const entries *e) {
   tabcl_context *ctx = idx->ctx;
   size_t n = (size_t)e->n;
-  cl_long *spans = tabcl__malloc((n ? n : 1) * 2 * sizeof *spans);
-  if (!spans) return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory");
-  for (size_t j = 0; j < n; j++) {
-    const tabcl__catcol *col = &idx->cols[column_of(idx, e->slot[j])];
-    int64_t i = (int64_t)e->slot[j] - col->label_base;
-    spans[2 * j] = col->data_base + col->offsets[i];
-    spans[2 * j + 1] = col->offsets[i + 1] - col->offsets[i];
-  }
   const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
   tabcl_status st;
   if ((st = tabcl__buffer_create(ctx, ro, n * 8, e->key, &idx->keys, "index keys")) ||
-      (st = tabcl__buffer_create(ctx, ro, n * 16, spans, &idx->spans, "index spans")) ||
+      (st = tabcl__buffer_create(ctx, ro, n * 16, e->span, &idx->spans, "index spans")) ||
       (st = tabcl__buffer_create(ctx, ro, n * 4, e->code, &idx->ecodes, "index codes")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)idx->ncols + 1) * 8, e->range, &idx->ranges,
-                                 "index ranges")) ||
-      (st = tabcl__buffer_create(ctx, ro, tabcl__round_up((size_t)idx->data_bytes, 8) + 8,
-                                 idx->data, &idx->vdata, "index bytes"))) {
-    tabcl__free(spans);
+                                 "index ranges")))
     return st;
-  }
-  tabcl__free(spans);
   idx->entries = e->n;
   idx->device_bytes = (int64_t)(n * 28 + ((size_t)idx->ncols + 1) * 8 +
                                 tabcl__round_up((size_t)idx->data_bytes, 8) + 8);
