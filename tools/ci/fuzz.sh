@@ -63,7 +63,9 @@ for t in $targets; do
     fuzz_index_load) maxlen=65536 ;;
     *) maxlen=4096 ;;
   esac
-  common=(-rss_limit_mb=4096 -timeout=60 -max_len=$maxlen -print_final_stats=1
+  # A single input may wait for a kernel compile: PoCL has taken over a
+  # minute for one attention configuration on a loaded 2-core machine.
+  common=(-rss_limit_mb=4096 -timeout=300 -max_len=$maxlen -print_final_stats=1
           "-artifact_prefix=$logs/fuzz-$t-")
 
   log=$logs/fuzz-$t-replay.log
