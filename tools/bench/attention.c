@@ -91,8 +91,10 @@ static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, 
   } else {
     double flops = 4.0 * (double)d->batch * d->q_heads * (double)d->q_len * (double)d->kv_len *
                    d->head_dim * (d->causal ? 0.5 : 1.0);
+    const char *fused_only = getenv("TABCL_BENCH_FUSED_ONLY");
     for (int path = TABCL__SDPA_FUSED; path <= TABCL__SDPA_CLBLAST; path++) {
       if (path == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+      if (path == TABCL__SDPA_CLBLAST && fused_only && *fused_only == '1') continue;
       double sec = time_path(ctx, a, d, &b, path);
       const char *pn = path == TABCL__SDPA_FUSED ? "fused" : "clblast";
       if (sec <= 0) {
@@ -160,8 +162,26 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
           snprintf(c->name, sizeof c->name, "long_b%lld_h%d_l%d_d%d%s_%s", (long long)b, h, l,
                    long_dims[di], causal ? "_causal" : "", dtype_name(c->d.dtype));
         }
+  /* Tile sweeps: TABCL_BENCH_CASES="tab_,l4096" runs only the cases whose
+     name contains one of the comma-separated parts; TABCL_BENCH_FUSED_ONLY=1
+     skips the CLBlast path. */
+  const char *only = getenv("TABCL_BENCH_CASES");
   int failed = 0;
-  for (int i = 0; i < n; i++) failed |= run_case(ctx, a, &cases[i], peak);
+  for (int i = 0; i < n; i++) {
+    int take = !only || !*only;
+    for (const char *p = only; p && *p && !take;) {
+      const char *e = strchr(p, ',');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      char part[96];
+      if (len > 0 && len < sizeof part) {
+        memcpy(part, p, len);
+        part[len] = 0;
+        take = strstr(cases[i].name, part) != NULL;
+      }
+      p = e ? e + 1 : NULL;
+    }
+    if (take) failed |= run_case(ctx, a, &cases[i], peak);
+  }
   tabcl__sdpa_tiles t;
   static const int dims[] = {32, 64, 128};
   printf("\n");
