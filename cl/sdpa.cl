@@ -5,12 +5,18 @@
 // (K first, then V into the same space) so that the query tile can stay in
 // local memory for the whole pass over the keys. Per key tile:
 //   1. S = Q K^T: each work-item computes an RQS x RKS register block of S
-//      from local memory, four head-dim elements per step (vector loads).
-//      S is stored transposed ([key][query]) so that step 2 reads it
-//      without bank conflicts.
-//   2. One work-item per query row updates that row's running max and sum
-//      (online softmax, in the log2 domain so exp2 can be used) and turns
-//      its row of S into probabilities, while V moves into local memory.
+//      from local memory, four head-dim elements per step (vector loads),
+//      and keeps it in registers.
+//   2. The softmax runs on S in registers, by every work-item: row maxima
+//      are combined through local memory (TKS partial maxima per row), each
+//      work-item exponentiates its own block and writes the probabilities
+//      transposed ([key][query]) to local memory, while V moves into local
+//      memory. Running maxima are kept redundantly (identically) by the TKS
+//      work-items of a row; running sums are kept as per-work-item partial
+//      sums (all scaled by the same factors) and added up at the end. The
+//      earlier serial pass (one work-item per row over the key tile, half
+//      the group idle) made short key tiles slow: on the H200 this version
+//      runs 64 x 16 tiles at head dim 128 13% faster than that one did.
 //   3. O += P V: each work-item owns a block of RQO consecutive queries x
 //      (4*CG) columns of the output, rescaled by the row's correction
 //      factor first; its P values for one key are one or two vector loads.
@@ -88,7 +94,6 @@ inline ushort f32_to_bf16(float f) {
 #define BK SDPA_BK
 #define DP SDPA_DP
 #define DP4 (DP / 4)
-#define RS (DP4 + 1)      /* row stride (real4) of the Q and K/V tiles: padding spreads banks */
 #define TKS 8             /* work-items across the keys of S */
 #define RKS (BK / TKS)
 #define TQS (NT / TKS)
@@ -96,6 +101,15 @@ inline ushort f32_to_bf16(float f) {
 #define TC SDPA_TC
 #define CG (DP4 / TC)     /* float4 output columns per work-item */
 #define TQO (NT / TC)
+// The Q and K/V tiles have no row padding (which would cost the local memory
+// of a 64 x 56 tile at head dim 64 on 48 KiB); instead the float4 column c
+// of row r sits at c ^ (r & SWM), so the 4 to 8 consecutive rows one warp
+// reads in step 1 fall in different banks. SWM + 1 divides TQS, TKS and TC,
+// so a work-item's rows all share one XOR key and P V's V reads only XOR
+// the column within a block of TC.
+#define SWM0 ((DP4 % 8) == 0 ? 7 : 3)
+#define SWM (SWM0 < TQS - 1 ? SWM0 : TQS - 1)
+#define SWZ(r, c) ((r) * DP4 + ((c) ^ ((r) & SWM)))
 #define RQO (BQ / TQO)
 #define PT (BQ + 4)       /* column stride of P, stored transposed [key][query]: float4
                              aligned, and consecutive queries fall in consecutive banks */
@@ -136,7 +150,7 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
     int r = idx / DP4, c = idx - r * DP4;
     real4 x = (real4)(0);
     if (r < avail) x = load4(src + r * stride, c * 4, d, vec) * mul;
-    dst[r * RS + c] = x;
+    dst[SWZ(r, c)] = x;
   }
 }
 
@@ -153,7 +167,7 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define STORE_KV(pre)                                                              \
   _Pragma("unroll") for (int u = 0; u < LPT; u++) {                               \
     const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
-    if (idx < BK * DP4) kvs[r * RS + c] = pre[u];                                  \
+    if (idx < BK * DP4) kvs[SWZ(r, c)] = pre[u];                                    \
   }
 
 // One work-group per (batch entry, head, query tile): dims 0, 1 and 2, so
@@ -167,11 +181,13 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
                 int qt0) {
-  __local real4 qs[BQ * RS];
-  __local real4 kvs[BK * RS];
+  __local real4 qs[BQ * DP4];
+  __local real4 kvs[BK * DP4];
   __local real4 pst4[BK * PT / 4];
   __local real alpha_s[BQ];
-  __local real linv_s[BQ];
+  // Per-row partial maxima, at the end partial sums. Read as scalars: vector
+  // reads of values stored as scalars crash oclgrind's --uninitialized.
+  __local real red[BQ * TKS];
   __local real *pst = (__local real *)pst4;
 
   const int t = (int)get_local_id(0);
@@ -194,7 +210,10 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
 
   load_tile(qs, qb, qstride, BQ, qn, d, vec, scale2, t);
 
-  real m_run = -INFINITY, l_run = 0;  // meaningful for row owners t < BQ
+  // Running max and partial sum of this work-item's S rows tq + i * TQS.
+  real m_run[RQS], l_run[RQS];
+  #pragma unroll
+  for (int i = 0; i < RQS; i++) m_run[i] = -INFINITY, l_run[i] = 0;
   real4 acc[RQO][CG];
   #pragma unroll
   for (int i = 0; i < RQO; i++) {
@@ -203,6 +222,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   }
 
   const int tk = t & (TKS - 1), tq = t / TKS;
+  const int kq = tq & SWM, kk = tk & SWM;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
@@ -232,9 +252,9 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       for (int c = 0; c < DP4; c++) {
         real4 qv[RQS], kv[RKS];
         #pragma unroll
-        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * DP4 + (c ^ kq)];
         #pragma unroll
-        for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * RS + c];
+        for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * DP4 + (c ^ kk)];
         #pragma unroll
         for (int i = 0; i < RQS; i++) {
           #pragma unroll
@@ -245,55 +265,62 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       for (int c = 0; c < DP4; c++) {
         real4 qv[RQS];
         #pragma unroll
-        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * RS + c];
+        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * DP4 + (c ^ kq)];
         #pragma unroll
         for (int j = 0; j < RKS; j++)
           if (j < nkb) {
-            const real4 kv = kvs[(tk + j * TKS) * RS + c];
+            const real4 kv = kvs[(tk + j * TKS) * DP4 + (c ^ kk)];
             #pragma unroll
             for (int i = 0; i < RQS; i++) s[i][j] = dot4(qv[i], kv, s[i][j]);
           }
       }
     }
+    // Masked entries become -inf; each row's partial maximum goes to red.
     #pragma unroll
     for (int i = 0; i < RQS; i++) {
       const int r = tq + i * TQS, qi = q0 + r;
+      real pm = -INFINITY;
       #pragma unroll
       for (int j = 0; j < RKS; j++) {
-        const int cc = tk + j * TKS, kj = k0 + cc;
+        const int kj = k0 + tk + j * TKS;
         int ok = qi < lq && kj < lk && (!causal || kj <= qi);
         real x = s[i][j];
         if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
         else if (ok && mask_kind == 2)
           x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
-        pst[cc * PT + r] = ok ? x : (real)(-INFINITY);
+        s[i][j] = ok ? x : (real)(-INFINITY);
+        pm = fmax(pm, s[i][j]);
       }
+      red[r * TKS + tk] = pm;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    STORE_KV(pre);
-    if (k0 + BK < kv_end) FETCH_KV(pre, kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK));
-    // Keys are used in groups of four; those past the last key are masked
-    // (p = 0) and their V rows are zeros.
-    const int nj4 = (kn + 3) / 4;
-    if (t < BQ) {
-      __local real *prow = pst + t;
-      real mx = m_run;
-      for (int j = 0; j < nj4 * 4; j++) mx = fmax(mx, prow[j * PT]);
+    #pragma unroll
+    for (int i = 0; i < RQS; i++) {
+      const int r = tq + i * TQS;
+      real mx = m_run[i];
+      #pragma unroll
+      for (int u = 0; u < TKS; u++) mx = fmax(mx, red[r * TKS + u]);
       // A row with nothing attendable yet keeps m = -inf; exponents then use 0
       // so that masked entries give exp2(-inf) = 0 instead of NaN.
       const real mu = mx == -INFINITY ? (real)0 : mx;
-      const real a = exp2(m_run - mu);
+      const real a = exp2(m_run[i] - mu);
       real sum = 0;
-      for (int j = 0; j < nj4 * 4; j++) {
-        const real p = exp2(prow[j * PT] - mu);
-        prow[j * PT] = p;
+      #pragma unroll
+      for (int j = 0; j < RKS; j++) {
+        const real p = exp2(s[i][j] - mu);
+        pst[(tk + j * TKS) * PT + r] = p;
         sum += p;
       }
-      l_run = l_run * a + sum;
-      m_run = mx;
-      alpha_s[t] = a;
+      l_run[i] = l_run[i] * a + sum;
+      m_run[i] = mx;
+      if (tk == 0) alpha_s[r] = a;
     }
+    STORE_KV(pre);
+    if (k0 + BK < kv_end) FETCH_KV(pre, kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK));
+    // Keys are used in groups of four; those past the last key have p = 0
+    // and V rows of zeros.
+    const int nj4 = (kn + 3) / 4;
     barrier(CLK_LOCAL_MEM_FENCE);
 
     #pragma unroll
@@ -319,7 +346,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
 #endif
         #pragma unroll
         for (int c = 0; c < CG; c++) {
-          const real4 vv = kvs[j * RS + tc + c * TC];
+          const real4 vv = kvs[j * DP4 + (tc ^ (j & SWM)) + c * TC];
           #pragma unroll
           for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
         }
@@ -327,14 +354,19 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     }
   }
 
-  if (t < BQ) linv_s[t] = l_run > 0 ? (real)1 / l_run : (real)0;
+  // No barrier needed first: red was last read before the last P V.
+  #pragma unroll
+  for (int i = 0; i < RQS; i++) red[(tq + i * TQS) * TKS + tk] = l_run[i];
   barrier(CLK_LOCAL_MEM_FENCE);
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   #pragma unroll
   for (int i = 0; i < RQO; i++) {
     const int r = to * RQO + i;
     if (r >= qn) continue;
-    const real li = linv_s[r];
+    real l = 0;
+    #pragma unroll
+    for (int u = 0; u < TKS; u++) l += red[r * TKS + u];
+    const real li = l > 0 ? (real)1 / l : (real)0;
     #pragma unroll
     for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);
   }

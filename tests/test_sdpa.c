@@ -267,9 +267,9 @@ Test(sdpa, tile_shapes_of_smaller_devices) {
   tt_rng r = {tt_seed("sdpa.tile_shapes_of_smaller_devices")};
   tabcl_context *ctx = tt_context();
   /* local memory, dtype, head dim: one of each kind of tile shape (48 KiB
-     is NVIDIA's: 64x56 (seven keys per work-item in S), 32x32 with 64
-     work-items, 16x16 with four work-items per query row; then 32x16,
-     16x8, 32x24, and a 16 KiB device with two queries per work-item in P V). */
+     is NVIDIA's: 64x56 (seven keys per work-item in S), 64x16 (two),
+     16x16 with four work-items per query row; then 32x16 with 64
+     work-items, 16x8, 32x24, 16x24 on a 16 KiB device, 32x32 in f64). */
   static const struct { cl_ulong local; int dtype, dim; } cfg[] = {
       {49152, TABCL_F32, 64},  {49152, TABCL_F32, 128}, {49152, TABCL_F32, 256},
       {32768, TABCL_F32, 128}, {32768, TABCL_F32, 256}, {65536, TABCL_F32, 256},
@@ -760,7 +760,7 @@ Test(oclgrind_sdpa, fused_variants) {
 Test(oclgrind_sdpa, small_tiles) {
   tt_rng r = {tt_seed("oclgrind_sdpa.small_tiles")};
   tabcl_context *ctx = tt_context();
-  /* 16 KiB: 64 x 16 for head dim 16, 16 x 8 with 64 work-items for 128 */
+  /* 16 KiB: 64 x 24 for head dim 16, 16 x 8 with 32 work-items for 128 */
   ctx->info.local_mem_size = 16384;
   static const int dims[] = {16, 128};
   for (int i = 0; i < 2; i++) {
