@@ -6,6 +6,7 @@
  * half, and it has no bf16) and the f32 result is narrowed into out. Used
  * where the fused kernel does not fit the device, and by tests as a
  * cross-check. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sdpa.h"
@@ -51,6 +52,20 @@ static tabcl_status gemm(tabcl_context *ctx, tabcl_dtype dt, int transb, size_t 
                          size_t boff, size_t ldb, size_t bstr, cl_mem c, size_t coff, size_t ldc,
                          size_t cstr, size_t nb, tabcl__sdpa_events *ev) {
   if (tabcl__fault_cl()) return blast_fail(CLBlastOpenCLOutOfResources, "CLBlastXgemmStridedBatched");
+  /* CLBlast's kernels take offsets as 32-bit ints: an element past 2^31 in
+     one of these buffers would be addressed wrongly (on the H200 a batch of
+     140,000 x 54 x 8 x 64 broke the command queue). Refuse such a call
+     rather than corrupt the context. */
+  const size_t rows_b = transb ? n : k, cols_b = transb ? k : n;
+  const size_t end_a = aoff + (nb - 1) * astr + (m - 1) * lda + k;
+  const size_t end_b = boff + (nb - 1) * bstr + (rows_b - 1) * ldb + cols_b;
+  const size_t end_c = coff + (nb - 1) * cstr + (m - 1) * ldc + n;
+  if (end_a > (size_t)INT32_MAX || end_b > (size_t)INT32_MAX || end_c > (size_t)INT32_MAX)
+    return tabcl__fail(TABCL_UNSUPPORTED,
+                       "attention (CLBlast path): a tensor reaches element %zu; CLBlast addresses "
+                       "at most 2^31 elements of one buffer (use the fused path, or smaller "
+                       "tensors per call)",
+                       end_a > end_b ? (end_a > end_c ? end_a : end_c) : (end_b > end_c ? end_b : end_c));
   cl_command_queue q = ctx->queue;
   cl_event e = NULL;
   CLBlastTranspose tb = transb ? CLBlastTransposeYes : CLBlastTransposeNo;
