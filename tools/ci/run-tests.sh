@@ -6,7 +6,8 @@
 #  3. every test's oclgrind_* suite under oclgrind --data-races --uninitialized,
 #     failing on any report (oclgrind itself exits 0 after reporting);
 #  4. the fuzz targets' seed corpora replayed, and each target fuzzed briefly
-#     (skipped with a note when clang's libFuzzer is not installed).
+#     (tools/ci/fuzz.sh; it fails when clang's libFuzzer is missing, which
+#     tools/setup.sh test installs).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
