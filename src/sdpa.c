@@ -263,6 +263,12 @@ tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int p
   return s;
 }
 
+/* p + off, where p may be NULL (k and v are when kv_len is 0): pointer
+   arithmetic on NULL is undefined even with a zero offset. */
+static const void *at(const void *p, size_t off) {
+  return p ? (const unsigned char *)p + off : NULL;
+}
+
 /* Sizes in bytes of one batch entry of each tensor. */
 typedef struct item_bytes {
   size_t q, kv, mask, mask_whole;
@@ -328,14 +334,11 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   for (int64_t b0 = 0; b0 < d->batch && !s; b0 += step) {
     int64_t nb = d->batch - b0 < step ? d->batch - b0 : step;
     sd.batch = nb;
-    s = tabcl__write(ctx, b.q, 0, (size_t)nb * ib.q, (const unsigned char *)q + (size_t)b0 * ib.q);
-    if (!s) s = tabcl__write(ctx, b.k, 0, (size_t)nb * ib.kv,
-                             (const unsigned char *)k + (size_t)b0 * ib.kv);
-    if (!s) s = tabcl__write(ctx, b.v, 0, (size_t)nb * ib.kv,
-                             (const unsigned char *)v + (size_t)b0 * ib.kv);
+    s = tabcl__write(ctx, b.q, 0, (size_t)nb * ib.q, at(q, (size_t)b0 * ib.q));
+    if (!s) s = tabcl__write(ctx, b.k, 0, (size_t)nb * ib.kv, at(k, (size_t)b0 * ib.kv));
+    if (!s) s = tabcl__write(ctx, b.v, 0, (size_t)nb * ib.kv, at(v, (size_t)b0 * ib.kv));
     if (!s && has_mask && !ib.mask_whole)
-      s = tabcl__write(ctx, b.mask, 0, (size_t)nb * ib.mask,
-                       (const unsigned char *)mask + (size_t)b0 * ib.mask);
+      s = tabcl__write(ctx, b.mask, 0, (size_t)nb * ib.mask, at(mask, (size_t)b0 * ib.mask));
     if (!s) s = tabcl__sdpa_run(ctx, &sd, path, &b, 0, NULL, NULL);
     if (!s) s = tabcl__read(ctx, b.out, 0, (size_t)nb * ib.q, tmp + (size_t)b0 * ib.q);
   }
