@@ -196,6 +196,34 @@ static int report_query(cl_device_id d, const query *q) {
   return 1;
 }
 
+/* One program build or self-check: a JSON object or a table line. source
+   ("built" / "disk cache") is given for program builds only. */
+static void step_result(const char *name, tabcl_status s, double ms, const char *source) {
+  if (json_mode) {
+    json_open(NULL, '{');
+    json_key("name");
+    json_string(name);
+    json_key("ok");
+    printf("%s", s == TABCL_OK ? "true" : "false");
+    json_key("ms");
+    printf("%.1f", ms);
+    if (source) {
+      json_key("from_cache");
+      printf("%s", strcmp(source, "disk cache") == 0 ? "true" : "false");
+    }
+    if (s) {
+      json_key("error");
+      json_string(tabcl_last_error());
+    }
+    json_close('}');
+  } else if (s) {
+    printf("  %-32s FAILED: %s (%.1f ms)\n    %s\n", name, tabcl_status_name(s), ms,
+           tabcl_last_error());
+  } else {
+    printf("  %-32s ok %8.1f ms%s%s\n", name, ms, source ? "  " : "", source ? source : "");
+  }
+}
+
 /* ---- one device: table, kernels, self-checks, ceilings ---- */
 
 static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
@@ -239,27 +267,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     int from_cache = 0;
     double t0 = now();
     s = tabcl_program_prepare(ctx, i, &from_cache);
-    double ms = (now() - t0) * 1e3;
-    if (json_mode) {
-      json_open(NULL, '{');
-      json_key("name");
-      json_string(name);
-      json_key("ok");
-      printf("%s", s == TABCL_OK ? "true" : "false");
-      json_key("ms");
-      printf("%.1f", ms);
-      json_key("from_cache");
-      printf("%s", from_cache == 1 ? "true" : "false");
-      if (s) {
-        json_key("error");
-        json_string(tabcl_last_error());
-      }
-      json_close('}');
-    } else if (s) {
-      printf("  %-32s FAILED: %s: %s\n", name, tabcl_status_name(s), tabcl_last_error());
-    } else {
-      printf("  %-32s %8.1f ms  %s\n", name, ms, from_cache == 1 ? "disk cache" : "built");
-    }
+    step_result(name, s, (now() - t0) * 1e3, s ? NULL : from_cache == 1 ? "disk cache" : "built");
     failures += s != TABCL_OK;
   }
   if (json_mode) json_close(']');
@@ -272,25 +280,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     fprintf(stderr, "cl-probe: device %s: self-check %s\n", sel, name);
     double t0 = now();
     s = tabcl_selfcheck_run(ctx, i);
-    double ms = (now() - t0) * 1e3;
-    if (json_mode) {
-      json_open(NULL, '{');
-      json_key("name");
-      json_string(name);
-      json_key("ok");
-      printf("%s", s == TABCL_OK ? "true" : "false");
-      json_key("ms");
-      printf("%.1f", ms);
-      if (s) {
-        json_key("error");
-        json_string(tabcl_last_error());
-      }
-      json_close('}');
-    } else {
-      printf("  %-32s %s%s%s (%.1f ms)\n", name, s ? "FAILED: " : "ok", s ? tabcl_status_name(s) : "",
-             s ? "" : "", ms);
-      if (s) printf("    %s\n", tabcl_last_error());
-    }
+    step_result(name, s, (now() - t0) * 1e3, NULL);
     failures += s != TABCL_OK;
   }
   if (json_mode) json_close(']');
