@@ -1,5 +1,6 @@
 """Shared by the peer benchmarks: device choice, device-side timing, and the
 JSON lines that bench/report.py joins with tabcl-bench's own (--jsonl)."""
+import argparse
 import json
 import statistics
 import sys
@@ -121,3 +122,14 @@ def table(rows, header):
     for r in rows:
         print("| " + " | ".join(str(x) for x in r) + " |")
     sys.stdout.flush()
+
+
+def dump_peer_args(doc):
+    """The arguments of every peer that reads tabcl-bench's --dump folder."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dump", required=True, help="tabcl-bench's --dump DIR")
+    ap.add_argument("--jsonl", help="append figures here")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    return ap

@@ -19,12 +19,11 @@ buffers is not):
 
   lookup_host.py --dump DIR [--jsonl PATH] [--quick] [--reps N]
 """
-import argparse
 import sys
 
 import numpy as np
 
-from common import Budget, Recorder, host_median_ms, table
+from common import Budget, Recorder, dump_peer_args, host_median_ms, table
 from dumpfmt import compare_codes, lookup_cases
 
 
@@ -153,12 +152,7 @@ def check(case, codes):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dump", required=True, help="tabcl-bench's --dump DIR")
-    ap.add_argument("--jsonl", help="append figures here")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    ap = dump_peer_args(__doc__)
     a = ap.parse_args()
     reps = a.reps or (3 if a.quick else 5)
     budget = Budget(a.budget_s)

@@ -14,12 +14,11 @@ never give a wrong code. The codes are checked against tabcl's.
 
   lookup_torch.py --dump DIR [--jsonl PATH] [--quick] [--reps N] [--hash-bits B]
 """
-import argparse
 import sys
 
 import numpy as np
 
-from common import Budget, Recorder, Timer, pick_device, table
+from common import Budget, Recorder, Timer, dump_peer_args, pick_device, table
 from dumpfmt import compare_codes, lookup_cases
 
 M64 = (1 << 64) - 1
@@ -179,12 +178,7 @@ class Index:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dump", required=True, help="tabcl-bench's --dump DIR")
-    ap.add_argument("--jsonl", help="append figures here")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    ap = dump_peer_args(__doc__)
     ap.add_argument("--hash-bits", type=int, default=64,
                     help="keep only this many hash bits (tests: forces collisions)")
     a = ap.parse_args()

@@ -11,12 +11,11 @@ permutation of the input.
 
   sort_torch.py --dump DIR [--jsonl PATH] [--quick] [--reps N]
 """
-import argparse
 import sys
 
 import numpy as np
 
-from common import Budget, Recorder, Timer, pick_device, table
+from common import Budget, Recorder, Timer, dump_peer_args, pick_device, table
 from dumpfmt import sort_cases
 
 TOP = np.uint64(1 << 63)
@@ -34,12 +33,7 @@ def check(keys, vals, sk, sv):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dump", required=True, help="tabcl-bench's --dump DIR")
-    ap.add_argument("--jsonl", help="append figures here")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--reps", type=int, default=None)
-    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    ap = dump_peer_args(__doc__)
     a = ap.parse_args()
     import torch
     dev, devname = pick_device(torch, a.quick)
