@@ -504,3 +504,235 @@ __kernel void hash_chain(__global const long *offsets, ulong base, uint count, u
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
+
+// ---- Eight lanes a label (selectable; see tabcl__hash_variants) ---------
+//
+// Lane j of an octet owns accumulator j alone: for every stripe it reads
+// the 16-byte pair of words j & ~1 and j | 1 (it needs its partner's word
+// too, XXH3 adds it into accumulator j), so the octet reads a stripe's 64
+// bytes as four 16-byte pieces, each fetched by two adjacent lanes, and a
+// warp reads four stripes side by side. Aligned pieces (labels starting
+// on a 16-byte boundary) take one 16-byte load.
+
+// Words e and e + 1 (e even) of the stripe at byte `at` (any alignment).
+inline ulong2 xxh8_pair(__global const ulong *w, ulong at, uint e) {
+  ulong q = (at >> 3) + e;
+  uint r = (uint)(at & 7) * 8;
+  ulong x = w[q], y = w[q + 1];
+  if (r == 0) return (ulong2)(x, y);
+  ulong z = w[q + 2];
+  return (ulong2)(xxh_join(x, y, r), xxh_join(y, z, r));
+}
+
+// Accumulator j's share of a stripe whose pair of words is v, keyed by k.
+inline ulong xxh8_acc(ulong2 v, uint j, ulong k, ulong a) {
+  ulong own = (j & 1) ? v.y : v.x, other = (j & 1) ? v.x : v.y;
+  ulong d = own ^ k;
+  return a + other + (ulong)(uint)d * (ulong)(uint)(d >> 32);
+}
+
+// Lane j's accumulator over `stripes` (<= 16) stripes from byte `pos`,
+// keyed from the start of the secret. Loads go out four stripes at a time
+// before any is used, so a short tail does not wait on each in turn.
+inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                          uint stripes, uint j, ulong a) {
+  uint e = j & ~1u;
+  if ((pos & 15) == 0) {
+    __global const ulong2 *b = (__global const ulong2 *)(w + (pos >> 3) + e);
+    for (uint s0 = 0; s0 < stripes; s0 += 4) {
+      ulong2 v[4];
+#pragma unroll
+      for (uint k = 0; k < 4; k++) v[k] = s0 + k < stripes ? b[4 * (s0 + k)] : (ulong2)(0, 0);
+#pragma unroll
+      for (uint k = 0; k < 4; k++)
+        if (s0 + k < stripes) a = xxh8_acc(v[k], j, sec[s0 + k + j], a);
+    }
+    return a;
+  }
+  for (uint s0 = 0; s0 < stripes; s0 += 4) {
+    ulong2 v[4];
+#pragma unroll
+    for (uint k = 0; k < 4; k++)
+      v[k] = s0 + k < stripes ? xxh8_pair(w, pos + 64 * (s0 + k), e) : (ulong2)(0, 0);
+#pragma unroll
+    for (uint k = 0; k < 4; k++)
+      if (s0 + k < stripes) a = xxh8_acc(v[k], j, sec[s0 + k + j], a);
+  }
+  return a;
+}
+
+// Lane j's sums over one whole 1 KiB block.
+inline ulong xxh8_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint j,
+                        ulong a) {
+  return xxh8_stripes(w, sec, pos, 16, j, a);
+}
+
+// Lane j's sums over the partial last block from byte `at` and the final
+// stripe of a label [pos, pos + len) (its load issued first).
+inline ulong xxh8_tail(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                       ulong at, uint j, ulong a) {
+  ulong2 last = xxh8_pair(w, pos + len - 64, j & ~1u);
+  uint tail = (uint)((pos + len - 1 - at) >> 6);
+  a = xxh8_stripes(w, sec, at, tail, j, a);
+  return xxh8_acc(last, j, xxh_lsec(sec, 121 + 8 * j), a);
+}
+
+// Lane j's accumulator for a label of more than 240 bytes (before the merge).
+ulong xxh8_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len, uint j) {
+  ulong a = xxh_init[j];
+  ulong blocks = (len - 1) / XXH_BLOCK;
+  ulong key = sec[16 + j];
+  for (ulong b = 0; b < blocks; b++) a = xxh_scramble(xxh8_block(w, sec, pos + b * XXH_BLOCK, j, a), key);
+  return xxh8_tail(w, sec, pos, len, pos + blocks * XXH_BLOCK, j, a);
+}
+
+// The hash from an octet's eight accumulators acc[0..7].
+inline ulong xxh8_merge(__local const ulong *sec, __local const ulong *acc, ulong len) {
+  ulong h = len * XXH_P64_1;
+  for (uint q = 0; q < 4; q++) h += xxh_merge_part(sec, q, acc[2 * q], acc[2 * q + 1]);
+  return xxh3_avalanche(h);
+}
+
+// Lane j's share of a label of 17..240 bytes: xxh_mid_parts with eight
+// lanes (up to 128 bytes the four chunk pairs go to lanes 0..3; above,
+// lane j takes chunk j of the first eight and every eighth later one).
+void xxh8_mid_parts(__global const ulong *w, ulong pos, uint len, uint j, ulong seed, ulong *a,
+                    ulong *b) {
+  if (len <= 128) {
+    *a = j < 4 && len > 32 * j ? xxh_mix16(w, pos + 16 * j, 32 * j, seed) +
+                                     xxh_mix16(w, pos + len - 16 * (j + 1), 32 * j + 16, seed)
+                               : 0;
+    *b = 0;
+    return;
+  }
+  *a = xxh_mix16(w, pos + 16 * j, 16 * j, seed);
+  ulong x = 0;
+  uint rounds = len / 16;
+  for (uint i = 8 + j; i < rounds; i += 8) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  if (j == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
+  *b = x;
+}
+
+// hash_team_all with octets (same arguments and lists). scratch holds two
+// buffers of two words per work-item (rounds alternate between them, so
+// one barrier a round keeps a round's writes off the last one's reads)
+// and then the 24-word secret; the work-group size is a multiple of 8.
+__kernel void hash_oct_all(__global const ulong *w, __global const long *offsets, ulong base,
+                           uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                           ulong nbytes, __global uint *huge_list, __global uint *counts,
+                           ulong group_min, uint list_huge, __local ulong *scratch) {
+  uint g = (uint)get_local_size(0);
+  __local ulong *sec = scratch + 4 * g;
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), j = lid & 7, o = lid & ~7u;
+  uint per = g / 8, stride = (uint)get_num_groups(0) * per;
+  uint flip = 0;
+  // The next round's offsets are loaded a round ahead and checked only
+  // when used, so their latency hides behind this round's data.
+  uint t = (uint)get_group_id(0) * per + lid / 8;
+  long o0 = 0, o1 = 0;
+  if (t < count) {
+    o0 = offsets[base + t];
+    o1 = offsets[base + t + 1];
+  }
+  for (uint t0 = (uint)get_group_id(0) * per; t0 < count; t0 += stride, flip ^= 1) {
+    __local ulong *sa = scratch + flip * 2 * g, *sb = sa + g;
+    t = t0 + lid / 8;
+    ulong pos = (ulong)o0, end = (ulong)o1;
+    if (t + stride < count) {
+      o0 = offsets[base + t + stride];
+      o1 = offsets[base + t + stride + 1];
+    }
+    if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
+    ulong len = end - pos, a = 0, b = 0;
+    int mode = 0;   // 1: 17..240 bytes, 2: longer, both from the octet's parts
+    if (t < count) {
+      if (len <= 16) {
+        if (j == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
+      } else if (len <= XXH_SHORT_MAX) {
+        mode = 1;
+        xxh8_mid_parts(w, pos, (uint)len, j, seed, &a, &b);
+      } else if (len >= group_min) {
+        if (j == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
+      } else {
+        mode = 2;
+        a = xxh8_long(w, sec, pos, len, j);
+      }
+    }
+    sa[lid] = a;
+    sb[lid] = b;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (mode && j == 0) {
+      ulong h;
+      if (mode == 2) {
+        h = xxh8_merge(sec, sa + o, len);
+      } else {
+        ulong s = len * XXH_P64_1, r = 0;
+        for (uint q = 0; q < 8; q++) {
+          s += sa[o + q];
+          r += sb[o + q];
+        }
+        h = xxh3_avalanche(len > 128 ? xxh3_avalanche(s) + r : s);
+      }
+      out[out_off + base + t] = h & mask;
+    }
+  }
+}
+
+// Labels of group_min bytes or more, one work-group a label (groups loop
+// over them), in one pass over the data and no scratch buffer: each octet
+// takes one unit (a 1 KiB block, or the label's partial last block with
+// its final stripe) side by side, leaves its eight sums in local memory,
+// and the first octet carries the accumulators through the scrambles of
+// those units in order; passes of get_local_size(0) / 8 units repeat
+// until the label is done. With direct set every label of the slice is
+// visited and shorter ones are skipped (another kernel takes them);
+// otherwise the huge list (counts[1] entries) names them. scratch holds
+// two buffers of one word per work-item (steps alternate, one barrier a
+// step) and then the 24-word secret; the work-group size is a multiple
+// of 8.
+__kernel void hash_big(__global const ulong *w, __global const long *offsets, ulong base,
+                       uint count, ulong nbytes, ulong seed, ulong mask, __global ulong *out,
+                       ulong out_off, __global const uint *huge_list, __global const uint *counts,
+                       uint direct, ulong group_min, __local ulong *scratch) {
+  uint g = (uint)get_local_size(0);
+  __local ulong *sec = scratch + 2 * g;
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), j = lid & 7, o = lid / 8;
+  uint per = g / 8;
+  uint n = direct ? count : counts[1];
+  ulong key = sec[16 + j];
+  uint flip = 0;
+  // The label, and so every trip count below, is the same for the whole
+  // group: every work-item reaches every barrier.
+  for (uint h = (uint)get_group_id(0); h < n; h += (uint)get_num_groups(0)) {
+    uint idx = direct ? h : huge_list[h];
+    ulong len;
+    ulong pos = xxh_span(offsets, base + idx, nbytes, &len);
+    if (len < group_min) continue;
+    ulong nb = (len - 1) >> 10;
+    ulong acc = xxh_init[j];
+    for (ulong u0 = 0; u0 <= nb; u0 += per, flip ^= 1) {
+      __local ulong *buf = scratch + flip * g;
+      ulong u = u0 + o, s = 0;
+      if (u < nb) s = xxh8_block(w, sec, pos + (u << 10), j, 0);
+      else if (u == nb) s = xxh8_tail(w, sec, pos, len, pos + (nb << 10), j, 0);
+      buf[lid] = s;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (o == 0) {
+        ulong k_end = nb + 1 - u0 < per ? nb + 1 - u0 : per;
+        for (ulong k = 0; k < k_end; k++) {
+          acc += buf[8 * k + j];
+          if (u0 + k < nb) acc = xxh_scramble(acc, key);
+        }
+      }
+    }
+    __local ulong *buf = scratch + flip * g;
+    if (o == 0) buf[j] = acc;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    flip ^= 1;
+    if (lid == 0) out[out_off + base + idx] = xxh8_merge(sec, buf, len) & mask;
+  }
+}

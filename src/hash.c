@@ -26,6 +26,15 @@
 
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
+static _Atomic int mid_variant, big_variant;
+static _Atomic size_t big_wg_override, mid_wg_override;
+
+void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg) {
+  atomic_store(&mid_variant, mid);
+  atomic_store(&big_variant, big);
+  atomic_store(&big_wg_override, big_wg);
+  atomic_store(&mid_wg_override, mid_wg);
+}
 
 void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg) {
   atomic_store(&group_min_override, group_min_bytes);
@@ -142,17 +151,37 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
      by hash_team_all when it lists huge labels. */
   int lists = team_all ? list_huge : any_long;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
-  const char *team_name = team_all ? "hash_team_all" : "hash_team";
+  /* Eight lanes a label (hash_oct_all) or four (hash_team_all); one
+     work-group a huge label (hash_big) or blocks and chain (hash_units,
+     hash_chain). */
+  int oct = team_all && atomic_load(&mid_variant) == 2;
+  int big = any_huge && atomic_load(&big_variant) == 2;
+  size_t lanes = oct ? 8 : 4;
+  const char *team_name = team_all ? (oct ? "hash_oct_all" : "hash_team_all") : "hash_team";
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;
   int teams_used = any_long || team_all;
   if (!st && teams_used) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
-  if (!st && teams_used) r.wg_team = tabcl__wg_size(ctx, r.team, 256);
-  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_units", &r.units);
-  if (!st && any_huge) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_chain", &r.chain);
+  size_t mid_wg = team_all ? atomic_load(&mid_wg_override) : 0;
+  if (!st && teams_used) r.wg_team = tabcl__wg_size(ctx, r.team, mid_wg ? mid_wg : 256);
+  if (!st && any_huge)
+    st = tabcl__kernel_create(ctx, "hash", NULL, big ? "hash_big" : "hash_units", &r.units);
+  if (!st && any_huge && !big) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_chain", &r.chain);
   cl_uint span_log2 = 0;
-  if (!st && any_huge) {
+  if (!st && big) {
+    /* Eight lanes a unit, as many units a pass as the longest label has
+       (up to 32), or the test/bench override. */
+    size_t want = atomic_load(&big_wg_override);
+    if (!want) {
+      int64_t units = (s->max_label - 1) / 1024 + 1;
+      want = 8;
+      while (want < 256 && (int64_t)(want / 8) < units) want *= 2;
+    }
+    r.wg_units = tabcl__wg_size(ctx, r.units, want);
+    r.wg_chain = 8;
+  }
+  if (!st && any_huge && !big) {
     r.wg_units = tabcl__wg_size(ctx, r.units, 256);
     r.wg_chain = tabcl__wg_size(ctx, r.chain, 256);
     /* Teams of four lanes a label in hash_units: enough for the longest
@@ -188,7 +217,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     if (!st)
       st = scratch_create(ctx, col, (size_t)huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
   }
-  if (!st && any_huge) {
+  if (!st && any_huge && !big) {
     /* One slot of eight sums per 1 KiB of data (see hash_units), and one
        per possible huge label for the tails. Every slot hash_chain reads
        is written by hash_units first. */
@@ -240,14 +269,14 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
                          last && !any_long ? ev : NULL, short_name);
     if (!st && team_all) {
-      size_t teams = r.wg_team / 4;
+      size_t teams = r.wg_team / lanes;
       size_t groups = groups_for(ctx, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(gmin_arg), TABCL_ARG(list_arg),
-                          TABCL_LOCAL((2 * r.wg_team + 24) * sizeof(cl_ulong)));
+                          TABCL_LOCAL(((oct ? 4 : 2) * r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {
@@ -262,7 +291,19 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
-    if (!st && any_huge) {
+    if (!st && big) {
+      /* One work-group a label, up to 64 a compute unit; groups loop over
+         the rest. */
+      uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
+      size_t g = groups_for(ctx, labels, 64) * r.wg_units;
+      st = TABCL_SET_ARGS(r.units, "hash_big", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
+                          TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge),
+                          TABCL_ARG(counts), TABCL_ARG(direct_arg), TABCL_ARG(gmin_arg),
+                          TABCL_LOCAL((2 * r.wg_units + 24) * sizeof(cl_ulong)));
+      if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, last ? ev : NULL,
+                                  "hash_big");
+    } else if (!st && any_huge) {
       /* Enough lanes to keep the device's memory busy; each team loops
          over (label, unit) pairs until the labels run out. */
       uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;

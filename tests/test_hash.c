@@ -283,6 +283,63 @@ Test(hash_device, huge_among_short) {
   tabcl_context_destroy(ctx);
 }
 
+/* The selectable kernels (hash_oct_all: eight lanes a label; hash_big:
+   one work-group a huge label) on columns that reach them: every length
+   0..300 and the block boundaries at every start among longer labels (so
+   the octets take every label), huge labels listed among short ones and
+   taken directly, with small work-groups so passes repeat. */
+Test(hash_device, octets_and_big_kernels) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/octets_and_big")};
+  uint8_t *big = random_bytes(&r, 70000 + 128);
+  tabcl__hash_variants(2, 2, 0, 0);
+  for (int64_t first = 0; first < 3; first++) {
+    tt_strings s;
+    tt_strings_init(&s, first * 5);
+    for (size_t len = 0; len <= 300; len++) tt_strings_push(&s, big + len, len);
+    for (size_t b = 0; b < NBOUND; b++)
+      for (int start = 0; start < 8; start++) {
+        tt_strings_push(&s, big, (size_t)start + 1);
+        if (b % 5 == 0) tt_strings_push_null(&s);
+        tt_strings_push(&s, big + b + start, boundaries[b]);
+      }
+    for (int i = 0; i < 40; i++) tt_strings_push(&s, big + i, 241 + tt_below(&r, 8000));
+    tabcl_strings_view v = tt_view(&s);
+    cr_assert_gt(v.offsets[v.length] - v.offsets[0], 240 * v.length);
+    check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, (size_t)first);
+    tt_strings_free(&s);
+  }
+  /* Huge labels with a low threshold and small groups: listed among
+     short ones, then taken directly (a column of mostly huge labels). */
+  size_t wgs[] = {8, 16, 0};
+  for (size_t k = 0; k < 3; k++) {
+    tabcl__hash_variants(2, 2, wgs[k], k == 0 ? 16 : 0);
+    tabcl__hash_tune(1500, 0);
+    tt_strings s;
+    tt_strings_init(&s, 1);
+    size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300, 16385};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+      tt_strings_push(&s, "x", 1);
+      tt_strings_push(&s, big + i, lens[i]);
+    }
+    for (int i = 0; i < 2000; i++) tt_strings_push(&s, "y", (size_t)(i % 3));
+    tabcl_strings_view v = tt_view(&s);
+    check_device(ctx, &v, 2, 6, ~0ULL, 1);
+    tt_strings_free(&s);
+    tt_strings_init(&s, 3);
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, big + i, lens[i]);
+    tt_strings_push(&s, big, 7);
+    v = tt_view(&s);
+    cr_assert_geq(v.offsets[v.length] - v.offsets[0], 1500 * v.length);
+    check_device(ctx, &v, 3, 7, ~0ULL, 0);
+    tt_strings_free(&s);
+  }
+  tabcl__hash_tune(0, 0);
+  tabcl__hash_variants(0, 0, 0, 0);
+  free(big);
+  tabcl_context_destroy(ctx);
+}
+
 Test(hash_device, columns_differ_and_masks) {
   tabcl_context *ctx = tt_context();
   tt_strings s;
@@ -380,7 +437,8 @@ Test(hash_device, selfcheck_and_one_compile) {
 #ifdef TABCL_FAULT_INJECTION
 /* Fail the 1st, 2nd, ... allocation or OpenCL call of upload + hash until
    a run succeeds; each failed run leaks nothing and the context still works. */
-static void sweep_hash(int which) {
+/* variant 2 picks the selectable kernels (hash_oct_all, hash_big). */
+static void sweep_hash(int which, int variant) {
   tabcl_context *ctx = tt_context();
   tt_strings s, many;
   tt_strings_init(&s, 5);
@@ -399,6 +457,7 @@ static void sweep_hash(int which) {
   tabcl_strings_view views[2] = {tt_view(&s), tt_view(&many)};
   /* compile first, so the sweep covers the calls themselves */
   tt_assert_ok(tabcl__selfcheck_hash(ctx));
+  tabcl__hash_variants(variant, variant, 0, 0);
   for (long n = 1; n < 10000; n++) {
     tt_live base = tt_live_now();
     tabcl_dev_strings d[2];
@@ -434,12 +493,15 @@ static void sweep_hash(int which) {
     int made = (ev[0] != NULL) + (ev[1] != NULL);
     cr_expect_leq(made, 1, "failure %ld: the failing call returned an event", n);
   }
+  tabcl__hash_variants(0, 0, 0, 0);
   tt_strings_free(&s);
   tt_strings_free(&many);
   tabcl_context_destroy(ctx);
 }
-Test(hash_faults, injected_alloc_failures) { sweep_hash(0); }
-Test(hash_faults, injected_cl_failures) { sweep_hash(1); }
+Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0); }
+Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0); }
+Test(hash_faults, injected_alloc_failures_octets_big) { sweep_hash(0, 2); }
+Test(hash_faults, injected_cl_failures_octets_big) { sweep_hash(1, 2); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
@@ -484,6 +546,36 @@ Test(oclgrind_hash, tiny) {
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
   tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+/* The selectable kernels at tiny shapes: hash_oct_all over every length
+   class (two rounds a group), hash_big listed and direct with more units
+   than a pass holds. */
+Test(oclgrind_hash, octets_and_big) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/octets_and_big")};
+  uint8_t *b = random_bytes(&r, 6000);
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  size_t lens[] = {0, 3, 8, 9, 16, 17, 100, 129, 240, 241, 1025, 2100, 2101, 3200, 5, 300};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, b + i, lens[i]);
+  tabcl_strings_view v = tt_view(&s);
+  tabcl__hash_variants(2, 2, 16, 16);
+  tabcl__hash_tune(2101, 0);
+  cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
+  check_device(ctx, &v, 1, 2, ~0ULL, 1);
+  tt_strings_free(&s);
+  tt_strings_init(&s, 5);
+  size_t hlens[] = {4500, 2200, 7};
+  for (size_t i = 0; i < sizeof hlens / sizeof hlens[0]; i++) tt_strings_push(&s, b + 2 * i, hlens[i]);
+  v = tt_view(&s);
+  cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
+  check_device(ctx, &v, 1, 2, ~0ULL, 0);
+  tabcl__hash_tune(0, 0);
+  tabcl__hash_variants(0, 0, 0, 0);
+  tt_strings_free(&s);
+  free(b);
   tabcl_context_destroy(ctx);
 }
 

@@ -34,6 +34,32 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl
   return s ? s : t;
 }
 
+/* Kernel choices for GPU sweeps, from the environment (read here only; the
+   library's defaults take none): TABCL_BENCH_HASH_MID (1 four lanes a
+   label, 2 eight), TABCL_BENCH_HASH_BIG (1 blocks + chain, 2 one
+   work-group a label), TABCL_BENCH_HASH_BIG_WG (hash_big's work-group
+   size), TABCL_BENCH_HASH_MID_WG (hash_team_all's / hash_oct_all's), TABCL_BENCH_HASH_GROUP_MIN (bytes from which labels take the big
+   kernels), TABCL_BENCH_HASH_LENS (comma-separated label lengths to run).
+   A non-default choice is named in the figures' case names. */
+static char variant_tag[96];
+
+static long env_long(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 10) : 0;
+}
+
+static void apply_variants(void) {
+  long mid = env_long("TABCL_BENCH_HASH_MID"), big = env_long("TABCL_BENCH_HASH_BIG");
+  long wg = env_long("TABCL_BENCH_HASH_BIG_WG"), gmin = env_long("TABCL_BENCH_HASH_GROUP_MIN");
+  long mwg = env_long("TABCL_BENCH_HASH_MID_WG");
+  tabcl__hash_variants((int)mid, (int)big, wg > 0 ? (size_t)wg : 0, mwg > 0 ? (size_t)mwg : 0);
+  tabcl__hash_tune(gmin > 0 ? gmin : 0, 0);
+  variant_tag[0] = 0;
+  if (mid || big || wg || gmin || mwg)
+    snprintf(variant_tag, sizeof variant_tag, " mid%ld/%ld big%ld/%ld gmin%ld", mid, mwg, big, wg,
+             gmin);
+}
+
 static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double copy_bw) {
   size_t total = a->quick ? ((size_t)4 << 20) : ((size_t)256 << 20);
   size_t n = total / len;
@@ -80,8 +106,8 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   double moved_rate = copy_bw > 0 ? copy_bw / (double)(len + 16) : 0; /* labels/s the traffic allows */
   double of_copy = copy_bw > 0 ? 100.0 * bytes / t / copy_bw : 0;
   double of_moved = moved_rate > 0 ? 100.0 * lps / moved_rate : 0;
-  char name[32];
-  snprintf(name, sizeof name, "%zuB", len);
+  char name[128];
+  snprintf(name, sizeof name, "%zuB%s", len, variant_tag);
   printf("| %s | %zu | %.3f | %.2f | %.3g | %.1f%% | %.1f%% |", name, n, t * 1e3, gbps, lps, of_copy,
          of_moved);
   bench_record(a, "hash", name, "pct_of_copy_bandwidth", of_copy, "%");
@@ -108,13 +134,28 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
 }
 
 int bench_hash(tabcl_context *ctx, const bench_args *a) {
-  static const size_t lens[] = {8, 16, 64, 256, 4096, 65536};
+  static const size_t all_lens[] = {8, 16, 64, 256, 4096, 65536};
+  size_t lens[16], nlens = 0;
+  const char *pick = getenv("TABCL_BENCH_HASH_LENS");
+  if (pick && *pick) {
+    for (const char *c = pick; *c && nlens < 16;) {
+      char *end;
+      unsigned long v = strtoul(c, &end, 10);
+      if (end == c) break;
+      if (v > 0) lens[nlens++] = (size_t)v;
+      c = *end == ',' ? end + 1 : end;
+    }
+  } else {
+    for (size_t i = 0; i < sizeof all_lens / sizeof all_lens[0]; i++) lens[nlens++] = all_lens[i];
+  }
+  apply_variants();
+  if (variant_tag[0]) printf("kernel choices:%s\n", variant_tag);
   double copy_bw = bench_copy_bandwidth(ctx, a->quick);
   printf("copy bandwidth (read+write): %.1f GB/s\n\n", copy_bw * 1e-9);
   printf("| labels | count | device ms | GB/s | labels/s | of copy bw | of moved-bytes rate |"
          " xxhash host GB/s | vs xxhash host |\n|---|---|---|---|---|---|---|---|---|\n");
   int failed = 0;
-  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+  for (size_t i = 0; i < nlens; i++) {
     failed |= one_case(ctx, a, lens[i], copy_bw);
     fflush(stdout);
   }
