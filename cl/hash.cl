@@ -515,12 +515,14 @@ __kernel void hash_chain(__global const long *offsets, ulong base, uint count, u
 // on a 16-byte boundary) take one 16-byte load.
 
 // Words e and e + 1 (e even) of the stripe at byte `at` (any alignment).
+// No branch on the alignment: the data's padding word makes the third
+// load safe, and the join is exact for r == 0; a 16-byte aligned pair is
+// one load.
 inline ulong2 xxh8_pair(__global const ulong *w, ulong at, uint e) {
   ulong q = (at >> 3) + e;
+  if ((at & 15) == 0) return *(__global const ulong2 *)(w + q);
   uint r = (uint)(at & 7) * 8;
-  ulong x = w[q], y = w[q + 1];
-  if (r == 0) return (ulong2)(x, y);
-  ulong z = w[q + 2];
+  ulong x = w[q], y = w[q + 1], z = w[q + 2];
   return (ulong2)(xxh_join(x, y, r), xxh_join(y, z, r));
 }
 
@@ -532,8 +534,10 @@ inline ulong xxh8_acc(ulong2 v, uint j, ulong k, ulong a) {
 }
 
 // Lane j's accumulator over `stripes` (<= 16) stripes from byte `pos`,
-// keyed from the start of the secret. Loads go out four stripes at a time
-// before any is used, so a short tail does not wait on each in turn.
+// keyed from the start of the secret. Loads go out four stripes at a
+// time before any is used, unconditionally (a stripe past the count
+// reloads the last one and is not added): a guarded load is a branch on
+// NVIDIA, and each branch made the old tails wait on one load at a time.
 inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
                           uint stripes, uint j, ulong a) {
   uint e = j & ~1u;
@@ -542,21 +546,32 @@ inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulo
     for (uint s0 = 0; s0 < stripes; s0 += 4) {
       ulong2 v[4];
 #pragma unroll
-      for (uint k = 0; k < 4; k++) v[k] = s0 + k < stripes ? b[4 * (s0 + k)] : (ulong2)(0, 0);
+      for (uint k = 0; k < 4; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
 #pragma unroll
-      for (uint k = 0; k < 4; k++)
-        if (s0 + k < stripes) a = xxh8_acc(v[k], j, sec[s0 + k + j], a);
+      for (uint k = 0; k < 4; k++) {
+        ulong next = xxh8_acc(v[k], j, sec[min(s0 + k, stripes - 1) + j], a);
+        a = s0 + k < stripes ? next : a;
+      }
     }
     return a;
   }
+  uint r = (uint)(pos & 7) * 8;
+  __global const ulong *b = w + (pos >> 3) + e;
   for (uint s0 = 0; s0 < stripes; s0 += 4) {
-    ulong2 v[4];
+    ulong x[4], y[4], z[4];
 #pragma unroll
-    for (uint k = 0; k < 4; k++)
-      v[k] = s0 + k < stripes ? xxh8_pair(w, pos + 64 * (s0 + k), e) : (ulong2)(0, 0);
+    for (uint k = 0; k < 4; k++) {
+      uint at = 8 * min(s0 + k, stripes - 1);
+      x[k] = b[at];
+      y[k] = b[at + 1];
+      z[k] = b[at + 2];
+    }
 #pragma unroll
-    for (uint k = 0; k < 4; k++)
-      if (s0 + k < stripes) a = xxh8_acc(v[k], j, sec[s0 + k + j], a);
+    for (uint k = 0; k < 4; k++) {
+      ulong2 v = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
+      ulong next = xxh8_acc(v, j, sec[min(s0 + k, stripes - 1) + j], a);
+      a = s0 + k < stripes ? next : a;
+    }
   }
   return a;
 }
