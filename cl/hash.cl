@@ -356,11 +356,13 @@ void xxh_mid_parts(__global const ulong *w, ulong pos, uint len, uint p, ulong s
 // listed for hash_units/hash_chain (huge_list) when list_huge is set, and
 // left to them otherwise. scratch holds two words per
 // work-item and then the 24-word secret.
-__kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
+ulong xxh_team_part_flat(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                        uint p);
+
+inline void team_all(__global const ulong *w, __global const long *offsets, ulong base,
+                     uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                     ulong nbytes, __global uint *huge_list, __global uint *counts,
+                     ulong group_min, uint list_huge, __local ulong *scratch, int flat) {
   __local ulong *sec = scratch + 2 * get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -384,7 +386,7 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
         if (p == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         shared = 1;
-        a = xxh_team_part(w, sec, pos, len, p);
+        a = flat ? xxh_team_part_flat(w, sec, pos, len, p) : xxh_team_part(w, sec, pos, len, p);
       }
     }
     scratch[2 * lid] = a;
@@ -400,6 +402,26 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
+}
+
+__kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
+  team_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 0);
+}
+
+// hash_team_all whose long labels' tails load without branches
+// (xxh_team_part_flat, below with the octet helpers).
+__kernel void hash_team_all_flat(__global const ulong *w, __global const long *offsets,
+                                 ulong base, uint count, ulong seed, ulong mask,
+                                 __global ulong *out, ulong out_off, ulong nbytes,
+                                 __global uint *huge_list, __global uint *counts,
+                                 ulong group_min, uint list_huge, __local ulong *scratch) {
+  team_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 1);
 }
 
 // Labels of group_min bytes or more, cut into units that are hashed
@@ -599,6 +621,45 @@ ulong xxh8_long(__global const ulong *w, __local const ulong *sec, ulong pos, ul
   ulong key = sec[16 + j];
   for (ulong b = 0; b < blocks; b++) a = xxh_scramble(xxh8_block(w, sec, pos + b * XXH_BLOCK, j, a), key);
   return xxh8_tail(w, sec, pos, len, pos + blocks * XXH_BLOCK, j, a);
+}
+
+// xxh_team_part with the octets' loads: lane p keeps accumulators 2p and
+// 2p + 1 of the same 16-byte pairs (stripes loaded four at a time,
+// unconditionally; the last stripe's load issued first).
+inline void xxh4_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                         uint stripes, uint p, ulong *a0, ulong *a1) {
+  uint e = 2 * p;
+  for (uint s0 = 0; s0 < stripes; s0 += 4) {
+    ulong2 v[4];
+#pragma unroll
+    for (uint k = 0; k < 4; k++) v[k] = xxh8_pair(w, pos + 64 * min(s0 + k, stripes - 1), e);
+#pragma unroll
+    for (uint k = 0; k < 4; k++) {
+      uint sk = min(s0 + k, stripes - 1);
+      ulong n0 = xxh8_acc(v[k], e, sec[sk + e], *a0), n1 = xxh8_acc(v[k], e + 1, sec[sk + e + 1], *a1);
+      int in = s0 + k < stripes;
+      *a0 = in ? n0 : *a0;
+      *a1 = in ? n1 : *a1;
+    }
+  }
+}
+
+ulong xxh_team_part_flat(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                         uint p) {
+  ulong a0 = xxh_init[2 * p], a1 = xxh_init[2 * p + 1];
+  ulong blocks = (len - 1) / XXH_BLOCK;
+  ulong k0 = sec[16 + 2 * p], k1 = sec[17 + 2 * p];
+  for (ulong b = 0; b < blocks; b++) {
+    xxh4_stripes(w, sec, pos + b * XXH_BLOCK, 16, p, &a0, &a1);
+    a0 = xxh_scramble(a0, k0);
+    a1 = xxh_scramble(a1, k1);
+  }
+  ulong2 last = xxh8_pair(w, pos + len - 64, 2 * p);
+  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+  xxh4_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, p, &a0, &a1);
+  a0 = xxh8_acc(last, 2 * p, xxh_lsec(sec, 121 + 16 * p), a0);
+  a1 = xxh8_acc(last, 2 * p + 1, xxh_lsec(sec, 129 + 16 * p), a1);
+  return xxh_merge_part(sec, p, a0, a1);
 }
 
 // The hash from an octet's eight accumulators acc[0..7].

@@ -157,7 +157,10 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int oct = team_all && atomic_load(&mid_variant) == 2;
   int big = any_huge && atomic_load(&big_variant) == 2;
   size_t lanes = oct ? 8 : 4;
-  const char *team_name = team_all ? (oct ? "hash_oct_all" : "hash_team_all") : "hash_team";
+  const char *team_name = !team_all ? "hash_team"
+                          : oct     ? "hash_oct_all"
+                          : atomic_load(&mid_variant) == 3 ? "hash_team_all_flat"
+                                                           : "hash_team_all";
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;

@@ -283,7 +283,8 @@ Test(hash_device, huge_among_short) {
   tabcl_context_destroy(ctx);
 }
 
-/* The selectable kernels (hash_oct_all: eight lanes a label; hash_big:
+/* The selectable kernels (hash_oct_all: eight lanes a label,
+   hash_team_all_flat: four with branch-free tail loads; hash_big:
    one work-group a huge label) on columns that reach them: every length
    0..300 and the block boundaries at every start among longer labels (so
    the octets take every label), huge labels listed among short ones and
@@ -292,8 +293,9 @@ Test(hash_device, octets_and_big_kernels) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("hash_device/octets_and_big")};
   uint8_t *big = random_bytes(&r, 70000 + 128);
-  tabcl__hash_variants(2, 2, 0, 0);
-  for (int64_t first = 0; first < 3; first++) {
+  for (int64_t first = 0; first < 4; first++) {
+    /* the last pass: four lanes with the octets' loads (hash_team_all_flat) */
+    tabcl__hash_variants(first < 3 ? 2 : 3, 2, 0, 0);
     tt_strings s;
     tt_strings_init(&s, first * 5);
     for (size_t len = 0; len <= 300; len++) tt_strings_push(&s, big + len, len);
@@ -502,6 +504,7 @@ Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0); }
 Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0); }
 Test(hash_faults, injected_alloc_failures_octets_big) { sweep_hash(0, 2); }
 Test(hash_faults, injected_cl_failures_octets_big) { sweep_hash(1, 2); }
+Test(hash_faults, injected_cl_failures_team_flat) { sweep_hash(1, 3); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
@@ -549,8 +552,9 @@ Test(oclgrind_hash, tiny) {
   tabcl_context_destroy(ctx);
 }
 
-/* The selectable kernels at tiny shapes: hash_oct_all over every length
-   class (two rounds a group), hash_big listed and direct with more units
+/* The selectable kernels at tiny shapes: hash_oct_all and
+   hash_team_all_flat over every length class (several rounds a group),
+   hash_big listed and direct with more units
    than a pass holds. */
 Test(oclgrind_hash, octets_and_big) {
   tabcl_context *ctx = tt_context();
@@ -565,6 +569,9 @@ Test(oclgrind_hash, octets_and_big) {
   tabcl__hash_tune(2101, 0);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
+  tabcl__hash_variants(3, 0, 0, 8);
+  check_device(ctx, &v, 1, 2, ~0ULL, 0);
+  tabcl__hash_variants(2, 2, 16, 16);
   tt_strings_free(&s);
   tt_strings_init(&s, 5);
   size_t hlens[] = {4500, 2200, 7};
