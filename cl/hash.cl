@@ -536,6 +536,8 @@ __kernel void hash_chain(__global const long *offsets, ulong base, uint count, u
 // warp reads four stripes side by side. Aligned pieces (labels starting
 // on a 16-byte boundary) take one 16-byte load.
 
+#define XXH_CHUNK 8
+
 // Words e and e + 1 (e even) of the stripe at byte `at` (any alignment).
 // No branch on the alignment: the data's padding word makes the third
 // load safe, and the join is exact for r == 0; a 16-byte aligned pair is
@@ -555,43 +557,43 @@ inline ulong xxh8_acc(ulong2 v, uint j, ulong k, ulong a) {
   return a + other + (ulong)(uint)d * (ulong)(uint)(d >> 32);
 }
 
-// Lane j's accumulator over `stripes` (<= 16) stripes from byte `pos`,
-// keyed from the start of the secret. Loads go out four stripes at a
-// time before any is used, unconditionally (a stripe past the count
-// reloads the last one and is not added): a guarded load is a branch on
-// NVIDIA, and each branch made the old tails wait on one load at a time.
-inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
-                          uint stripes, uint j, ulong a) {
-  uint e = j & ~1u;
+// Words e and e + 1 of stripes s0 .. s0 + XXH_CHUNK - 1 from byte `pos`
+// into v, loaded unconditionally (a stripe past the count reloads the
+// last one; the caller does not add it): a guarded load is a branch on
+// NVIDIA, and in the PTX of the four-lane kernels each tail stripe sat
+// behind its own branch, so a tail waited on one load at a time.
+inline void xxh8_chunk(__global const ulong *w, ulong pos, uint s0, uint stripes, uint e,
+                       ulong2 *v) {
   if ((pos & 15) == 0) {
     __global const ulong2 *b = (__global const ulong2 *)(w + (pos >> 3) + e);
-    for (uint s0 = 0; s0 < stripes; s0 += 4) {
-      ulong2 v[4];
 #pragma unroll
-      for (uint k = 0; k < 4; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
-#pragma unroll
-      for (uint k = 0; k < 4; k++) {
-        ulong next = xxh8_acc(v[k], j, sec[min(s0 + k, stripes - 1) + j], a);
-        a = s0 + k < stripes ? next : a;
-      }
-    }
-    return a;
+    for (uint k = 0; k < XXH_CHUNK; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
+    return;
   }
   uint r = (uint)(pos & 7) * 8;
   __global const ulong *b = w + (pos >> 3) + e;
-  for (uint s0 = 0; s0 < stripes; s0 += 4) {
-    ulong x[4], y[4], z[4];
+  ulong x[XXH_CHUNK], y[XXH_CHUNK], z[XXH_CHUNK];
 #pragma unroll
-    for (uint k = 0; k < 4; k++) {
-      uint at = 8 * min(s0 + k, stripes - 1);
-      x[k] = b[at];
-      y[k] = b[at + 1];
-      z[k] = b[at + 2];
-    }
+  for (uint k = 0; k < XXH_CHUNK; k++) {
+    uint at = 8 * min(s0 + k, stripes - 1);
+    x[k] = b[at];
+    y[k] = b[at + 1];
+    z[k] = b[at + 2];
+  }
 #pragma unroll
-    for (uint k = 0; k < 4; k++) {
-      ulong2 v = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
-      ulong next = xxh8_acc(v, j, sec[min(s0 + k, stripes - 1) + j], a);
+  for (uint k = 0; k < XXH_CHUNK; k++) v[k] = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
+}
+
+// Lane j's accumulator over `stripes` (<= 16) stripes from byte `pos`,
+// keyed from the start of the secret, XXH_CHUNK stripes a round trip.
+inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                          uint stripes, uint j, ulong a) {
+  for (uint s0 = 0; s0 < stripes; s0 += XXH_CHUNK) {
+    ulong2 v[XXH_CHUNK];
+    xxh8_chunk(w, pos, s0, stripes, j & ~1u, v);
+#pragma unroll
+    for (uint k = 0; k < XXH_CHUNK; k++) {
+      ulong next = xxh8_acc(v[k], j, sec[min(s0 + k, stripes - 1) + j], a);
       a = s0 + k < stripes ? next : a;
     }
   }
@@ -624,17 +626,16 @@ ulong xxh8_long(__global const ulong *w, __local const ulong *sec, ulong pos, ul
 }
 
 // xxh_team_part with the octets' loads: lane p keeps accumulators 2p and
-// 2p + 1 of the same 16-byte pairs (stripes loaded four at a time,
+// 2p + 1 of the same 16-byte pairs (stripes loaded XXH_CHUNK at a time,
 // unconditionally; the last stripe's load issued first).
 inline void xxh4_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
                          uint stripes, uint p, ulong *a0, ulong *a1) {
   uint e = 2 * p;
-  for (uint s0 = 0; s0 < stripes; s0 += 4) {
-    ulong2 v[4];
+  for (uint s0 = 0; s0 < stripes; s0 += XXH_CHUNK) {
+    ulong2 v[XXH_CHUNK];
+    xxh8_chunk(w, pos, s0, stripes, e, v);
 #pragma unroll
-    for (uint k = 0; k < 4; k++) v[k] = xxh8_pair(w, pos + 64 * min(s0 + k, stripes - 1), e);
-#pragma unroll
-    for (uint k = 0; k < 4; k++) {
+    for (uint k = 0; k < XXH_CHUNK; k++) {
       uint sk = min(s0 + k, stripes - 1);
       ulong n0 = xxh8_acc(v[k], e, sec[sk + e], *a0), n1 = xxh8_acc(v[k], e + 1, sec[sk + e + 1], *a1);
       int in = s0 + k < stripes;
