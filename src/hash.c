@@ -26,6 +26,11 @@
 
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
+/* The kernel choices when no variant is set (see tabcl__hash_variants):
+   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat; big 1
+   = hash_units + hash_chain, 2 = hash_big. */
+#define MID_DEFAULT 1
+#define BIG_DEFAULT 1
 static _Atomic int mid_variant, big_variant;
 static _Atomic size_t big_wg_override, mid_wg_override;
 
@@ -154,13 +159,16 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   /* Eight lanes a label (hash_oct_all) or four (hash_team_all); one
      work-group a huge label (hash_big) or blocks and chain (hash_units,
      hash_chain). */
-  int oct = team_all && atomic_load(&mid_variant) == 2;
-  int big = any_huge && atomic_load(&big_variant) == 2;
+  int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
+  if (!mid_v) mid_v = MID_DEFAULT;
+  if (!big_v) big_v = BIG_DEFAULT;
+  int oct = team_all && mid_v == 2;
+  int big = any_huge && big_v == 2;
   size_t lanes = oct ? 8 : 4;
-  const char *team_name = !team_all ? "hash_team"
-                          : oct     ? "hash_oct_all"
-                          : atomic_load(&mid_variant) == 3 ? "hash_team_all_flat"
-                                                           : "hash_team_all";
+  const char *team_name = !team_all     ? "hash_team"
+                          : oct          ? "hash_oct_all"
+                          : mid_v == 3   ? "hash_team_all_flat"
+                                         : "hash_team_all";
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;

@@ -260,12 +260,20 @@ Test(hash_device, huge_among_short) {
   }
   tabcl_strings_view v = tt_view(&s);
   tabcl_stats before, after;
+  tabcl__hash_variants(1, 1, 0, 0);
   tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   /* one work-item a label, the (empty) team pass, and the huge label's
      block pass and chain pass */
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 4);
+  /* hash_big takes the huge label in one pass */
+  tabcl__hash_variants(2, 2, 0, 0);
+  tabcl_context_stats(ctx, &before);
+  check_device(ctx, &v, 0, 5, ~0ULL, 0);
+  tabcl_context_stats(ctx, &after);
+  cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
+  tabcl__hash_variants(0, 0, 0, 0);
   tt_strings_free(&s);
 
   tabcl__hash_tune(1500, 8);
