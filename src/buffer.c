@@ -32,6 +32,27 @@ tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t
   return TABCL_OK;
 }
 
+tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offset, size_t bytes,
+                                  size_t unit, cl_mem *out, size_t *skip, const char *what) {
+  *out = NULL;
+  *skip = 0;
+  /* A sub-buffer must start on the device's base address alignment (given
+     in bits); a multiple of unit as well, so that skip counts whole elements. */
+  size_t align = ctx->info.mem_base_addr_align_bits / 8;
+  if (align < unit) align = unit;
+  const size_t origin = offset / align * align;
+  cl_buffer_region r = {origin, offset + (bytes ? bytes : unit) - origin};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = NULL;
+  if (tabcl__fault_cl()) err = CL_OUT_OF_RESOURCES;
+  else m = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateSubBuffer", what);
+  atomic_fetch_add(&live_mems, 1);
+  *out = m;
+  *skip = offset - origin;
+  return TABCL_OK;
+}
+
 void tabcl__buffer_release(cl_mem m) {
   if (!m) return;
   atomic_fetch_sub(&live_mems, 1);

@@ -105,6 +105,8 @@ struct tabcl_context {
   char *cache_dir;            /* NULL: no disk cache */
   int64_t max_batch_per_launch; /* 0 = device limits only */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
+  int sdpa_mma_state[2];      /* tensor-core attention check, f16 and bf16: 0 not run
+                                 yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
   tabcl_program_entry *programs;
   tabcl_stats stats;
@@ -181,6 +183,12 @@ char *tabcl__disk_cache_path(const char *dir, const char *key);
 tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
                                   void *host, cl_mem *out, const char *what);
 void tabcl__buffer_release(cl_mem m);      /* NULL is fine */
+/* A sub-buffer of parent that covers bytes [offset, offset + bytes) and
+   starts at the aligned byte at or before offset: *skip bytes of it come
+   first (a multiple of unit, which must be a power of two). Released with
+   tabcl__buffer_release. For callees that take only small offsets. */
+tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offset, size_t bytes,
+                                  size_t unit, cl_mem *out, size_t *skip, const char *what);
 /* Blocking transfers; zero bytes is a no-op. */
 tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
                           const void *src);

@@ -219,6 +219,14 @@ tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_de
                                    int *picked, tabcl__sdpa_tiles *t) {
   if (d->dtype == TABCL_F64 && !ctx->info.has_fp64)
     return tabcl__fail(TABCL_UNSUPPORTED, "attention in f64: %s has no fp64", ctx->info.name);
+  tabcl__sdpa_mma_shape m;
+  if (path == TABCL__SDPA_MMA) {
+    if (!tabcl__sdpa_mma_tiles(ctx, d, &m))
+      return tabcl__fail(TABCL_UNSUPPORTED, "attention: the tensor-core kernel does not run "
+                         "this dtype and head_dim %d on %s", (int)d->head_dim, ctx->info.name);
+    *picked = path;
+    return TABCL_OK;
+  }
   int fits = tabcl__sdpa_choose_tiles(ctx, d->dtype, d->head_dim, t);
   if (path == TABCL__SDPA_AUTO) path = fits ? TABCL__SDPA_FUSED : TABCL__SDPA_CLBLAST;
   if (path == TABCL__SDPA_FUSED && !fits)
@@ -238,9 +246,12 @@ tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_de
 tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
                              const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
                              tabcl__sdpa_events *ev) {
+  int taken = 0;
+  tabcl_status s = tabcl__sdpa_mma_run(ctx, d, path, b, nwait, wait, ev, &taken);
+  if (taken) return s;
   tabcl__sdpa_tiles t;
   int picked = 0;
-  tabcl_status s = tabcl__sdpa_pick_path(ctx, d, path, &picked, &t);
+  s = tabcl__sdpa_pick_path(ctx, d, path, &picked, &t);
   if (s) return s;
   int64_t step = picked == TABCL__SDPA_FUSED ? tabcl__sdpa_fused_slice(ctx, d, &t)
                                              : tabcl__sdpa_clblast_slice(ctx, d);

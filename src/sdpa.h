@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2 };
+enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2, TABCL__SDPA_MMA = 3 };
 
 /* Work-groups a launch puts in NDRange dims 1 and 2 (NVIDIA allows 65535
    there); the batch goes in dim 0. A variable so tests can force the split. */
@@ -77,6 +77,9 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
                                      const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
                                      cl_uint nwait, const cl_event *wait,
                                      tabcl__sdpa_events *ev);
+/* The most elements CLBlast may address in one buffer (2^31 - 1: its
+   offsets are 32-bit); a variable so tests can make windows necessary. */
+extern size_t tabcl__sdpa_clblast_index_limit;
 /* Batch entries one CLBlast step may take (its temporaries must fit). */
 int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d);
 
@@ -86,5 +89,35 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *de
                                    const void *mask, void *out, int path);
 
 tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
+
+/* ---- the NVIDIA tensor-core path for f16/bf16 (sdpa_mma.c) ---- */
+typedef struct tabcl__sdpa_mma_shape {
+  int dp;   /* head dim rounded up to a multiple of 16 (at most 128) */
+  int bk;   /* keys per tile */
+  int nw;   /* warps per work-group, 16 queries each */
+} tabcl__sdpa_mma_shape;
+/* 1 and fills m when the kernel may run this call on this device (NVIDIA,
+   f16 or bf16, head dim <= 128, and TABCL_SDPA_MMA is not "0"); says
+   nothing about the device check. */
+int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                          tabcl__sdpa_mma_shape *m);
+/* TABCL_OK once the kernel has built and passed its check on this device
+   for dtype; the first call runs the check, later ones reuse the verdict. */
+tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt);
+/* Runs the call on the tensor-core kernel and sets *taken when path is
+   TABCL__SDPA_MMA, or AUTO and the kernel may run and passed its check;
+   else clears *taken and does nothing. */
+tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                 const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
+                                 tabcl__sdpa_events *ev, int *taken);
+tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx);
+
+/* Enqueues kernel k (all arguments set but the last two, h0 and qt0, at
+   index first_h0) over nb batch entries x hq heads x nqt query tiles in
+   groups of nt, split where dims 1 and 2 exceed tabcl__sdpa_max_groups_yz. */
+tabcl_status tabcl__sdpa_grid_launch(tabcl_context *ctx, cl_kernel k, const char *kname,
+                                     int first_h0, size_t nt, int64_t nb, int hq, int nqt,
+                                     cl_uint nwait, const cl_event *wait,
+                                     tabcl__sdpa_events *ev);
 
 #endif

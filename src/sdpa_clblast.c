@@ -18,6 +18,8 @@
 
 int tabcl__sdpa_clblast_available(void) { return 1; }
 
+size_t tabcl__sdpa_clblast_index_limit = (size_t)INT32_MAX;
+
 static size_t score_size(tabcl_dtype dt) { return dt == TABCL_F64 ? 8 : 4; }
 static int widened(tabcl_dtype dt) { return dt == TABCL_F16 || dt == TABCL_BF16; }
 
@@ -35,6 +37,15 @@ int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_des
   if (qe > items) items = qe;
   if (ke > items) items = ke;
   int64_t n = tabcl__slice_items(ctx, bytes, items);
+  /* CLBlast addresses elements with 32-bit ints: one step's tensors (each
+     seen through a window that may start up to one alignment unit early)
+     and its scores must stay below the limit. */
+  uint64_t per = qe > ke ? qe : ke;
+  if (scores / score_size(d->dtype) > per) per = scores / score_size(d->dtype);
+  const uint64_t early = ctx->info.mem_base_addr_align_bits / 8 + 1;
+  const uint64_t limit = tabcl__sdpa_clblast_index_limit;
+  const int64_t by_index = per && limit > early ? (int64_t)((limit - early) / per) : 1;
+  if (by_index >= 1 && by_index < n) n = by_index;
   /* CLBlast's batched GEMM may put the batch in a grid dimension that some
      devices limit to 65535 groups. */
   return n < tabcl__sdpa_max_groups_yz ? n : tabcl__sdpa_max_groups_yz;
@@ -54,17 +65,18 @@ static tabcl_status gemm(tabcl_context *ctx, tabcl_dtype dt, int transb, size_t 
   if (tabcl__fault_cl()) return blast_fail(CLBlastOpenCLOutOfResources, "CLBlastXgemmStridedBatched");
   /* CLBlast's kernels take offsets as 32-bit ints: an element past 2^31 in
      one of these buffers would be addressed wrongly (on the H200 a batch of
-     140,000 x 54 x 8 x 64 broke the command queue). Refuse such a call
-     rather than corrupt the context. */
+     140,000 x 54 x 8 x 64 broke the command queue). Slices and windows
+     (tabcl__sdpa_clblast_run) keep every call below that; a single batch
+     entry beyond it is refused rather than corrupt the context. */
   const size_t rows_b = transb ? n : k, cols_b = transb ? k : n;
   const size_t end_a = aoff + (nb - 1) * astr + (m - 1) * lda + k;
   const size_t end_b = boff + (nb - 1) * bstr + (rows_b - 1) * ldb + cols_b;
   const size_t end_c = coff + (nb - 1) * cstr + (m - 1) * ldc + n;
-  if (end_a > (size_t)INT32_MAX || end_b > (size_t)INT32_MAX || end_c > (size_t)INT32_MAX)
+  const size_t lim = tabcl__sdpa_clblast_index_limit;
+  if (end_a > lim || end_b > lim || end_c > lim)
     return tabcl__fail(TABCL_UNSUPPORTED,
-                       "attention (CLBlast path): a tensor reaches element %zu; CLBlast addresses "
-                       "at most 2^31 elements of one buffer (use the fused path, or smaller "
-                       "tensors per call)",
+                       "attention (CLBlast path): one batch entry reaches element %zu; CLBlast "
+                       "addresses at most 2^31 elements of one buffer (use the fused path)",
                        end_a > end_b ? (end_a > end_c ? end_a : end_c) : (end_b > end_c ? end_b : end_c));
   cl_command_queue q = ctx->queue;
   cl_event e = NULL;
@@ -185,9 +197,27 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
   const int wide = widened(d->dtype);
   const size_t ces = score_size(d->dtype);
   cl_mem q32 = NULL, k32 = NULL, v32 = NULL, o32 = NULL, sc = NULL;
+  cl_mem qw = NULL, kw = NULL, vw = NULL, ow = NULL;
   cl_mem qm = b->q, km = b->k, vm = b->v, om = b->out;
   size_t qoff = (size_t)b0 * qe, koff = (size_t)b0 * ke;
-  if (wide) {
+  if (!wide && (qoff + n * qe > tabcl__sdpa_clblast_index_limit ||
+                koff + n * ke > tabcl__sdpa_clblast_index_limit)) {
+    /* A slice far into the caller's tensors: CLBlast sees it through
+       sub-buffers that start just before it, so its offsets stay small. */
+    size_t qskip = 0, kskip = 0, vskip = 0, oskip = 0;
+    s = tabcl__buffer_window(ctx, b->q, qoff * es, n * qe * es, es, &qw, &qskip, "attention q");
+    if (!s) s = tabcl__buffer_window(ctx, b->k, koff * es, n * ke * es, es, &kw, &kskip,
+                                     "attention k");
+    if (!s) s = tabcl__buffer_window(ctx, b->v, koff * es, n * ke * es, es, &vw, &vskip,
+                                     "attention v");
+    if (!s) s = tabcl__buffer_window(ctx, b->out, qoff * es, n * qe * es, es, &ow, &oskip,
+                                     "attention out");
+    /* q and out (k and v) have the same offsets and the same alignment rule. */
+    qm = qw, km = kw, vm = vw, om = ow;
+    qoff = qskip / es, koff = kskip / es;
+    (void)vskip, (void)oskip;
+  }
+  if (!s && wide) {
     s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * qe * 4, NULL, &q32, "attention q (f32)");
     if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * ke * 4, NULL, &k32, "attention k (f32)");
     if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * ke * 4, NULL, &v32, "attention v (f32)");
@@ -215,12 +245,17 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
   tabcl__buffer_release(v32);
   tabcl__buffer_release(o32);
   tabcl__buffer_release(sc);
+  tabcl__buffer_release(qw);
+  tabcl__buffer_release(kw);
+  tabcl__buffer_release(vw);
+  tabcl__buffer_release(ow);
   return s;
 }
 
 #else
 
 int tabcl__sdpa_clblast_available(void) { return 0; }
+size_t tabcl__sdpa_clblast_index_limit = (size_t)INT32_MAX;
 int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d) {
   (void)ctx, (void)d;
   return 1;

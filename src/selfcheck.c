@@ -18,6 +18,7 @@ static const selfcheck checks[] = {
     {"probe", tabcl__selfcheck_probe},
     {"hash", tabcl__selfcheck_hash},
     {"sdpa", tabcl__selfcheck_sdpa},
+    {"sdpa_mma", tabcl__selfcheck_sdpa_mma},
     {"sort", tabcl__selfcheck_sort},
     {"catindex", tabcl__selfcheck_catindex},
 };

@@ -34,9 +34,14 @@ Test(runtime, null_arguments) {
 Test(runtime, default_device_runs_probe) {
   tabcl_context *ctx = tt_context();
   cr_expect_neq(strlen(tabcl_context_device_name(ctx)), 0);
-  for (int i = 0; i < tabcl_selfcheck_count(); i++)
-    cr_expect_eq(tabcl_selfcheck_run(ctx, i), TABCL_OK, "self-check %s: %s",
-                 tabcl_selfcheck_name(i), tabcl_last_error());
+  for (int i = 0; i < tabcl_selfcheck_count(); i++) {
+    tabcl_status s = tabcl_selfcheck_run(ctx, i);
+    /* Only a vendor path may be absent, and only on another vendor's device. */
+    if (s == TABCL_UNSUPPORTED && strcmp(tabcl_selfcheck_name(i), "sdpa_mma") == 0 &&
+        !ctx->info.is_nvidia)
+      continue;
+    cr_expect_eq(s, TABCL_OK, "self-check %s: %s", tabcl_selfcheck_name(i), tabcl_last_error());
+  }
   tabcl_stats st;
   tabcl_context_stats(ctx, &st);
   cr_expect_gt(st.kernel_launches, 0);

@@ -782,3 +782,156 @@ Test(oclgrind_sdpa, softmax_and_conversions) {
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_CLBLAST, "oclgrind clblast"));
   tabcl_context_destroy(ctx);
 }
+
+/* ---- the NVIDIA tensor-core path (f16, bf16; sdpa_mma.c) ---- */
+
+/* Where the tensor-core kernel may run (an NVIDIA device) it must pass its
+   device check, match the host loop on every shape, give the same bits
+   sliced or not, build nothing new per shape, and be what the automatic
+   choice runs. Elsewhere forcing it must be refused. */
+Test(sdpa, tensor_core_path) {
+  tt_rng r = {tt_seed("sdpa.tensor_core_path")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, 64, TABCL_F16);
+  tabcl__sdpa_mma_shape m;
+  if (!tabcl__sdpa_mma_tiles(ctx, &probe, &m)) {
+    cr_expect(!ctx->info.is_nvidia || getenv("TABCL_SDPA_MMA"),
+              "an NVIDIA device must offer the tensor-core kernel");
+    cr_expect_eq(run_case(ctx, &r, &probe, TABCL__SDPA_MMA, "forced"), TABCL_UNSUPPORTED);
+    cr_log_info("tensor-core attention: not offered on %s; forcing it is refused",
+                ctx->info.name);
+    tabcl_context_destroy(ctx);
+    return;
+  }
+  for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++) {
+    tabcl_status s = tabcl__sdpa_mma_verdict(ctx, (tabcl_dtype)dt);
+    cr_assert_eq(s, TABCL_OK, "device check (dtype %d): %s", dt, tabcl_last_error());
+  }
+  static const int lens[] = {1, 2, 17, 54, 65, 129};
+  static const int dims[] = {16, 33, 40, 64, 80, 128};
+  static const int groups[] = {1, 2, 8};
+  int n = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+      for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++, n++) {
+        const int g = groups[n % 3], lk = n % 4 == 3 ? lens[(li + 2) % 6] : lens[li];
+        tabcl_sdpa_desc d = desc_of(1 + n % 3, lens[li], lk, 2 * g, 2, dims[di], (tabcl_dtype)dt);
+        d.causal = n % 5 == 1;
+        d.mask = (tabcl_mask_kind)(n % 3);
+        d.mask_batch_broadcast = n % 2, d.mask_head_broadcast = n % 7 < 3;
+        if (n % 11 == 4) d.scale = 0.3;
+        tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_MMA, "tensor cores"));
+      }
+
+  /* The automatic choice is this kernel: same bits as forcing it; and
+     slices of 7 batch entries give the same bits as one launch. */
+  tabcl_options o = {0};
+  o.max_batch_per_launch = 7;
+  tabcl_context *sliced = tt_context_with(&o);
+  tabcl_sdpa_desc d = desc_of(23, 54, 54, 8, 8, 64, TABCL_F16);
+  d.mask = TABCL_MASK_ADD;
+  sdpa_case c;
+  memset(&c, 0, sizeof c);
+  c.d = d;
+  case_fill(&c, &r);
+  const size_t bytes = c.nq * 2;
+  unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
+  memset(a, 0x7F, bytes);
+  memset(b, 0x7F, bytes);
+  tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_MMA));
+  tt_assert_ok(tabcl_sdpa_host(sliced, &d, c.q, c.k, c.v, c.mask, b));
+  cr_expect_eq(memcmp(a, b, bytes), 0, "automatic and sliced differ from forced, one launch");
+  free(a), free(b);
+  case_free(&c);
+
+  /* 200 calls of other lengths and batches build nothing new. */
+  tabcl_stats before, after;
+  tabcl_context_stats(sliced, &before);
+  for (int i = 0; i < 200; i++) {
+    tabcl_sdpa_desc e = desc_of(1 + i % 5, 1 + (i * 7) % 90, 1 + (i * 13) % 100, 8, 8, 64,
+                                TABCL_F16);
+    tt_assert_ok(run_case(sliced, &r, &e, TABCL__SDPA_AUTO, "200 shapes"));
+  }
+  tabcl_context_stats(sliced, &after);
+  cr_expect_eq(after.programs_built + after.programs_from_cache,
+               before.programs_built + before.programs_from_cache, "a shape built a program");
+  tabcl_context_destroy(sliced);
+  tabcl_context_destroy(ctx);
+}
+
+#ifdef TABCL_FAULT_INJECTION
+Test(sdpa, injected_cl_failures_tensor_cores) {
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, 16, TABCL_F16);
+  tabcl__sdpa_mma_shape m;
+  const int offered = tabcl__sdpa_mma_tiles(ctx, &probe, &m);
+  tabcl_context_destroy(ctx);
+  if (!offered) cr_skip_test("no tensor-core kernel on this device");
+  sweep_sdpa(1, TABCL__SDPA_MMA, 0);
+}
+#endif
+
+/* ---- the CLBlast path past CLBlast's 32-bit element offsets ---- */
+
+/* With the index limit lowered to a few thousand elements, f32 (and f64)
+   calls take many slices, each seen by CLBlast through sub-buffer windows;
+   the result must equal the unwindowed one bit for bit, and injected
+   failures while opening windows must leak nothing and change nothing. */
+Test(sdpa, clblast_windows_past_the_index_limit) {
+  if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
+  tt_rng r = {tt_seed("sdpa.clblast_windows_past_the_index_limit")};
+  tabcl_context *ctx = tt_context();
+  const size_t saved = tabcl__sdpa_clblast_index_limit;
+  for (int dt = TABCL_F32; dt <= TABCL_F64; dt += TABCL_F64 - TABCL_F32) {
+    if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
+    tabcl_sdpa_desc d = desc_of(9, 13, 21, 4, 2, 24, (tabcl_dtype)dt);
+    d.mask = TABCL_MASK_BOOL;
+    d.causal = 1;
+    sdpa_case c;
+    memset(&c, 0, sizeof c);
+    c.d = d;
+    case_fill(&c, &r);
+    const size_t bytes = c.nq * esize(d.dtype);
+    unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
+    memset(a, 0x7F, bytes);
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_CLBLAST));
+    /* one batch entry of q is 13 x 4 x 24 = 1248 elements: windows from entry 3 on */
+    tabcl__sdpa_clblast_index_limit = 4000;
+    tabcl_stats before, after;
+    tabcl_context_stats(ctx, &before);
+    memset(b, 0x7F, bytes);
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, b, TABCL__SDPA_CLBLAST));
+    tabcl_context_stats(ctx, &after);
+    cr_expect_eq(memcmp(a, b, bytes), 0, "dtype %d: windowed result differs", dt);
+    cr_expect_gt(after.kernel_launches - before.kernel_launches, 9, "expected several slices");
+    memcpy(c.out, b, bytes);
+    case_reference(&c);
+    case_check(&c, "windowed CLBlast");
+#ifdef TABCL_FAULT_INJECTION
+    for (long n = 1; n < 10000; n++) {
+      memset(b, 0x5A, bytes);
+      tt_live base = tt_live_now();
+      tabcl__fault_set(0, n);
+      tabcl_status s = tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, b,
+                                             TABCL__SDPA_CLBLAST);
+      int fired = tabcl__fault_fired();
+      tabcl__fault_reset();
+      tt_expect_no_leak(base);
+      if (!fired) {
+        tt_assert_ok(s);
+        cr_expect_eq(memcmp(a, b, bytes), 0, "after the sweep");
+        break;
+      }
+      cr_expect_neq(s, TABCL_OK, "failure %ld was swallowed", n);
+      int untouched = 1;
+      for (size_t i = 0; i < bytes; i++) untouched &= b[i] == 0x5A;
+      cr_expect(untouched, "failure %ld changed out", n);
+    }
+#endif
+    tabcl__sdpa_clblast_index_limit = saved;
+    free(a), free(b);
+    case_free(&c);
+  }
+  tabcl__sdpa_clblast_index_limit = saved;
+  tabcl_context_destroy(ctx);
+}

@@ -197,9 +197,25 @@ static int report_query(cl_device_id d, const query *q) {
 }
 
 /* One program build or self-check: a JSON object or a table line. source
-   ("built" / "disk cache") is given for program builds only. */
+   ("built" / "disk cache") is given for program builds only. A self-check
+   that returns TABCL_UNSUPPORTED does not apply to the device (a vendor
+   path elsewhere): shown as n/a, not as a failure. */
 static void step_result(const char *name, tabcl_status s, double ms, const char *source) {
-  if (json_mode) {
+  const int na = s == TABCL_UNSUPPORTED && !source;
+  if (json_mode && na) {
+    json_open(NULL, '{');
+    json_key("name");
+    json_string(name);
+    json_key("ok");
+    printf("true");
+    json_key("applies");
+    printf("false");
+    json_key("note");
+    json_string(tabcl_last_error());
+    json_close('}');
+  } else if (na) {
+    printf("  %-32s n/a: %s\n", name, tabcl_last_error());
+  } else if (json_mode) {
     json_open(NULL, '{');
     json_key("name");
     json_string(name);
@@ -281,7 +297,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     double t0 = now();
     s = tabcl_selfcheck_run(ctx, i);
     step_result(name, s, (now() - t0) * 1e3, NULL);
-    failures += s != TABCL_OK;
+    failures += s != TABCL_OK && s != TABCL_UNSUPPORTED;
   }
   if (json_mode) json_close(']');
 

@@ -174,7 +174,9 @@ TABCL_API tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc
 
 /* Self-checks: each kernel family registers one; cl-probe runs them all.
    A check runs on ctx's device, compares with a host reference and returns
-   TABCL_OK or the failure (tabcl_last_error() says what differed). */
+   TABCL_OK or the failure (tabcl_last_error() says what differed), or
+   TABCL_UNSUPPORTED when what it checks does not exist on that device (a
+   vendor path on another vendor's device; the message says so). */
 TABCL_API int tabcl_selfcheck_count(void);
 TABCL_API const char *tabcl_selfcheck_name(int i);   /* NULL when out of range */
 TABCL_API tabcl_status tabcl_selfcheck_run(tabcl_context *ctx, int i);

@@ -35,32 +35,50 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl
 }
 
 /* Kernel choices for GPU sweeps, from the environment (read here only; the
-   library's defaults take none): TABCL_BENCH_HASH_MID (1 four lanes a
-   label, 2 eight), TABCL_BENCH_HASH_BIG (1 blocks + chain, 2 one
-   work-group a label), TABCL_BENCH_HASH_BIG_WG (hash_big's work-group
-   size), TABCL_BENCH_HASH_MID_WG (hash_team_all's / hash_oct_all's), TABCL_BENCH_HASH_GROUP_MIN (bytes from which labels take the big
-   kernels), TABCL_BENCH_HASH_LENS (comma-separated label lengths to run).
-   A non-default choice is named in the figures' case names. */
-static char variant_tag[96];
+   library's defaults take none). TABCL_BENCH_HASH_VARIANTS is a
+   comma-separated list of choices, each MID:MID_WG:BIG:BIG_WG:GROUP_MIN
+   (missing fields 0 = the library's default): MID 1 hash_team_all (four
+   lanes a label), 2 hash_oct_all (eight), 3 hash_team_all_flat; MID_WG
+   their work-group size; BIG 1 hash_units + hash_chain, 2 hash_big (one
+   work-group a label), BIG_WG its work-group size; GROUP_MIN the bytes
+   from which labels take the big kernels. Every length is uploaded once
+   and timed under each choice in turn; a row's case name carries its
+   choice. TABCL_BENCH_HASH_LENS (comma-separated) picks the lengths. */
+typedef struct variant {
+  long f[5];
+  char tag[64];
+} variant;
 
-static long env_long(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? strtol(v, NULL, 10) : 0;
+static int parse_variants(variant *v, int cap) {
+  const char *spec = getenv("TABCL_BENCH_HASH_VARIANTS");
+  int n = 0;
+  for (const char *c = spec; c && *c && n < cap;) {
+    variant x;
+    memset(&x, 0, sizeof x);
+    for (int k = 0; k < 5; k++) {
+      char *end;
+      x.f[k] = strtol(c, &end, 10);
+      c = end;
+      if (*c != ':') break;
+      c++;
+    }
+    snprintf(x.tag, sizeof x.tag, " v%ld:%ld:%ld:%ld:%ld", x.f[0], x.f[1], x.f[2], x.f[3], x.f[4]);
+    v[n++] = x;
+    while (*c && *c != ',') c++;
+    if (*c == ',') c++;
+  }
+  if (n == 0) memset(&v[n++], 0, sizeof *v); /* the defaults, untagged */
+  return n;
 }
 
-static void apply_variants(void) {
-  long mid = env_long("TABCL_BENCH_HASH_MID"), big = env_long("TABCL_BENCH_HASH_BIG");
-  long wg = env_long("TABCL_BENCH_HASH_BIG_WG"), gmin = env_long("TABCL_BENCH_HASH_GROUP_MIN");
-  long mwg = env_long("TABCL_BENCH_HASH_MID_WG");
-  tabcl__hash_variants((int)mid, (int)big, wg > 0 ? (size_t)wg : 0, mwg > 0 ? (size_t)mwg : 0);
-  tabcl__hash_tune(gmin > 0 ? gmin : 0, 0);
-  variant_tag[0] = 0;
-  if (mid || big || wg || gmin || mwg)
-    snprintf(variant_tag, sizeof variant_tag, " mid%ld/%ld big%ld/%ld gmin%ld", mid, mwg, big, wg,
-             gmin);
+static void apply_variant(const variant *v) {
+  tabcl__hash_variants((int)v->f[0], (int)v->f[2], v->f[3] > 0 ? (size_t)v->f[3] : 0,
+                       v->f[1] > 0 ? (size_t)v->f[1] : 0);
+  tabcl__hash_tune(v->f[4] > 0 ? v->f[4] : 0, 0);
 }
 
-static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double copy_bw) {
+static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double copy_bw,
+                    const variant *vars, int nvars) {
   size_t total = a->quick ? ((size_t)4 << 20) : ((size_t)256 << 20);
   size_t n = total / len;
   if (n < 1) n = 1;
@@ -80,57 +98,67 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   tabcl_dev_strings d;
   memset(&d, 0, sizeof d);
   cl_mem out = NULL;
-  double times[64], t = 0;
   int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
   tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof(uint64_t), NULL, &out, "hashes");
-  for (int w = 0; !s && w < 2; w++) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
-  for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
-  if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
-  /* Spot-check the figures are of a correct hash. */
-  for (size_t i = 0; !s && i < n; i += 1 + n / 97)
-    if (got[i] != tabcl__label_hash(data + i * len, len, 1, 0, ~0ULL))
-      s = tabcl__fail(TABCL_OPENCL_ERROR, "label %zu hashed wrongly", i);
+  double host_gbps = 0;
+#ifdef TABCL_BENCH_WITH_XXHASH
+  if (!s) {
+    double h0 = bench_now();
+    uint64_t sink = 0;
+    for (size_t i = 0; i < n; i++) sink ^= XXH3_64bits_withSeed(data + i * len, len, 1);
+    double ht = bench_now() - h0;
+    host_gbps = (double)n * (double)len / ht * 1e-9 + (sink == 42 ? 1e-30 : 0);
+  }
+#endif
+  int failed = 0;
+  for (int vi = 0; !s && vi < nvars; vi++) {
+    double times[64], t = 0;
+    apply_variant(&vars[vi]);
+    for (int w = 0; !s && w < 2; w++) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
+    for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
+    if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
+    /* Spot-check the figures are of a correct hash. */
+    for (size_t i = 0; !s && i < n; i += 1 + n / 97)
+      if (got[i] != tabcl__label_hash(data + i * len, len, 1, 0, ~0ULL))
+        s = tabcl__fail(TABCL_OPENCL_ERROR, "label %zu hashed wrongly", i);
+    if (s) break;
+    t = bench_median(times, reps);
+    double bytes = (double)n * (double)len;
+    double gbps = bytes / t * 1e-9, lps = (double)n / t;
+    double moved_rate = copy_bw > 0 ? copy_bw / (double)(len + 16) : 0; /* labels/s the traffic allows */
+    double of_copy = copy_bw > 0 ? 100.0 * bytes / t / copy_bw : 0;
+    double of_moved = moved_rate > 0 ? 100.0 * lps / moved_rate : 0;
+    char name[96];
+    snprintf(name, sizeof name, "%zuB%s", len, vars[vi].tag);
+    printf("| %s | %zu | %.3f | %.2f | %.3g | %.1f%% | %.1f%% |", name, n, t * 1e3, gbps, lps,
+           of_copy, of_moved);
+    bench_record(a, "hash", name, "pct_of_copy_bandwidth", of_copy, "%");
+    bench_record(a, "hash", name, "hash_GBps", gbps, "GB/s");
+    bench_record(a, "hash", name, "labels_per_s", lps, "labels/s");
+    bench_record(a, "hash", name, "pct_of_moved_bytes_rate", of_moved, "%");
+    bench_record(a, "hash", name, "device_ms", t * 1e3, "ms");
+    if (host_gbps > 0) {
+      printf(" %.2f | %.2fx |\n", host_gbps, gbps / host_gbps);
+      bench_record(a, "hash", name, "xxhash_host_GBps", host_gbps, "GB/s");
+      bench_record(a, "hash", name, "vs_xxhash_host", gbps / host_gbps, "x");
+    } else {
+      printf(" - | - |\n");
+    }
+    fflush(stdout);
+  }
+  tabcl__hash_variants(0, 0, 0, 0);
+  tabcl__hash_tune(0, 0);
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   if (s) {
     fprintf(stderr, "hash bench, %zu-byte labels: %s: %s\n", len, tabcl_status_name(s), tabcl_last_error());
-    free(offsets);
-    free(data);
-    free(got);
-    return 1;
+    failed = 1;
   }
-  t = bench_median(times, reps);
-  double bytes = (double)n * (double)len;
-  double gbps = bytes / t * 1e-9, lps = (double)n / t;
-  double moved_rate = copy_bw > 0 ? copy_bw / (double)(len + 16) : 0; /* labels/s the traffic allows */
-  double of_copy = copy_bw > 0 ? 100.0 * bytes / t / copy_bw : 0;
-  double of_moved = moved_rate > 0 ? 100.0 * lps / moved_rate : 0;
-  char name[128];
-  snprintf(name, sizeof name, "%zuB%s", len, variant_tag);
-  printf("| %s | %zu | %.3f | %.2f | %.3g | %.1f%% | %.1f%% |", name, n, t * 1e3, gbps, lps, of_copy,
-         of_moved);
-  bench_record(a, "hash", name, "pct_of_copy_bandwidth", of_copy, "%");
-  bench_record(a, "hash", name, "hash_GBps", gbps, "GB/s");
-  bench_record(a, "hash", name, "labels_per_s", lps, "labels/s");
-  bench_record(a, "hash", name, "pct_of_moved_bytes_rate", of_moved, "%");
-  bench_record(a, "hash", name, "device_ms", t * 1e3, "ms");
-#ifdef TABCL_BENCH_WITH_XXHASH
-  double h0 = bench_now();
-  uint64_t sink = 0;
-  for (size_t i = 0; i < n; i++) sink ^= XXH3_64bits_withSeed(data + i * len, len, 1);
-  double ht = bench_now() - h0;
-  double host_gbps = bytes / ht * 1e-9;
-  printf(" %.2f | %.2fx |%s\n", host_gbps, gbps / host_gbps, sink == 42 ? " " : "");
-  bench_record(a, "hash", name, "xxhash_host_GBps", host_gbps, "GB/s");
-  bench_record(a, "hash", name, "vs_xxhash_host", gbps / host_gbps, "x");
-#else
-  printf(" - | - |\n");
-#endif
   free(offsets);
   free(data);
   free(got);
-  return 0;
+  return failed;
 }
 
 int bench_hash(tabcl_context *ctx, const bench_args *a) {
@@ -148,15 +176,15 @@ int bench_hash(tabcl_context *ctx, const bench_args *a) {
   } else {
     for (size_t i = 0; i < sizeof all_lens / sizeof all_lens[0]; i++) lens[nlens++] = all_lens[i];
   }
-  apply_variants();
-  if (variant_tag[0]) printf("kernel choices:%s\n", variant_tag);
+  variant vars[32];
+  int nvars = parse_variants(vars, 32);
   double copy_bw = bench_copy_bandwidth(ctx, a->quick);
   printf("copy bandwidth (read+write): %.1f GB/s\n\n", copy_bw * 1e-9);
   printf("| labels | count | device ms | GB/s | labels/s | of copy bw | of moved-bytes rate |"
          " xxhash host GB/s | vs xxhash host |\n|---|---|---|---|---|---|---|---|---|\n");
   int failed = 0;
   for (size_t i = 0; i < nlens; i++) {
-    failed |= one_case(ctx, a, lens[i], copy_bw);
+    failed |= one_case(ctx, a, lens[i], copy_bw, vars, nvars);
     fflush(stdout);
   }
   printf("\nmoved bytes per label = label bytes + 8 (offset read) + 8 (hash written); "

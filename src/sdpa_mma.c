@@ -1,0 +1,258 @@
+/* The optional NVIDIA tensor-core path for f16 and bf16 attention
+ * (cl/sdpa_mma.cl): where it may run, its launch, and the check a device
+ * must pass before the automatic choice uses it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sdpa.h"
+
+/* Keys per tile: 64 keeps short sequences (the tabular case) to one tile;
+   the S accumulators of 64 keys plus O at head dim 128 would need too many
+   registers, so wider heads take 32. TABCL_SDPA_MMA_BK overrides it for
+   benchmarks (16, 32 or 64). */
+static int keys_per_tile(int dp) {
+  const char *env = getenv("TABCL_SDPA_MMA_BK");
+  int bk = env ? atoi(env) : 0;
+  if (bk == 16 || bk == 32 || bk == 64) return bk;
+  return dp <= 64 ? 64 : 32;
+}
+
+static int warps_per_group(void) {
+  const char *env = getenv("TABCL_SDPA_MMA_NW");
+  int nw = env ? atoi(env) : 0;
+  return nw == 2 || nw == 8 ? nw : 4;
+}
+
+int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                          tabcl__sdpa_mma_shape *m) {
+  const char *env = getenv("TABCL_SDPA_MMA");
+  if (env && strcmp(env, "0") == 0) return 0;
+  if (!ctx->info.is_nvidia || (d->dtype != TABCL_F16 && d->dtype != TABCL_BF16) ||
+      d->head_dim > 128)
+    return 0;
+  m->dp = (int)(d->head_dim + 15) / 16 * 16;
+  m->bk = keys_per_tile(m->dp);
+  m->nw = warps_per_group();
+  const int rows = m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
+  const size_t local = 2 * (size_t)(m->dp + 8) * (size_t)(m->bk + rows);
+  return local <= ctx->info.local_mem_size && (size_t)(32 * m->nw) <= ctx->info.max_work_group_size;
+}
+
+static void mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d", (int)dt, m->dp,
+                   m->bk, m->nw);
+  /* Benchmark knob: TABCL_SDPA_MMA_MAXREG=N caps registers a work-item
+     (NVIDIA's -cl-nv-maxrregcount), trading spills for resident groups. */
+  const char *env = getenv("TABCL_SDPA_MMA_MAXREG");
+  const int maxreg = env ? atoi(env) : 0;
+  if (maxreg >= 32 && maxreg <= 255 && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " -cl-nv-maxrregcount=%d", maxreg);
+}
+
+static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {
+  return (d->q_len + 16 * m->nw - 1) / (16 * m->nw);
+}
+
+static int64_t mma_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                              const tabcl__sdpa_mma_shape *m) {
+  return tabcl__slice_items(ctx, 0, (uint64_t)(32 * m->nw) * (uint64_t)query_tiles(d, m) *
+                                        (uint64_t)d->q_heads);
+}
+
+static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
+                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                                    tabcl__sdpa_events *ev) {
+  char opts[160];
+  mma_options(d->dtype, m, opts, sizeof opts);
+  cl_kernel k = NULL;
+  tabcl_status s = tabcl__kernel_create(ctx, "sdpa_mma", opts, "sdpa_mma", &k);
+  if (s) return s;
+  const size_t nt = (size_t)(32 * m->nw);
+  size_t kmax = 0;
+  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) == CL_SUCCESS && kmax > 0 && kmax < nt) {
+    tabcl__kernel_release(k);
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: %s runs the tensor-core kernel with at "
+                       "most %zu work-items per group; it needs %zu", ctx->info.name, kmax, nt);
+  }
+  const float scale2 = (float)(tabcl__sdpa_scale(d) * 1.4426950408889634);
+  const cl_long first = b0;
+  const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
+               hkv = d->kv_heads, hd = d->head_dim, causal = d->causal != 0,
+               mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
+               mhb = d->mask_head_broadcast != 0, nqt = (cl_int)query_tiles(d, m);
+  cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
+  s = TABCL_SET_ARGS(k, "sdpa_mma", TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
+                     TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
+                     TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd),
+                     TABCL_ARG(scale2), TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb),
+                     TABCL_ARG(mhb));
+  if (!s) s = tabcl__sdpa_grid_launch(ctx, k, "sdpa_mma", 16, nt, nb, hq, nqt, nwait, wait, ev);
+  tabcl__kernel_release(k);
+  return s;
+}
+
+/* ---- the device check ---------------------------------------------------- */
+
+enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40 };
+
+/* The check's values are k / 128 with |k| < 128: exact in f16 and bf16
+   alike, so the host loop sees exactly what the device does. */
+static float next_value(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return (float)((int)((*s >> 16) & 0xFF) - 128) / 128.0f;
+}
+
+static uint16_t bits16(tabcl_dtype dt, float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if (dt == TABCL_BF16) return (uint16_t)(u >> 16);
+  if (x == 0) return (uint16_t)((u >> 16) & 0x8000u);
+  /* A normal f16 (|x| >= 2^-7 here): rebias the exponent, keep 10 fraction bits. */
+  return (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xFFu) - 112u) << 10) |
+                    ((u >> 13) & 0x3FFu));
+}
+
+static double from16(tabcl_dtype dt, uint16_t h) {
+  if (dt == TABCL_BF16) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  int e = (h >> 10) & 31;
+  double m = h & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+  return h & 0x8000 ? -v : v;
+}
+
+/* One call of the given dtype with grouped heads, a key tile and a half,
+   an odd head dim (no 16-byte rows), a boolean mask that leaves one row
+   nothing, through the tensor-core kernel, against a double host loop. */
+static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
+  enum { NQ = CB * CLQ * CHQ * CD, NKV = CB * CLK * CHKV * CD, NM = CHQ * CLQ * CLK };
+  uint16_t *buf = tabcl__malloc(sizeof(uint16_t) * (2 * NQ + 2 * NKV));
+  double *ref = tabcl__malloc(sizeof(double) * (NQ + 2 * NKV + CLK));
+  uint8_t *mask = tabcl__malloc(NM);
+  tabcl_status s = TABCL_OK;
+  if (!buf || !ref || !mask) {
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "tensor-core attention check: out of host memory");
+    goto done;
+  }
+  uint16_t *q = buf, *k = q + NQ, *v = k + NKV, *out = v + NKV;
+  double *rq = ref, *rk = rq + NQ, *rv = rk + NKV, *w = rv + NKV;
+  uint32_t seed = 777u + (uint32_t)dt;
+  for (int i = 0; i < NQ; i++) q[i] = bits16(dt, (float)(rq[i] = next_value(&seed)));
+  for (int i = 0; i < NKV; i++) k[i] = bits16(dt, (float)(rk[i] = next_value(&seed)));
+  for (int i = 0; i < NKV; i++) v[i] = bits16(dt, (float)(rv[i] = next_value(&seed)));
+  for (int i = 0; i < NM; i++) mask[i] = (uint8_t)((i * 7) % 5 != 0);
+  for (int j = 0; j < CLK; j++) mask[(2 * CLQ + 30) * CLK + j] = 0; /* head 2, row 30: nothing */
+  for (int i = 0; i < NQ; i++) out[i] = 0x7E00; /* NaN: an unwritten element fails */
+  tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
+  s = tabcl__sdpa_host_path(ctx, &d, q, k, v, mask, out, path);
+  const double scale = 1.0 / sqrt((double)CD);
+  for (int b = 0; b < CB && !s; b++)
+    for (int h = 0; h < CHQ && !s; h++)
+      for (int i = 0; i < CLQ && !s; i++) {
+        const int kh = h / (CHQ / CHKV);
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < CLK; j++) {
+          double x = 0;
+          for (int c = 0; c < CD; c++)
+            x += rq[((b * CLQ + i) * CHQ + h) * CD + c] * rk[((b * CLK + j) * CHKV + kh) * CD + c];
+          w[j] = mask[(h * CLQ + i) * CLK + j] ? x * scale : -INFINITY;
+          if (w[j] > mx) mx = w[j];
+        }
+        for (int j = 0; j < CLK; j++) sum += w[j] = mx == -INFINITY ? 0 : exp(w[j] - mx);
+        for (int c = 0; c < CD && !s; c++) {
+          double o = 0;
+          for (int j = 0; j < CLK; j++) o += w[j] * rv[((b * CLK + j) * CHKV + kh) * CD + c];
+          o = sum > 0 ? o / sum : 0;
+          const double got = from16(dt, out[((b * CLQ + i) * CHQ + h) * CD + c]);
+          /* One rounding of the output to 16 bits, plus f32 sums. */
+          const double tol = (dt == TABCL_BF16 ? 8e-3 : 1e-3) * fabs(o) + 1e-4;
+          if (!(fabs(got - o) <= tol))
+            s = tabcl__fail(TABCL_OPENCL_ERROR, "tensor-core attention check (%s): batch %d "
+                            "head %d query %d column %d is %.6g, expected %.6g",
+                            dt == TABCL_F16 ? "f16" : "bf16", b, h, i, c, got, o);
+        }
+      }
+done:
+  tabcl__free(buf);
+  tabcl__free(ref);
+  tabcl__free(mask);
+  return s;
+}
+
+tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt) {
+  const int slot = dt == TABCL_BF16;
+  pthread_mutex_lock(&ctx->lock);
+  int state = ctx->sdpa_mma_state[slot];
+  pthread_mutex_unlock(&ctx->lock);
+  if (state > 0) return TABCL_OK;
+  if (state < 0)
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: the tensor-core kernel failed its check "
+                       "on %s earlier in this context", ctx->info.name);
+  /* Outside the lock: the check runs kernels, which take it. Two threads
+     may both run it; they reach the same verdict. */
+  tabcl_status s = check_dtype(ctx, dt, TABCL__SDPA_MMA);
+  /* Only a verdict about the device is kept: running out of memory, or a
+     failure that a test injected, says nothing about the kernel. */
+  if (!tabcl__fault_fired() && (s == TABCL_OK || s == TABCL_OPENCL_ERROR ||
+                                s == TABCL_BUILD_FAILED || s == TABCL_UNSUPPORTED)) {
+    pthread_mutex_lock(&ctx->lock);
+    ctx->sdpa_mma_state[slot] = s == TABCL_OK ? 1 : -1;
+    pthread_mutex_unlock(&ctx->lock);
+  }
+  return s;
+}
+
+/* cl-probe: the tensor-core kernel's device check in f16 and bf16, where
+   the kernel is offered; elsewhere it does not apply. */
+tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx) {
+  for (int i = 0; i < 2; i++) {
+    const tabcl_dtype dt = i ? TABCL_BF16 : TABCL_F16;
+    tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
+    tabcl__sdpa_mma_shape m;
+    if (!tabcl__sdpa_mma_tiles(ctx, &d, &m))
+      return tabcl__fail(TABCL_UNSUPPORTED, "the tensor-core attention kernel runs on NVIDIA "
+                         "GPUs only (and not with TABCL_SDPA_MMA=0); f16 and bf16 attention "
+                         "use the portable kernel on %s", ctx->info.name);
+    tabcl_status s = tabcl__sdpa_mma_verdict(ctx, dt);
+    if (s) return s;
+  }
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                 const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
+                                 tabcl__sdpa_events *ev, int *taken) {
+  *taken = 0;
+  if (path != TABCL__SDPA_AUTO && path != TABCL__SDPA_MMA) return TABCL_OK;
+  tabcl__sdpa_mma_shape m;
+  if (!tabcl__sdpa_mma_tiles(ctx, d, &m)) {
+    if (path == TABCL__SDPA_AUTO) return TABCL_OK;
+    *taken = 1;
+    int picked;
+    tabcl__sdpa_tiles t;
+    return tabcl__sdpa_pick_path(ctx, d, path, &picked, &t); /* says why */
+  }
+  /* The automatic choice takes the kernel only after the device check;
+     a failed check leaves the portable kernel in charge. */
+  if (path == TABCL__SDPA_AUTO && tabcl__sdpa_mma_verdict(ctx, d->dtype) != TABCL_OK) {
+    tabcl__clear_error();
+    return TABCL_OK;
+  }
+  *taken = 1;
+  const int64_t step = mma_slice(ctx, d, &m);
+  tabcl_status s = TABCL_OK;
+  for (int64_t b0 = 0; b0 < d->batch && !s; b0 += step) {
+    const int64_t nb = d->batch - b0 < step ? d->batch - b0 : step;
+    s = mma_launch(ctx, d, &m, b, b0, nb, b0 == 0 ? nwait : 0,
+                               b0 == 0 ? wait : NULL, ev);
+  }
+  return s;
+}
