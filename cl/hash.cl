@@ -563,40 +563,70 @@ inline ulong xxh8_acc(ulong2 v, uint j, ulong k, ulong a) {
 // NVIDIA, and in the PTX of the four-lane kernels each tail stripe sat
 // behind its own branch, so a tail waited on one load at a time.
 inline void xxh8_chunk(__global const ulong *w, ulong pos, uint s0, uint stripes, uint e,
-                       ulong2 *v) {
+                       uint n, ulong2 *v) {
   if ((pos & 15) == 0) {
     __global const ulong2 *b = (__global const ulong2 *)(w + (pos >> 3) + e);
 #pragma unroll
-    for (uint k = 0; k < XXH_CHUNK; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
+    for (uint k = 0; k < n; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
     return;
   }
   uint r = (uint)(pos & 7) * 8;
   __global const ulong *b = w + (pos >> 3) + e;
   ulong x[XXH_CHUNK], y[XXH_CHUNK], z[XXH_CHUNK];
 #pragma unroll
-  for (uint k = 0; k < XXH_CHUNK; k++) {
+  for (uint k = 0; k < n; k++) {
     uint at = 8 * min(s0 + k, stripes - 1);
     x[k] = b[at];
     y[k] = b[at + 1];
     z[k] = b[at + 2];
   }
 #pragma unroll
-  for (uint k = 0; k < XXH_CHUNK; k++) v[k] = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
+  for (uint k = 0; k < n; k++) v[k] = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
 }
 
-// Lane j's accumulator over `stripes` (<= 16) stripes from byte `pos`,
-// keyed from the start of the secret, XXH_CHUNK stripes a round trip.
-inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
-                          uint stripes, uint j, ulong a) {
-  for (uint s0 = 0; s0 < stripes; s0 += XXH_CHUNK) {
-    ulong2 v[XXH_CHUNK];
-    xxh8_chunk(w, pos, s0, stripes, j & ~1u, v);
+// n (4 or 8, a literal) stripes from s0 into lane j's accumulator *a0,
+// or, with both set, into accumulators e and e + 1 (*a0, *a1).
+inline void xxh8_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
+                     uint stripes, uint j, uint n, int both, ulong *a0, ulong *a1) {
+  uint e = j & ~1u;
+  ulong2 v[XXH_CHUNK];
+  xxh8_chunk(w, pos, s0, stripes, e, n, v);
 #pragma unroll
-    for (uint k = 0; k < XXH_CHUNK; k++) {
-      ulong next = xxh8_acc(v[k], j, sec[min(s0 + k, stripes - 1) + j], a);
-      a = s0 + k < stripes ? next : a;
+  for (uint k = 0; k < n; k++) {
+    uint sk = min(s0 + k, stripes - 1);
+    int in = s0 + k < stripes;
+    if (both) {
+      ulong n0 = xxh8_acc(v[k], e, sec[sk + e], *a0), n1 = xxh8_acc(v[k], e + 1, sec[sk + e + 1], *a1);
+      *a0 = in ? n0 : *a0;
+      *a1 = in ? n1 : *a1;
+    } else {
+      ulong n0 = xxh8_acc(v[k], j, sec[sk + j], *a0);
+      *a0 = in ? n0 : *a0;
     }
   }
+}
+
+// Lane j's accumulator(s) over `stripes` (<= 16) stripes from byte
+// `pos`, keyed from the start of the secret: eight stripes a round trip,
+// or four when no more are left (a 256-byte label's three tail stripes
+// do not pay for eight).
+inline void xxh8_span_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                              uint stripes, uint j, int both, ulong *a0, ulong *a1) {
+  for (uint s0 = 0; s0 < stripes;) {
+    if (stripes - s0 > 4) {
+      xxh8_run(w, sec, pos, s0, stripes, j, XXH_CHUNK, both, a0, a1);
+      s0 += XXH_CHUNK;
+    } else {
+      xxh8_run(w, sec, pos, s0, stripes, j, 4, both, a0, a1);
+      s0 += 4;
+    }
+  }
+}
+
+inline ulong xxh8_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                          uint stripes, uint j, ulong a) {
+  ulong unused = 0;
+  xxh8_span_stripes(w, sec, pos, stripes, j, 0, &a, &unused);
   return a;
 }
 
@@ -630,19 +660,7 @@ ulong xxh8_long(__global const ulong *w, __local const ulong *sec, ulong pos, ul
 // unconditionally; the last stripe's load issued first).
 inline void xxh4_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
                          uint stripes, uint p, ulong *a0, ulong *a1) {
-  uint e = 2 * p;
-  for (uint s0 = 0; s0 < stripes; s0 += XXH_CHUNK) {
-    ulong2 v[XXH_CHUNK];
-    xxh8_chunk(w, pos, s0, stripes, e, v);
-#pragma unroll
-    for (uint k = 0; k < XXH_CHUNK; k++) {
-      uint sk = min(s0 + k, stripes - 1);
-      ulong n0 = xxh8_acc(v[k], e, sec[sk + e], *a0), n1 = xxh8_acc(v[k], e + 1, sec[sk + e + 1], *a1);
-      int in = s0 + k < stripes;
-      *a0 = in ? n0 : *a0;
-      *a1 = in ? n1 : *a1;
-    }
-  }
+  xxh8_span_stripes(w, sec, pos, stripes, 2 * p, 1, a0, a1);
 }
 
 ulong xxh_team_part_flat(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
@@ -663,10 +681,16 @@ ulong xxh_team_part_flat(__global const ulong *w, __local const ulong *sec, ulon
   return xxh_merge_part(sec, p, a0, a1);
 }
 
-// The hash from an octet's eight accumulators acc[0..7].
-inline ulong xxh8_merge(__local const ulong *sec, __local const ulong *acc, ulong len) {
+// Accumulator j keyed for the merge (each lane keys its own, so the
+// merging lane only folds).
+inline ulong xxh8_keyed(__local const ulong *sec, uint j, ulong a) {
+  return a ^ xxh_lsec(sec, 11 + 8 * j);
+}
+
+// The hash from an octet's eight keyed accumulators x[0..7].
+inline ulong xxh8_merge(__local const ulong *x, ulong len) {
   ulong h = len * XXH_P64_1;
-  for (uint q = 0; q < 4; q++) h += xxh_merge_part(sec, q, acc[2 * q], acc[2 * q + 1]);
+  for (uint q = 0; q < 4; q++) h += xxh_fold(x[2 * q], x[2 * q + 1]);
   return xxh3_avalanche(h);
 }
 
@@ -734,7 +758,7 @@ __kernel void hash_oct_all(__global const ulong *w, __global const long *offsets
         if (j == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         mode = 2;
-        a = xxh8_long(w, sec, pos, len, j);
+        a = xxh8_keyed(sec, j, xxh8_long(w, sec, pos, len, j));
       }
     }
     sa[lid] = a;
@@ -743,7 +767,7 @@ __kernel void hash_oct_all(__global const ulong *w, __global const long *offsets
     if (mode && j == 0) {
       ulong h;
       if (mode == 2) {
-        h = xxh8_merge(sec, sa + o, len);
+        h = xxh8_merge(sa + o, len);
       } else {
         ulong s = len * XXH_P64_1, r = 0;
         for (uint q = 0; q < 8; q++) {
@@ -807,9 +831,9 @@ __kernel void hash_big(__global const ulong *w, __global const long *offsets, ul
       }
     }
     __local ulong *buf = scratch + flip * g;
-    if (o == 0) buf[j] = acc;
+    if (o == 0) buf[j] = xxh8_keyed(sec, j, acc);
     barrier(CLK_LOCAL_MEM_FENCE);
     flip ^= 1;
-    if (lid == 0) out[out_off + base + idx] = xxh8_merge(sec, buf, len) & mask;
+    if (lid == 0) out[out_off + base + idx] = xxh8_merge(buf, len) & mask;
   }
 }
