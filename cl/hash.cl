@@ -17,6 +17,13 @@
 //               across the whole column (hash_units, four lanes a block,
 //               no barriers) and only the scrambles between blocks run in
 //               order, eight lanes a label (hash_chain).
+// Selectable instead (tabcl__hash_variants, for sweeps on a GPU):
+//   hash_oct_all        hash_team_all with eight lanes a label, one
+//                       accumulator each;
+//   hash_team_all_flat  hash_team_all whose tails load without branches;
+//   hash_big            one work-group a huge label, its blocks side by
+//                       side and the scrambles in local memory (one
+//                       launch, no scratch buffer).
 //
 // Labels start at any byte: the data buffer is padded by the upload so two
 // aligned words can always be read and joined (no per-byte loads).
