@@ -625,5 +625,37 @@ Test(oclgrind_hash, bad_device_offsets) {
   cr_expect_eq(got[5], empty, "negative end");
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
+
+  /* The same through hash_oct_all and hash_big (listed): long labels
+     among the bad ones. */
+  enum { NB = 2000 };
+  uint8_t *big = calloc(NB + 8, 1);
+  cr_assert(big);
+  for (int i = 0; i < NB; i++) big[i] = (uint8_t)(i * 7 + 3);
+  int64_t boff[7] = {0, 700, 300, 1900, 5000000, 1950, -5};
+  memset(&d, 0, sizeof d);
+  d.length = 6;
+  d.bytes = NB;
+  d.max_label = 1600;
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, NB + 8, big,
+                                    &d.data, "data"));
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof boff,
+                                    boff, &d.offsets, "offsets"));
+  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, sizeof got, NULL, &out, "out"));
+  tabcl__hash_variants(2, 2, 16, 16);
+  tabcl__hash_tune(500, 0);
+  tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
+  tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
+  tabcl__hash_tune(0, 0);
+  tabcl__hash_variants(0, 0, 0, 0);
+  cr_expect_eq(got[0], tabcl__label_hash(big, 700, 4, 0, ~0ULL));
+  cr_expect_eq(got[1], empty, "decreasing");
+  cr_expect_eq(got[2], tabcl__label_hash(big + 300, 1600, 4, 0, ~0ULL));
+  cr_expect_eq(got[3], empty, "past the data");
+  cr_expect_eq(got[4], empty, "starting past the data");
+  cr_expect_eq(got[5], empty, "negative end");
+  tabcl__buffer_release(out);
+  tabcl__strings_release(&d);
+  free(big);
   tabcl_context_destroy(ctx);
 }
