@@ -27,9 +27,12 @@
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
-   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat; big 1
-   = hash_units + hash_chain, 2 = hash_big. */
+   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat (for
+   columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
+   above); big 1 = hash_units + hash_chain, 2 = hash_big. */
 #define MID_DEFAULT 1
+#define MID_DEFAULT_LONG 1
+#define MID_SPLIT 1024
 #define BIG_DEFAULT 1
 static _Atomic int mid_variant, big_variant;
 static _Atomic size_t big_wg_override, mid_wg_override;
@@ -160,7 +163,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
      work-group a huge label (hash_big) or blocks and chain (hash_units,
      hash_chain). */
   int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
-  if (!mid_v) mid_v = MID_DEFAULT;
+  if (!mid_v) mid_v = avg <= MID_SPLIT ? MID_DEFAULT : MID_DEFAULT_LONG;
   if (!big_v) big_v = BIG_DEFAULT;
   int oct = team_all && mid_v == 2;
   int big = any_huge && big_v == 2;
