@@ -1,4 +1,4 @@
-// Attention for f16 and bf16 storage on NVIDIA tensor cores (PTX mma.sync).
+// Attention on NVIDIA tensor cores (PTX mma.sync) for f32, f16 and bf16.
 //
 // An optional vendor layer beside the portable kernel in sdpa.cl: the host
 // picks it only on an NVIDIA device, and only after this program has built
@@ -7,21 +7,27 @@
 //
 // A work-group of MMA_NW warps owns 16 * MMA_NW queries of one (batch, head);
 // each warp owns 16 of them. K and V tiles of MMA_BK keys go through local
-// memory as raw 16-bit words, rows padded by 8 words so that the eight rows
-// one fragment load touches fall in different banks. Per key tile, each warp:
-//   1. S = Q K^T with m16n8k16 MMAs (f32 accumulators), Q's fragments kept
-//      in registers for the whole pass;
+// memory as raw words, rows padded by 16 bytes so that the eight rows one
+// fragment load touches fall in different banks. Per key tile, each warp:
+//   1. S = Q K^T with MMAs into f32 accumulators, Q's fragments kept in
+//      registers for the whole pass;
 //   2. the online softmax on S in registers: a row's values sit in the four
 //      lanes of a quad, so row maxima and sums need two butterfly shuffles;
-//   3. O += P V, with P taken straight from S's accumulator layout (the C
-//      fragment of two 8-key tiles is the A fragment of one 16-key chunk).
-// "Computed in f32": Q, K and V are exact in the MMA's inputs and every sum
-// is f32; only P must enter the MMA in 16 bits, so it goes in as a sum of
-// two (f16) or three (bf16) 16-bit parts, p = p_hi + p_lo (+ p_lo2), which
-// keeps about 22 (f16) or 24 (bf16) of its bits: the error of an f32 P.
+//   3. O += P V, with P taken straight from S's accumulator layout.
+// Precision is that of f32 arithmetic throughout, as the portable kernel's:
+//   - f16/bf16 (m16n8k16): Q, K and V are exact in the MMA's inputs and every
+//     sum is f32; only P must enter in 16 bits, so it goes in as a sum of two
+//     (f16) or three (bf16) 16-bit parts, each the remainder of the last,
+//     which keeps about 22 (f16) or 24 (bf16) of its bits.
+//   - f32 (m16n8k8 TF32, 10-bit fractions): every operand x is split into
+//     big = tf32(x) and small = tf32(x - big), and a b is computed as
+//     big*big + big*small + small*big; what is dropped (small*small and the
+//     rounding of small) is about 2^-21 of |a b|, next to f32's 2^-24, and
+//     the sums are f32. On the H200 that is ~1e-6 relative error.
 //
-// Build options: MMA_DTYPE (1 f16, 2 bf16), MMA_DP (head dim rounded up to
-// 16, at most 128), MMA_BK (keys per tile, a multiple of 16), MMA_NW (warps).
+// Build options: MMA_DTYPE (0 f32, 1 f16, 2 bf16), MMA_DP (head dim rounded
+// up to 16; at most 128, for f32 at most 64), MMA_BK (keys per tile, a
+// multiple of 16), MMA_NW (warps).
 
 #ifndef MMA_DTYPE
 #define MMA_DTYPE 1
@@ -43,28 +49,62 @@
 #define BQ (NW * 16)
 #define BK MMA_BK
 #define DP MMA_DP
-#define RS (DP + 8)          /* local row stride in 16-bit words */
+#define RS (DP + VECN)       /* local row stride in elements: rows 16 bytes apart more */
+#if MMA_DTYPE == 0
+#define NKC (DP / 8)         /* 8-wide chunks of the head dim (Q K^T, TF32) */
+#else
 #define NKC (DP / 16)        /* 16-wide chunks of the head dim (Q K^T) */
+#endif
 #define NSN (BK / 8)         /* 8-key tiles of S */
 #define NPC (BK / 16)        /* 16-key chunks of P (P V) */
 #define NON (DP / 8)         /* 8-column tiles of O */
 #define VROWS (BK > BQ ? BK : BQ)
 #define LOG2E 1.4426950408889634f
 
-#if MMA_DTYPE == 1
+#if MMA_DTYPE == 0
+typedef uint elem_t;         /* f32 bits */
+#elif MMA_DTYPE == 1
+typedef ushort elem_t;
 #define MMA_T "f16"
 #define NSPLIT 2
 #else
+typedef ushort elem_t;
 #define MMA_T "bf16"
 #define NSPLIT 3
 #endif
+#define VECN (16 / (int)sizeof(elem_t))   /* elements in 16 bytes */
 
+#if MMA_DTYPE == 0
+// c (four f32) += A (16 x 8 TF32, four registers) * B (8 x 8, two).
+#define MMA(c, a0, a1, a2, a3, b0, b1)                                                   \
+  __asm__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "                         \
+          "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                         \
+          : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                        \
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+// x rounded to TF32 (nearest, ties away), as f32 bits with the low 13 zero.
+inline uint tf32(float x) {
+  uint r;
+  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+#define SPLIT(x, big, small) \
+  do { (big) = tf32(x); (small) = tf32((x) - as_float(big)); } while (0)
+// c += a b in three TF32 MMAs (the small terms first).
+#define MMA3(c, ab, as, bb, bs)                                         \
+  do {                                                                  \
+    MMA(c, (as)[0], (as)[1], (as)[2], (as)[3], (bb)[0], (bb)[1]);       \
+    MMA(c, (ab)[0], (ab)[1], (ab)[2], (ab)[3], (bs)[0], (bs)[1]);       \
+    MMA(c, (ab)[0], (ab)[1], (ab)[2], (ab)[3], (bb)[0], (bb)[1]);       \
+  } while (0)
+#else
 // c (four f32) += A (16 x 16, four registers of two 16-bit values) * B (16 x 8, two).
 #define MMA(c, a0, a1, a2, a3, b0, b1)                                                   \
-  __asm__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_T "." MMA_T ".f32 "                \
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                             \
-      : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                            \
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+  __asm__("mma.sync.aligned.m16n8k16.row.col.f32." MMA_T "." MMA_T ".f32 "              \
+          "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                         \
+          : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                        \
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+#endif
 
 // x from the lane whose id differs from this one's in the bits of m.
 inline float shfl_xor(float x, int m) {
@@ -73,6 +113,9 @@ inline float shfl_xor(float x, int m) {
   return r;
 }
 
+#if MMA_DTYPE == 0
+inline float scalar_of(uint u) { return as_float(u); }
+#else
 // Two f32 rounded to nearest even into one register: lo in bits 0..15.
 inline uint pack2(float lo, float hi) {
   uint r;
@@ -84,8 +127,8 @@ inline float2 unpack2(uint u) {
 #if MMA_DTYPE == 1
   float lo, hi;
   __asm__("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
-      : "=f"(lo), "=f"(hi)
-      : "r"(u));
+          : "=f"(lo), "=f"(hi)
+          : "r"(u));
   return (float2)(lo, hi);
 #else
   return (float2)(as_float(u << 16), as_float(u & 0xFFFF0000u));
@@ -99,16 +142,18 @@ inline float scalar_of(ushort u) {
   return as_float((uint)u << 16);
 #endif
 }
+#endif
 
 // Rows [0, n) of a [rows, d] tile whose rows are `stride` elements apart,
-// into a local tile of RS-word rows; rows at or past `avail` and columns at
-// or past d become zeros. vec8: d is a multiple of 8, so every row starts
-// on 16 bytes (buffers are aligned far beyond that) and moves in 16-byte words.
-inline void load_tile(__local ushort *dst, __global const ushort *src, long stride, int n,
-                      int avail, int d, int vec8, int t) {
-  if (vec8) {
-    for (int idx = t; idx < n * (DP / 8); idx += NT) {
-      const int r = idx / (DP / 8), c = (idx - r * (DP / 8)) * 8;
+// into a local tile of RS-element rows; rows at or past `avail` and columns
+// at or past d become zeros. vec: d is a multiple of VECN, so every row
+// starts on 16 bytes (buffers are aligned far beyond that) and moves in
+// 16-byte words.
+inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stride, int n,
+                      int avail, int d, int vec, int t) {
+  if (vec) {
+    for (int idx = t; idx < n * (DP / VECN); idx += NT) {
+      const int r = idx / (DP / VECN), c = (idx - r * (DP / VECN)) * VECN;
       uint4 x = (uint4)(0);
       if (r < avail && c < d) x = *(__global const uint4 *)(src + r * stride + c);
       *(__local uint4 *)(dst + r * RS + c) = x;
@@ -116,25 +161,72 @@ inline void load_tile(__local ushort *dst, __global const ushort *src, long stri
   } else {
     for (int idx = t; idx < n * DP; idx += NT) {
       const int r = idx / DP, c = idx - r * DP;
-      dst[r * RS + c] = r < avail && c < d ? src[r * stride + c] : (ushort)0;
+      dst[r * RS + c] = r < avail && c < d ? src[r * stride + c] : (elem_t)0;
     }
   }
 }
 
-// The 32-bit word holding 16-bit elements c, c + 1 of local row r (c even).
+// The 32-bit word at element c of local row r (for 16-bit elements, c even:
+// elements c and c + 1).
 #define W32(tile, r, c) (*(__local const uint *)((tile) + (r) * RS + (c)))
 
+// Scale into the log2 domain, mask, and the online softmax of one key tile's
+// S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
+// maxima and partial sums move on; returns the factors (alpha) that rescale
+// what O holds so far.
+__attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
+                           int qi1, int tq, int lq, int lk, int causal, int mask_kind,
+                           __global const uchar *mask, long mbase, float scale2) {
+  float mx0 = -INFINITY, mx1 = -INFINITY;
+  #pragma unroll
+  for (int j = 0; j < NSN; j++) {
+    #pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
+      int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+      float x = s[j][e] * scale2;
+      if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+      else if (ok && mask_kind == 2)
+        x += scalar_of(((__global const elem_t *)mask)[mbase + (long)qi * lk + kj]) * LOG2E;
+      s[j][e] = ok ? x : -INFINITY;
+    }
+    mx0 = fmax(mx0, fmax(s[j][0], s[j][1]));
+    mx1 = fmax(mx1, fmax(s[j][2], s[j][3]));
+  }
+  mx0 = fmax(mx0, shfl_xor(mx0, 1));
+  mx0 = fmax(mx0, shfl_xor(mx0, 2));
+  mx1 = fmax(mx1, shfl_xor(mx1, 1));
+  mx1 = fmax(mx1, shfl_xor(mx1, 2));
+  const float mn0 = fmax(m_run[0], mx0), mn1 = fmax(m_run[1], mx1);
+  // A row with nothing attendable yet keeps m = -inf; exponents then use 0
+  // so that masked entries give exp2(-inf) = 0 instead of NaN.
+  const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+  const float a0 = exp2(m_run[0] - mu0), a1 = exp2(m_run[1] - mu1);
+  m_run[0] = mn0, m_run[1] = mn1;
+  float sum0 = 0, sum1 = 0;
+  #pragma unroll
+  for (int j = 0; j < NSN; j++) {
+    s[j][0] = exp2(s[j][0] - mu0), s[j][1] = exp2(s[j][1] - mu0);
+    s[j][2] = exp2(s[j][2] - mu1), s[j][3] = exp2(s[j][3] - mu1);
+    sum0 += s[j][0] + s[j][1];
+    sum1 += s[j][2] + s[j][3];
+  }
+  l_run[0] = l_run[0] * a0 + sum0;
+  l_run[1] = l_run[1] * a1 + sum1;
+  return (float2)(a0, a1);
+}
+
 // Same grid as sdpa_fused: dim 0 batch entries, dim 1 heads, dim 2 query tiles.
-// mask: uchar for boolean masks, 16-bit values for additive ones (kind 1 / 2).
+// mask: uchar for boolean masks, elements of the dtype for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
-void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const ushort *v,
-              __global const uchar *mask, __global ushort *out, long b0, int lq, int lk, int hq,
+void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
+              __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
               int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
               int h0, int qt0) {
-  __local uint4 ks4[BK * RS / 8];
-  __local uint4 vs4[VROWS * RS / 8];
-  __local ushort *ks = (__local ushort *)ks4;
-  __local ushort *vs = (__local ushort *)vs4;
+  __local uint4 ks4[BK * RS / VECN];
+  __local uint4 vs4[VROWS * RS / VECN];
+  __local elem_t *ks = (__local elem_t *)ks4;
+  __local elem_t *vs = (__local elem_t *)vs4;
 
   const int t = (int)get_local_id(0);
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
@@ -145,18 +237,29 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
   const int q0 = qt * BQ;
   const int qn = min(BQ, lq - q0);
   const long qstride = (long)hq * d, kstride = (long)hkv * d;
-  const int vec8 = (d & 7) == 0;
-  __global const ushort *qb = q + ((b * lq + q0) * hq + h) * (long)d;
-  __global const ushort *kb = k + (b * lk * hkv + kh) * (long)d;
-  __global const ushort *vb = v + (b * lk * hkv + kh) * (long)d;
+  const int vec = (d & (VECN - 1)) == 0;
+  __global const elem_t *qb = q + ((b * lq + q0) * hq + h) * (long)d;
+  __global const elem_t *kb = k + (b * lk * hkv + kh) * (long)d;
+  __global const elem_t *vb = v + (b * lk * hkv + kh) * (long)d;
   long mbase = 0;
   if (mask_kind)
     mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
 
   // Q passes through the V tile's space into registers, once.
-  load_tile(vs, qb, qstride, BQ, qn, d, vec8, t);
+  load_tile(vs, qb, qstride, BQ, qn, d, vec, t);
   barrier(CLK_LOCAL_MEM_FENCE);
   const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
+#if MMA_DTYPE == 0
+  uint qa[NKC][4], qs[NKC][4];   /* TF32 big and small parts */
+  #pragma unroll
+  for (int kc = 0; kc < NKC; kc++) {
+    const int c = kc * 8 + tq;
+    SPLIT(as_float(W32(vs, r0, c)), qa[kc][0], qs[kc][0]);
+    SPLIT(as_float(W32(vs, r0 + 8, c)), qa[kc][1], qs[kc][1]);
+    SPLIT(as_float(W32(vs, r0, c + 4)), qa[kc][2], qs[kc][2]);
+    SPLIT(as_float(W32(vs, r0 + 8, c + 4)), qa[kc][3], qs[kc][3]);
+  }
+#else
   uint qa[NKC][4];
   #pragma unroll
   for (int kc = 0; kc < NKC; kc++) {
@@ -166,6 +269,7 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
     qa[kc][2] = W32(vs, r0, c + 8);
     qa[kc][3] = W32(vs, r0 + 8, c + 8);
   }
+#endif
 
   float o[NON][4];
   #pragma unroll
@@ -178,8 +282,8 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     barrier(CLK_LOCAL_MEM_FENCE);   /* the last tile's (or Q's) readers are done */
-    load_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, vec8, t);
-    load_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, vec8, t);
+    load_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, vec, t);
+    load_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, vec, t);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     float s[NSN][4];
@@ -189,53 +293,52 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
       if (j * 8 < kn) {   /* uniform: tiles wholly past the last key stay zero */
         #pragma unroll
         for (int kc = 0; kc < NKC; kc++) {
+#if MMA_DTYPE == 0
+          const int c = kc * 8 + tq;
+          uint kbig[2], ksmall[2];
+          SPLIT(as_float(W32(ks, j * 8 + g, c)), kbig[0], ksmall[0]);
+          SPLIT(as_float(W32(ks, j * 8 + g, c + 4)), kbig[1], ksmall[1]);
+          MMA3(s[j], qa[kc], qs[kc], kbig, ksmall);
+#else
           const int c = kc * 16 + 2 * tq;
           const uint kb0 = W32(ks, j * 8 + g, c), kb1 = W32(ks, j * 8 + g, c + 8);
           MMA(s[j], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], kb0, kb1);
+#endif
         }
       }
     }
 
-    // Scale (log2 domain), mask, and this tile's row maxima.
-    float mx0 = -INFINITY, mx1 = -INFINITY;
+    const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
+                                      mask_kind, mask, mbase, scale2);
     #pragma unroll
-    for (int j = 0; j < NSN; j++) {
-      #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
-        int ok = qi < lq && kj < lk && (!causal || kj <= qi);
-        float x = s[j][e] * scale2;
-        if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
-        else if (ok && mask_kind == 2)
-          x += scalar_of(((__global const ushort *)mask)[mbase + (long)qi * lk + kj]) * LOG2E;
-        s[j][e] = ok ? x : -INFINITY;
-      }
-      mx0 = fmax(mx0, fmax(s[j][0], s[j][1]));
-      mx1 = fmax(mx1, fmax(s[j][2], s[j][3]));
-    }
-    mx0 = fmax(mx0, shfl_xor(mx0, 1));
-    mx0 = fmax(mx0, shfl_xor(mx0, 2));
-    mx1 = fmax(mx1, shfl_xor(mx1, 1));
-    mx1 = fmax(mx1, shfl_xor(mx1, 2));
-    const float mn0 = fmax(m_run[0], mx0), mn1 = fmax(m_run[1], mx1);
-    // A row with nothing attendable yet keeps m = -inf; exponents then use 0
-    // so that masked entries give exp2(-inf) = 0 instead of NaN.
-    const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float a0 = exp2(m_run[0] - mu0), a1 = exp2(m_run[1] - mu1);
-    m_run[0] = mn0, m_run[1] = mn1;
-    float sum0 = 0, sum1 = 0;
-    #pragma unroll
-    for (int j = 0; j < NSN; j++) {
-      s[j][0] = exp2(s[j][0] - mu0), s[j][1] = exp2(s[j][1] - mu0);
-      s[j][2] = exp2(s[j][2] - mu1), s[j][3] = exp2(s[j][3] - mu1);
-      sum0 += s[j][0] + s[j][1];
-      sum1 += s[j][2] + s[j][3];
-    }
-    l_run[0] = l_run[0] * a0 + sum0;
-    l_run[1] = l_run[1] * a1 + sum1;
-    #pragma unroll
-    for (int n = 0; n < NON; n++) o[n][0] *= a0, o[n][1] *= a0, o[n][2] *= a1, o[n][3] *= a1;
+    for (int n = 0; n < NON; n++)
+      o[n][0] *= alpha.x, o[n][1] *= alpha.x, o[n][2] *= alpha.y, o[n][3] *= alpha.y;
 
+#if MMA_DTYPE == 0
+    // P V over 8-key chunks. The lane's S values are keys 2tq and 2tq + 1 of
+    // a chunk; as TF32 A columns tq and tq + 4 they stand for those keys, so
+    // B's rows tq and tq + 4 are V's rows 2tq and 2tq + 1.
+    #pragma unroll
+    for (int j = 0; j < NSN; j++) {
+      if (j * 8 >= kn) continue;   /* uniform; those p are all zero */
+      uint pb[4], ps[4];
+      SPLIT(s[j][0], pb[0], ps[0]);
+      SPLIT(s[j][2], pb[1], ps[1]);
+      SPLIT(s[j][1], pb[2], ps[2]);
+      SPLIT(s[j][3], pb[3], ps[3]);
+      const int kr = j * 8 + 2 * tq;
+      #pragma unroll
+      for (int n = 0; n < NON; n++) {
+        const int c = n * 8 + g;
+        uint vbig[2], vsmall[2];
+        SPLIT(as_float(vs[kr * RS + c]), vbig[0], vsmall[0]);
+        SPLIT(as_float(vs[(kr + 1) * RS + c]), vbig[1], vsmall[1]);
+        MMA3(o[n], pb, ps, vbig, vsmall);
+      }
+    }
+#else
+    // P V over 16-key chunks: the C fragments of S's 8-key tiles 2pc and
+    // 2pc + 1 are the A fragment of chunk pc.
     #pragma unroll
     for (int pc = 0; pc < NPC; pc++) {
       if (pc * 16 >= kn) continue;   /* uniform; those p are all zero */
@@ -263,6 +366,7 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
           MMA(o[n], pa[sp][0], pa[sp][1], pa[sp][2], pa[sp][3], vb0, vb1);
       }
     }
+#endif
   }
 
   float l0 = l_run[0], l1 = l_run[1];
@@ -271,25 +375,35 @@ void sdpa_mma(__global const ushort *q, __global const ushort *k, __global const
   l1 += shfl_xor(l1, 1);
   l1 += shfl_xor(l1, 2);
   const float li0 = l0 > 0 ? 1.f / l0 : 0.f, li1 = l1 > 0 ? 1.f / l1 : 0.f;
-  __global ushort *ob = out + ((b * lq + q0) * hq + h) * (long)d;
-  const int vec2 = (d & 1) == 0;
+  __global elem_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
+  const int vec2 = (d & 1) == 0;   /* pairs of columns start on their own size */
   #pragma unroll
   for (int half_row = 0; half_row < 2; half_row++) {
     const int r = r0 + 8 * half_row;
     if (r >= qn) continue;
     const float li = half_row ? li1 : li0;
-    __global ushort *orow = ob + r * qstride;
+    __global elem_t *orow = ob + r * qstride;
     #pragma unroll
     for (int n = 0; n < NON; n++) {
       const int c = n * 8 + 2 * tq;
       if (c >= d) continue;
-      const uint x = pack2(o[n][2 * half_row] * li, o[n][2 * half_row + 1] * li);
+      const float x0 = o[n][2 * half_row] * li, x1 = o[n][2 * half_row + 1] * li;
+#if MMA_DTYPE == 0
+      if (vec2) {
+        *(__global uint2 *)(orow + c) = (uint2)(as_uint(x0), as_uint(x1));
+      } else {
+        orow[c] = as_uint(x0);
+        if (c + 1 < d) orow[c + 1] = as_uint(x1);
+      }
+#else
+      const uint x = pack2(x0, x1);
       if (vec2) {
         *(__global uint *)(orow + c) = x;
       } else {
         orow[c] = (ushort)x;
         if (c + 1 < d) orow[c + 1] = (ushort)(x >> 16);
       }
+#endif
     }
   }
 }

@@ -105,8 +105,8 @@ struct tabcl_context {
   char *cache_dir;            /* NULL: no disk cache */
   int64_t max_batch_per_launch; /* 0 = device limits only */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
-  int sdpa_mma_state[2];      /* tensor-core attention check, f16 and bf16: 0 not run
-                                 yet, 1 passed, -1 failed (guarded by lock) */
+  int sdpa_mma_state[3];      /* tensor-core attention check, f32, f16 and bf16: 0 not
+                                 run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
   tabcl_program_entry *programs;
   tabcl_stats stats;

@@ -97,15 +97,15 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *de
 
 tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
 
-/* ---- the NVIDIA tensor-core path for f16/bf16 (sdpa_mma.c) ---- */
+/* ---- the NVIDIA tensor-core path for f32/f16/bf16 (sdpa_mma.c) ---- */
 typedef struct tabcl__sdpa_mma_shape {
-  int dp;   /* head dim rounded up to a multiple of 16 (at most 128) */
+  int dp;   /* head dim rounded up to a multiple of 16 (at most 128; f32: 64) */
   int bk;   /* keys per tile */
   int nw;   /* warps per work-group, 16 queries each */
 } tabcl__sdpa_mma_shape;
 /* 1 and fills m when the kernel may run this call on this device (NVIDIA,
-   f16 or bf16, head dim <= 128, and TABCL_SDPA_MMA is not "0"); says
-   nothing about the device check. */
+   f16 or bf16 with head dim <= 128, f32 with head dim <= 64, and
+   TABCL_SDPA_MMA is not "0"); says nothing about the device check. */
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m);
 /* TABCL_OK once the kernel has built and passed its check on this device

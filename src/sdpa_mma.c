@@ -1,6 +1,6 @@
-/* The optional NVIDIA tensor-core path for f16 and bf16 attention
- * (cl/sdpa_mma.cl): where it may run, its launch, and the check a device
- * must pass before the automatic choice uses it. */
+/* The optional NVIDIA tensor-core path for attention in f32 (three-term
+ * TF32 split), f16 and bf16 (cl/sdpa_mma.cl): where it may run, its launch,
+ * and the check a device must pass before the automatic choice uses it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,15 +8,16 @@
 
 #include "sdpa.h"
 
-/* Keys per tile: 64 keeps short sequences (the tabular case) to one tile;
-   the S accumulators of 64 keys plus O at head dim 128 would need too many
-   registers, so wider heads take 32. TABCL_SDPA_MMA_BK overrides it for
-   benchmarks (16, 32 or 64). */
-static int keys_per_tile(int dp) {
+/* Keys per tile: 64 keeps short sequences (the tabular case) to one tile
+   where registers allow; the S accumulators of 64 keys next to O at head
+   dim 128 (or the split Q of f32 at 64) would need too many, so those take
+   32. TABCL_SDPA_MMA_BK overrides it for benchmarks (16, 32 or 64),
+   TABCL_SDPA_MMA_NW the warps a group (2, 4 or 8). */
+static int keys_per_tile(tabcl_dtype dt, int dp) {
   const char *env = getenv("TABCL_SDPA_MMA_BK");
   int bk = env ? atoi(env) : 0;
   if (bk == 16 || bk == 32 || bk == 64) return bk;
-  return dp <= 64 ? 64 : 32;
+  return dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32;
 }
 
 static int warps_per_group(void) {
@@ -29,14 +30,15 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m) {
   const char *env = getenv("TABCL_SDPA_MMA");
   if (env && strcmp(env, "0") == 0) return 0;
-  if (!ctx->info.is_nvidia || (d->dtype != TABCL_F16 && d->dtype != TABCL_BF16) ||
-      d->head_dim > 128)
-    return 0;
+  /* f32 keeps Q's split (two TF32 parts) in registers: up to head dim 64. */
+  const int most = d->dtype == TABCL_F32 ? 64 : 128;
+  if (!ctx->info.is_nvidia || d->dtype == TABCL_F64 || d->head_dim > most) return 0;
+  const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
-  m->bk = keys_per_tile(m->dp);
+  m->bk = keys_per_tile(d->dtype, m->dp);
   m->nw = warps_per_group();
   const int rows = m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
-  const size_t local = 2 * (size_t)(m->dp + 8) * (size_t)(m->bk + rows);
+  const size_t local = es * (size_t)(m->dp + 16 / es) * (size_t)(m->bk + rows);
   return local <= ctx->info.local_mem_size && (size_t)(32 * m->nw) <= ctx->info.max_work_group_size;
 }
 
@@ -99,24 +101,39 @@ static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
 
 enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40 };
 
-/* The check's values are k / 128 with |k| < 128: exact in f16 and bf16
-   alike, so the host loop sees exactly what the device does. */
-static float next_value(uint32_t *s) {
+/* Values k / 128 with |k| < 128 for the 16-bit dtypes (exact in f16 and
+   bf16 alike, so the host loop sees exactly what the device does); for
+   f32, 16 significant bits, so that the TF32 split has a small part. */
+static float next_value(uint32_t *s, tabcl_dtype dt) {
   *s = *s * 1664525u + 1013904223u;
+  if (dt == TABCL_F32) return (float)((*s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
   return (float)((int)((*s >> 16) & 0xFF) - 128) / 128.0f;
 }
 
-static uint16_t bits16(tabcl_dtype dt, float x) {
+static void put(tabcl_dtype dt, void *p, size_t i, float x) {
   uint32_t u;
   memcpy(&u, &x, 4);
-  if (dt == TABCL_BF16) return (uint16_t)(u >> 16);
-  if (x == 0) return (uint16_t)((u >> 16) & 0x8000u);
-  /* A normal f16 (|x| >= 2^-7 here): rebias the exponent, keep 10 fraction bits. */
-  return (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xFFu) - 112u) << 10) |
-                    ((u >> 13) & 0x3FFu));
+  if (dt == TABCL_F32) {
+    memcpy((unsigned char *)p + 4 * i, &u, 4);
+    return;
+  }
+  uint16_t h;
+  if (dt == TABCL_BF16) h = (uint16_t)(u >> 16);
+  else if (x == 0) h = (uint16_t)((u >> 16) & 0x8000u);
+  else /* a normal f16 (|x| >= 2^-7 here): rebias the exponent, keep 10 fraction bits */
+    h = (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xFFu) - 112u) << 10) |
+                   ((u >> 13) & 0x3FFu));
+  memcpy((unsigned char *)p + 2 * i, &h, 2);
 }
 
-static double from16(tabcl_dtype dt, uint16_t h) {
+static double get(tabcl_dtype dt, const void *p, size_t i) {
+  if (dt == TABCL_F32) {
+    float f;
+    memcpy(&f, (const unsigned char *)p + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, (const unsigned char *)p + 2 * i, 2);
   if (dt == TABCL_BF16) {
     uint32_t u = (uint32_t)h << 16;
     float f;
@@ -129,31 +146,39 @@ static double from16(tabcl_dtype dt, uint16_t h) {
   return h & 0x8000 ? -v : v;
 }
 
+static const char *dtype_name(tabcl_dtype dt) {
+  return dt == TABCL_F32 ? "f32" : dt == TABCL_F16 ? "f16" : "bf16";
+}
+
 /* One call of the given dtype with grouped heads, a key tile and a half,
-   an odd head dim (no 16-byte rows), a boolean mask that leaves one row
-   nothing, through the tensor-core kernel, against a double host loop. */
+   a head dim of 40 (a padded last chunk), a boolean mask that leaves one
+   row nothing, through the given path, against a double host loop. */
 static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
   enum { NQ = CB * CLQ * CHQ * CD, NKV = CB * CLK * CHKV * CD, NM = CHQ * CLQ * CLK };
-  uint16_t *buf = tabcl__malloc(sizeof(uint16_t) * (2 * NQ + 2 * NKV));
+  const size_t es = tabcl__sdpa_elem_size(dt);
+  unsigned char *q = tabcl__malloc(es * (2 * NQ + 2 * NKV));
   double *ref = tabcl__malloc(sizeof(double) * (NQ + 2 * NKV + CLK));
   uint8_t *mask = tabcl__malloc(NM);
   tabcl_status s = TABCL_OK;
-  if (!buf || !ref || !mask) {
+  if (!q || !ref || !mask) {
     s = tabcl__fail(TABCL_OUT_OF_MEMORY, "tensor-core attention check: out of host memory");
     goto done;
   }
-  uint16_t *q = buf, *k = q + NQ, *v = k + NKV, *out = v + NKV;
+  unsigned char *k = q + es * NQ, *v = k + es * NKV, *out = v + es * NKV;
   double *rq = ref, *rk = rq + NQ, *rv = rk + NKV, *w = rv + NKV;
   uint32_t seed = 777u + (uint32_t)dt;
-  for (int i = 0; i < NQ; i++) q[i] = bits16(dt, (float)(rq[i] = next_value(&seed)));
-  for (int i = 0; i < NKV; i++) k[i] = bits16(dt, (float)(rk[i] = next_value(&seed)));
-  for (int i = 0; i < NKV; i++) v[i] = bits16(dt, (float)(rv[i] = next_value(&seed)));
+  for (int i = 0; i < NQ; i++) put(dt, q, (size_t)i, (float)(rq[i] = next_value(&seed, dt)));
+  for (int i = 0; i < NKV; i++) put(dt, k, (size_t)i, (float)(rk[i] = next_value(&seed, dt)));
+  for (int i = 0; i < NKV; i++) put(dt, v, (size_t)i, (float)(rv[i] = next_value(&seed, dt)));
   for (int i = 0; i < NM; i++) mask[i] = (uint8_t)((i * 7) % 5 != 0);
   for (int j = 0; j < CLK; j++) mask[(2 * CLQ + 30) * CLK + j] = 0; /* head 2, row 30: nothing */
-  for (int i = 0; i < NQ; i++) out[i] = 0x7E00; /* NaN: an unwritten element fails */
+  memset(out, 0xFF, es * NQ); /* NaN: an unwritten element fails */
   tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
   s = tabcl__sdpa_host_path(ctx, &d, q, k, v, mask, out, path);
   const double scale = 1.0 / sqrt((double)CD);
+  /* f32: f32 sums and the TF32 split's ~2^-21; 16-bit: one rounding of the output too. */
+  const double rel = dt == TABCL_F32 ? 2e-5 : dt == TABCL_BF16 ? 8e-3 : 1e-3;
+  const double abs_tol = dt == TABCL_F32 ? 2e-6 : 1e-4;
   for (int b = 0; b < CB && !s; b++)
     for (int h = 0; h < CHQ && !s; h++)
       for (int i = 0; i < CLQ && !s; i++) {
@@ -171,24 +196,22 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
           double o = 0;
           for (int j = 0; j < CLK; j++) o += w[j] * rv[((b * CLK + j) * CHKV + kh) * CD + c];
           o = sum > 0 ? o / sum : 0;
-          const double got = from16(dt, out[((b * CLQ + i) * CHQ + h) * CD + c]);
-          /* One rounding of the output to 16 bits, plus f32 sums. */
-          const double tol = (dt == TABCL_BF16 ? 8e-3 : 1e-3) * fabs(o) + 1e-4;
-          if (!(fabs(got - o) <= tol))
+          const double got = get(dt, out, (size_t)(((b * CLQ + i) * CHQ + h) * CD + c));
+          if (!(fabs(got - o) <= rel * fabs(o) + abs_tol))
             s = tabcl__fail(TABCL_OPENCL_ERROR, "tensor-core attention check (%s): batch %d "
-                            "head %d query %d column %d is %.6g, expected %.6g",
-                            dt == TABCL_F16 ? "f16" : "bf16", b, h, i, c, got, o);
+                            "head %d query %d column %d is %.9g, expected %.9g", dtype_name(dt),
+                            b, h, i, c, got, o);
         }
       }
 done:
-  tabcl__free(buf);
+  tabcl__free(q);
   tabcl__free(ref);
   tabcl__free(mask);
   return s;
 }
 
 tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt) {
-  const int slot = dt == TABCL_BF16;
+  const int slot = dt == TABCL_F32 ? 0 : dt == TABCL_F16 ? 1 : 2;
   pthread_mutex_lock(&ctx->lock);
   int state = ctx->sdpa_mma_state[slot];
   pthread_mutex_unlock(&ctx->lock);
@@ -210,18 +233,18 @@ tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt) {
   return s;
 }
 
-/* cl-probe: the tensor-core kernel's device check in f16 and bf16, where
-   the kernel is offered; elsewhere it does not apply. */
+/* cl-probe: the tensor-core kernel's device check in f32, f16 and bf16,
+   where the kernel is offered; elsewhere it does not apply. */
 tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx) {
-  for (int i = 0; i < 2; i++) {
-    const tabcl_dtype dt = i ? TABCL_BF16 : TABCL_F16;
-    tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
+  static const tabcl_dtype dts[] = {TABCL_F32, TABCL_F16, TABCL_BF16};
+  for (int i = 0; i < 3; i++) {
+    tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dts[i], 0, 0, TABCL_MASK_BOOL, 1, 0};
     tabcl__sdpa_mma_shape m;
     if (!tabcl__sdpa_mma_tiles(ctx, &d, &m))
       return tabcl__fail(TABCL_UNSUPPORTED, "the tensor-core attention kernel runs on NVIDIA "
-                         "GPUs only (and not with TABCL_SDPA_MMA=0); f16 and bf16 attention "
-                         "use the portable kernel on %s", ctx->info.name);
-    tabcl_status s = tabcl__sdpa_mma_verdict(ctx, dt);
+                         "GPUs only (and not with TABCL_SDPA_MMA=0); attention uses the "
+                         "portable kernel on %s", ctx->info.name);
+    tabcl_status s = tabcl__sdpa_mma_verdict(ctx, dts[i]);
     if (s) return s;
   }
   return TABCL_OK;

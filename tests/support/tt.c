@@ -155,3 +155,9 @@ void tt_remove_tree(const char *path) {
   }
   rmdir(path);
 }
+
+int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s) {
+  if (s == TABCL_OK) return 1;
+  const char *name = tabcl_selfcheck_name(i);
+  return s == TABCL_UNSUPPORTED && name && strcmp(name, "sdpa_mma") == 0 && !ctx->info.is_nvidia;
+}

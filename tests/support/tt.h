@@ -14,6 +14,9 @@
    disk cache; fails the test if none can be made. */
 tabcl_context *tt_context(void);
 tabcl_context *tt_context_with(const tabcl_options *o);
+/* Whether self-check i passed with status s on ctx's device: TABCL_OK, or
+   TABCL_UNSUPPORTED from a vendor path's check on another vendor's device. */
+int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s);
 
 /* A seed for a randomized test: $TABCL_TEST_SEED if set, else from the
    clock. Printed to stderr with the test's name so a failure can be replayed. */
