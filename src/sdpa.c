@@ -143,18 +143,24 @@ static size_t tile_bytes(size_t es, int dp, int bq, int bk) {
 }
 
 /* Tuning knob for benchmarks: TABCL_SDPA_TILES="64:64x32,128:64x16" makes
-   padded head dim 64 use 64 queries x 32 keys, and so on. An entry that
-   does not fit the device (or is malformed) is ignored. */
-static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int ntf, size_t maxwg,
-                           int *bq, int *bk) {
+   padded head dim 64 use 64 queries x 32 keys, and so on; "64:64x56/4"
+   also sets the work-items per query row (1, 2 or 4, at most tc; the
+   group has that many times the queries, at least 32). An entry that does
+   not fit the device (or is malformed) is ignored. */
+static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int tc, size_t maxwg,
+                           int *ntf, int *bq, int *bk) {
   const char *env = getenv("TABCL_SDPA_TILES");
   while (env && *env) {
-    int d = 0, q = 0, k = 0, n = 0;
-    if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) == 3 && d == dp &&
-        (q == 16 || q == 32 || q == 64) && k >= 8 && k <= 64 && k % 8 == 0 &&
-        (size_t)(q * ntf) <= maxwg && tile_bytes(es, dp, q, k) <= ctx->info.local_mem_size) {
+    int d = 0, q = 0, k = 0, f = *ntf, n = 0;
+    if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) == 3 && env[n] == '/' &&
+        sscanf(env + n, "/%d", &f) != 1)
+      f = 0;
+    if (d == dp && q * k > 0 && (q == 16 || q == 32 || q == 64) && k >= 8 && k <= 64 &&
+        k % 8 == 0 && (f == 1 || f == 2 || f == 4) && f <= tc && q * f >= 32 &&
+        (size_t)(q * f) <= maxwg && tile_bytes(es, dp, q, k) <= ctx->info.local_mem_size) {
       *bq = q;
       *bk = k;
+      *ntf = f;
       return;
     }
     env = strchr(env, ',');
@@ -187,7 +193,7 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   const int dp = (head_dim + 15) / 16 * 16;
   /* More work-items per query row for the widest heads keeps the output
      block (and so the register count) per work-item at most 64 values. */
-  const int ntf = dp > 128 ? 4 : 2;
+  int ntf = dp > 128 ? 4 : 2;
   /* The output's float4 columns split evenly over a power of two of work-items. */
   const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
   size_t maxwg = ctx->info.max_work_group_size;
@@ -220,7 +226,7 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
       }
       if (pass == 0 && best_bq) break;
     }
-  override_tiles(ctx, es, dp, ntf, maxwg, &best_bq, &best_bk);
+  override_tiles(ctx, es, dp, tc, maxwg, &ntf, &best_bq, &best_bk);
   if (!best_bq) return 0;
   t->dp = dp;
   t->bq = best_bq;

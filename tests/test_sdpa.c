@@ -609,6 +609,34 @@ Test(sdpa, variants_equal_general_kernel_bit_for_bit) {
   tabcl_context_destroy(ctx);
 }
 
+/* TABCL_SDPA_TILES may also set the work-items per query row ("/f"): four
+   (small register blocks) and one (large ones) compute the same attention;
+   entries that cannot run are ignored. */
+Test(sdpa, work_items_per_row_override) {
+  tt_rng r = {tt_seed("sdpa.work_items_per_row_override")};
+  tabcl_context *ctx = tt_context();
+  setenv("TABCL_SDPA_TILES", "16:64x64/8,16:64x64/4,32:16x24/1,32:32x24/1", 1);
+  tabcl__sdpa_tiles t;
+  cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
+  cr_expect(t.bq == 64 && t.bk == 64 && t.nt == 256, "head dim 16: %dx%d, %d work-items", t.bq,
+            t.bk, t.nt);
+  cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 32, &t));
+  cr_expect(t.bq == 32 && t.bk == 24 && t.nt == 32, "head dim 32: %dx%d, %d work-items", t.bq,
+            t.bk, t.nt);
+  setenv("TABCL_SDPA_VARIANT", "one_tile", 1);
+  static const int dims[] = {16, 30};
+  for (int i = 0; i < 2; i++) {
+    /* one key tile, then several */
+    tabcl_sdpa_desc d = desc_of(3, 70, i ? 50 : 20, 2, 1, dims[i], TABCL_F32);
+    d.causal = i;
+    d.mask = i ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "work-items per row"));
+  }
+  unsetenv("TABCL_SDPA_VARIANT");
+  unsetenv("TABCL_SDPA_TILES");
+  tabcl_context_destroy(ctx);
+}
+
 /* Every 16-bit pattern widened by SDPA_HALF_BITS (scalar and vector loads)
    equals vload_half's result and the host's conversion, bit for bit (NaNs:
    a NaN of the same sign). */
@@ -944,14 +972,17 @@ Test(oclgrind_sdpa, one_tile_and_half_bits) {
   tt_rng r = {tt_seed("oclgrind_sdpa.one_tile_and_half_bits")};
   tabcl_context *ctx = tt_context();
   setenv("TABCL_SDPA_VARIANT", "one_tile,half_bits", 1);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     /* f16 with an odd head dim (scalar loads and stores), causal, additive
-       mask; f16 with vector loads and stores; f32 with a boolean mask */
+       mask; f16 with vector loads and stores; f32 with a boolean mask, with
+       two and with four work-items per query row */
+    if (i == 3) setenv("TABCL_SDPA_TILES", "16:16x8/4", 1);
     tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, i ? 16 : 18, i < 2 ? TABCL_F16 : TABCL_F32);
     d.mask = i == 0 ? TABCL_MASK_ADD : i == 1 ? TABCL_MASK_NONE : TABCL_MASK_BOOL;
     d.causal = i == 0;
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind one tile"));
   }
+  unsetenv("TABCL_SDPA_TILES");
   unsetenv("TABCL_SDPA_VARIANT");
   tabcl_context_destroy(ctx);
 }
