@@ -30,10 +30,17 @@ static _Atomic size_t group_wg_override;
    mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat (for
    columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
    above); big 1 = hash_units + hash_chain, 2 = hash_big. */
-#define MID_DEFAULT 1
-#define MID_DEFAULT_LONG 1
+#define MID_DEFAULT 3
+#define MID_DEFAULT_LONG 3
 #define MID_SPLIT 1024
-#define BIG_DEFAULT 1
+#define BIG_DEFAULT 2
+/* Work-group sizes when no override is set. On the H200 (tabcl-bench hash
+   sweep, bench/RESULTS.md) hash_team_all_flat in groups of 128 hashed 256 B
+   labels at 59% of copy bandwidth against 56% with 256 and 47% for
+   hash_team_all; hash_big in groups of up to 128 hashed 64 KiB labels at
+   66% against 56% with 256 and 31% for blocks + chain. */
+#define MID_WG_DEFAULT 128
+#define BIG_WG_MAX 128
 static _Atomic int mid_variant, big_variant;
 static _Atomic size_t big_wg_override, mid_wg_override;
 
@@ -178,19 +185,20 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int teams_used = any_long || team_all;
   if (!st && teams_used) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
   size_t mid_wg = team_all ? atomic_load(&mid_wg_override) : 0;
-  if (!st && teams_used) r.wg_team = tabcl__wg_size(ctx, r.team, mid_wg ? mid_wg : 256);
+  if (!st && teams_used)
+    r.wg_team = tabcl__wg_size(ctx, r.team, mid_wg ? mid_wg : team_all ? MID_WG_DEFAULT : 256);
   if (!st && any_huge)
     st = tabcl__kernel_create(ctx, "hash", NULL, big ? "hash_big" : "hash_units", &r.units);
   if (!st && any_huge && !big) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_chain", &r.chain);
   cl_uint span_log2 = 0;
   if (!st && big) {
     /* Eight lanes a unit, as many units a pass as the longest label has
-       (up to 32), or the test/bench override. */
+       (up to BIG_WG_MAX / 8), or the test/bench override. */
     size_t want = atomic_load(&big_wg_override);
     if (!want) {
       int64_t units = (s->max_label - 1) / 1024 + 1;
       want = 8;
-      while (want < 256 && (int64_t)(want / 8) < units) want *= 2;
+      while (want < BIG_WG_MAX && (int64_t)(want / 8) < units) want *= 2;
     }
     r.wg_units = tabcl__wg_size(ctx, r.units, want);
     r.wg_chain = 8;
