@@ -27,7 +27,8 @@
 //
 // Build options: MMA_DTYPE (0 f32, 1 f16, 2 bf16), MMA_DP (head dim rounded
 // up to 16; at most 128, for f32 at most 64), MMA_BK (keys per tile, a
-// multiple of 16), MMA_NW (warps).
+// multiple of 16), MMA_NW (warps), MMA_BATCH (1: a tile's global loads all
+// issued before its local stores; 0: one word at a time).
 
 #ifndef MMA_DTYPE
 #define MMA_DTYPE 1
@@ -40,6 +41,9 @@
 #endif
 #ifndef MMA_NW
 #define MMA_NW 4
+#endif
+#ifndef MMA_BATCH
+#define MMA_BATCH 1
 #endif
 
 #if TABCL_VENDOR_NVIDIA
@@ -166,6 +170,24 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
   }
 }
 
+// The same for the 16-byte case with every load issued before any store,
+// so that a work-item waits for global memory once a tile, not once a word:
+// LOAD_U4 into registers, STORE_U4 into the local tile.
+#define TILE_U4 (DP / VECN)                     /* 16-byte words in a tile row */
+#define LPT(n) (((n) * TILE_U4 + NT - 1) / NT)  /* words a work-item moves */
+#define LOAD_U4(buf, n, src, stride, avail)                                              \
+  _Pragma("unroll") for (int u = 0; u < LPT(n); u++) {                                   \
+    const int idx = t + u * NT, r = idx / TILE_U4, c = (idx - r * TILE_U4) * VECN;       \
+    (buf)[u] = (uint4)(0);                                                                \
+    if (idx < (n) * TILE_U4 && r < (avail) && c < d)                                     \
+      (buf)[u] = *(__global const uint4 *)((src) + r * (stride) + c);                    \
+  }
+#define STORE_U4(buf, n, dst)                                                            \
+  _Pragma("unroll") for (int u = 0; u < LPT(n); u++) {                                   \
+    const int idx = t + u * NT, r = idx / TILE_U4, c = (idx - r * TILE_U4) * VECN;       \
+    if (idx < (n) * TILE_U4) *(__local uint4 *)((dst) + r * RS + c) = (buf)[u];          \
+  }
+
 // The 32-bit word at element c of local row r (for 16-bit elements, c even:
 // elements c and c + 1).
 #define W32(tile, r, c) (*(__local const uint *)((tile) + (r) * RS + (c)))
@@ -246,7 +268,13 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
 
   // Q passes through the V tile's space into registers, once.
-  load_tile(vs, qb, qstride, BQ, qn, d, vec, t);
+  if (MMA_BATCH && vec) {
+    uint4 qbuf[LPT(BQ)];
+    LOAD_U4(qbuf, BQ, qb, qstride, qn);
+    STORE_U4(qbuf, BQ, vs);
+  } else {
+    load_tile(vs, qb, qstride, BQ, qn, d, vec, t);
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
 #if MMA_DTYPE == 0
@@ -281,9 +309,18 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
-    barrier(CLK_LOCAL_MEM_FENCE);   /* the last tile's (or Q's) readers are done */
-    load_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, vec, t);
-    load_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, vec, t);
+    if (MMA_BATCH && vec) {
+      uint4 kbuf[LPT(BK)], vbuf[LPT(BK)];
+      LOAD_U4(kbuf, BK, kb + k0 * kstride, kstride, kn);
+      LOAD_U4(vbuf, BK, vb + k0 * kstride, kstride, kn);
+      barrier(CLK_LOCAL_MEM_FENCE);   /* the last tile's (or Q's) readers are done */
+      STORE_U4(kbuf, BK, ks);
+      STORE_U4(vbuf, BK, vs);
+    } else {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      load_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, vec, t);
+      load_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, vec, t);
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
 
     float s[NSN][4];

@@ -43,8 +43,10 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
 }
 
 static void mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d", (int)dt, m->dp,
-                   m->bk, m->nw);
+  /* Benchmark knob: TABCL_SDPA_MMA_BATCH=0 moves tiles one word at a time. */
+  const char *batch = getenv("TABCL_SDPA_MMA_BATCH");
+  int n = snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d",
+                   (int)dt, m->dp, m->bk, m->nw, batch && strcmp(batch, "0") == 0 ? 0 : 1);
   /* Benchmark knob: TABCL_SDPA_MMA_MAXREG=N caps registers a work-item
      (NVIDIA's -cl-nv-maxrregcount), trading spills for resident groups. */
   const char *env = getenv("TABCL_SDPA_MMA_MAXREG");
