@@ -232,6 +232,14 @@ def bench_tables(tab, peer):
                     out.append("| %s | %s | %s | %s%s | %s | %s | %s |" % (
                         c, t["metric"] if t else "(none)", fig(t), p["metric"], note, fig(p),
                         fmt(r) if r is not None else "", faster))
+                    # the NVIDIA tensor-core kernel's figure beside the portable one's
+                    tv = tm.get("mma_" + p["vs"]) if p.get("vs") else None
+                    if tv is not None and same_kind(tv, p):
+                        r, tabcl_faster = ratio(tv, p)
+                        out.append("| %s | %s | %s | %s%s | %s | %s | %s |" % (
+                            c, tv["metric"], fig(tv), p["metric"], note, fig(p),
+                            fmt(r) if r is not None else "",
+                            "" if r is None else ("tabcl" if tabcl_faster else "peer")))
             checks = [(c, p) for c in pcases for p in peer[(bench, c)].values() if p.get("unit") == "bool"]
             if checks:
                 out.append("\nChecks (the peer's codes equal tabcl's; the sort came out right):\n")
@@ -280,6 +288,15 @@ def pick(tab, peer, bench, case, peer_metric):
     p = peer.get((bench, case), {}).get(peer_metric)
     t = counterpart(tab.get((bench, case), OrderedDict()), p) if p else None
     return t, p
+
+
+def pick_auto(tab, peer, bench, case, peer_metric):
+    """Like pick, but tabcl's figure is that of the path the library chooses
+    by itself: the NVIDIA tensor-core kernel's (mma_*) where it ran, else
+    the portable one's. Also returns the portable figure."""
+    t, p = pick(tab, peer, bench, case, peer_metric)
+    tv = tab.get((bench, case), OrderedDict()).get("mma_" + p["vs"]) if p and p.get("vs") else None
+    return (tv if tv is not None else t), p, t
 
 
 def targets(tab, peer):
@@ -340,25 +357,31 @@ def targets(tab, peer):
     # attention
     for case, what, limit in (("tab_b60000_l54_h8_d64_f32", "f32 faster than PyTorch f32", 1.0),
                               ("tab_b60000_l54_h8_d64_f16", "f16 within 1.5x PyTorch f16", 1.5)):
-        t, p = pick(tab, peer, "attention", case, "torch_ms")
+        t, p, portable = pick_auto(tab, peer, "attention", case, "torch_ms")
         if t and p:
             r, _ = ratio(t, p)
             good = r is not None and (r < limit if limit == 1.0 else r <= limit)
-            rows.append(("attention %s: %s" % (case, what), "tabcl %s, torch %s: %sx" % (fig(t), fig(p), fmt(r)),
-                         verdict(good, r is not None)))
+            text = "tabcl %s (%s), torch %s: %sx" % (fig(t), t["metric"], fig(p), fmt(r))
+            if portable is not None and portable is not t:
+                rp, _ = ratio(portable, p)
+                text += "; portable kernel %s: %sx" % (fig(portable), fmt(rp))
+            rows.append(("attention %s: %s" % (case, what), text, verdict(good, r is not None)))
         else:
             rows.append(("attention %s: %s" % (case, what), "no figures from both", "not measured"))
     ev, ok, known = [], True, False
     for (b, c), ms in peer.items():
         if b != "attention" or not c.startswith("long_") or not c.endswith("_f32") or "torch_ms" not in ms:
             continue
-        t, p = pick(tab, peer, b, c, "torch_ms")
+        t, p, portable = pick_auto(tab, peer, b, c, "torch_ms")
         if not t:
             continue
         known = True
         share = as_ms(p) / as_ms(t) if as_ms(t) else 0  # tabcl throughput / torch throughput
         ok = ok and share >= 0.7
-        ev.append("%s: %s%%" % (c, fmt(100 * share)))
+        text = "%s: %s%%" % (c, fmt(100 * share))
+        if portable is not None and portable is not t and as_ms(portable):
+            text += " (%s; portable %s%%)" % (t["metric"], fmt(100 * as_ms(p) / as_ms(portable)))
+        ev.append(text)
     rows.append(("attention, long sequences f32: >= 70% of PyTorch's throughput", "; ".join(ev) or "no data",
                  verdict(ok, known)))
     return rows

@@ -185,6 +185,16 @@ class Report(unittest.TestCase):
         self.assertEqual(report.counterpart(at, peer("attention", "torch_ms", "attention_ms"))["metric"], "ms")
         self.assertEqual(report.counterpart(at, peer("attention", "torch_tflops", "tflops", "TFLOP/s"))["metric"],
                          "tflops")
+        # the automatic path's figure: the tensor-core kernel's where it ran
+        both = report.index([
+            {"bench": "attention", "case": "a", "metric": "ms", "value": 3, "unit": "ms"},
+            {"bench": "attention", "case": "a", "metric": "mma_ms", "value": 2, "unit": "ms"},
+        ])
+        pk = {("attention", "a"): {"torch_ms": dict(peer("attention", "torch_ms", "ms"), case="a")}}
+        t, p, portable = report.pick_auto(both, pk, "attention", "a", "torch_ms")
+        self.assertEqual((t["metric"], portable["metric"]), ("mma_ms", "ms"))
+        t, p, portable = report.pick_auto(tab, pk, "attention", "a", "torch_ms")
+        self.assertEqual((t["metric"], portable["metric"]), ("ms", "ms"))
         r, faster = report.ratio({"value": 1, "unit": "s"}, {"value": 500, "unit": "ms"})
         self.assertEqual((r, faster), (2.0, False))
         r, faster = report.ratio({"value": 6, "unit": "TFLOP/s"}, {"value": 3, "unit": "TFLOP/s"})
