@@ -25,26 +25,12 @@
 // includes the head dim rounded up to a multiple of 16) are build options.
 //
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
-// SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns),
-// and two variants the host picks among at run time:
-// SDPA_ONE_TILE=1: only for kv_len <= SDPA_BK (the tabular shape: one key
-//   tile per query tile). P goes into the space of the Q tile, dead once S
-//   is computed, and there is no rescale of the output; the arithmetic is
-//   that of the general kernel's single pass, so the results are the same bit
-//   for bit, with a third less local memory (more groups per compute unit).
-// SDPA_HALF_BITS=1 (f16 only): 16-bit words are loaded as ushort4 and widened
-//   with integer operations instead of vload_half (exact for every value).
+// SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns).
 
 // Defaults (f32, head dims up to 64) so the program also builds without
 // options, as tabcl_program_prepare does.
 #ifndef SDPA_DTYPE
 #define SDPA_DTYPE 0
-#endif
-#ifndef SDPA_ONE_TILE
-#define SDPA_ONE_TILE 0
-#endif
-#ifndef SDPA_HALF_BITS
-#define SDPA_HALF_BITS 0
 #endif
 #ifndef SDPA_DP
 #define SDPA_DP 64
@@ -76,45 +62,11 @@ typedef ushort store_t;
 #define ST1(p, i, x) ((p)[i] = (x))
 #define ST4(p, i, x) vstore4((x), (i) >> 2, (p))
 #elif SDPA_DTYPE == 1
-// 16-bit storage without cl_khr_fp16: only vload_half/vstore_half touch it,
-// or, with SDPA_HALF_BITS, integer loads of the raw words.
-#if SDPA_HALF_BITS
-// Normals and inf/NaN: the exponent is rebiased by adding to the shifted
-// bits (inf/NaN to 255, payload kept, signalling NaNs quieted as IEEE
-// conversions and vload_half do). Subnormals (and zero) are their
-// 10-bit integer times 2^-24, exact in f32 and never an f32 subnormal, so
-// devices that flush f32 subnormals still get them right.
-inline float f16_bits_to_f32(uint h) {
-  const uint em = h & 0x7FFFu;
-  const uint n = ((em << 13) + (em >= 0x7C00u ? 0x70000000u : 0x38000000u)) |
-                 (em > 0x7C00u ? 0x00400000u : 0u);
-  const uint sub = as_uint((float)em * 0x1p-24f);
-  return as_float((em < 0x400u ? sub : n) | ((h & 0x8000u) << 16));
-}
-inline float4 f16_bits_to_f32_4(uint4 h) {
-  const uint4 em = h & (uint4)0x7FFFu;
-  const uint4 n = ((em << 13) + select((uint4)0x38000000u, (uint4)0x70000000u,
-                                       em >= (uint4)0x7C00u)) |
-                  select((uint4)0u, (uint4)0x00400000u, em > (uint4)0x7C00u);
-  const uint4 sub = as_uint4(convert_float4(em) * (float4)0x1p-24f);
-  return as_float4(select(n, sub, em < (uint4)0x400u) | ((h & (uint4)0x8000u) << 16));
-}
-#define LD1(p, i) f16_bits_to_f32(((__global const ushort *)(p))[i])
-#define LD4(p, i) f16_bits_to_f32_4(convert_uint4(vload4((i) >> 2, (__global const ushort *)(p))))
-// NVIDIA splits vstore_half4 to global memory into four 2-byte stores; to
-// private memory it is four conversions, and the words leave in one store.
-#define ST4(p, i, x)                                                 \
-  do {                                                               \
-    ushort4 w_;                                                      \
-    vstore_half4_rte((x), 0, (__private half *)&w_);                 \
-    vstore4(w_, (i) >> 2, (__global ushort *)(p));                   \
-  } while (0)
-#else
+// 16-bit storage without cl_khr_fp16: only vload_half/vstore_half touch it.
 #define LD1(p, i) vload_half((i), (p))
 #define LD4(p, i) vload_half4((i) >> 2, (p))
-#define ST4(p, i, x) vstore_half4_rte((x), (i) >> 2, (p))
-#endif
 #define ST1(p, i, x) vstore_half_rte((x), (i), (p))
+#define ST4(p, i, x) vstore_half4_rte((x), (i) >> 2, (p))
 #else
 // bf16 is the high half of an f32: widening is a shift; narrowing rounds to
 // nearest even and keeps NaNs quiet.
@@ -229,18 +181,10 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
                 int qt0) {
-#if SDPA_ONE_TILE
-  __local real4 qs[BQ * DP4 > BK * PT / 4 ? BQ * DP4 : BK * PT / 4];
-  __local real4 kvs[BK * DP4];
-  // Q is read only in S = Q K^T, and every work-item has passed the barrier
-  // after S before any P is written.
-  __local real4 *pst4 = qs;
-#else
   __local real4 qs[BQ * DP4];
   __local real4 kvs[BK * DP4];
   __local real4 pst4[BK * PT / 4];
   __local real alpha_s[BQ];
-#endif
   // Per-row partial maxima, at the end partial sums. Read as scalars: vector
   // reads of values stored as scalars crash oclgrind's --uninitialized.
   __local real red[BQ * TKS];
@@ -282,19 +226,13 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tc = t & (TC - 1), to = t / TC;
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
-#if SDPA_ONE_TILE
-  // kv_len <= BK (the host's promise): at most one pass, which the compiler sees.
-  const int k_stop = kv_end > 0 ? 1 : 0;
-#else
-  const int k_stop = kv_end;
-#endif
 
   // K and V tiles are read from global memory into registers one phase
   // ahead of their use (V during S = Q K^T, the next K during softmax and
   // P V), so the reads' latency hides behind compute.
   real4 pre[LPT];
   if (kv_end > 0) FETCH_KV(pre, kb, min(BK, lk));
-  for (int k0 = 0; k0 < k_stop; k0 += BK) {
+  for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     barrier(CLK_LOCAL_MEM_FENCE);
     STORE_KV(pre);
@@ -374,33 +312,23 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
         pst[(tk + j * TKS) * PT + r] = p;
         sum += p;
       }
-#if SDPA_ONE_TILE
-      // The first pass's l_run * a is 0 * 0: the general kernel's sum, exactly.
-      l_run[i] = sum;
-      (void)a;
-#else
       l_run[i] = l_run[i] * a + sum;
       m_run[i] = mx;
       if (tk == 0) alpha_s[r] = a;
-#endif
     }
     STORE_KV(pre);
-#if !SDPA_ONE_TILE
     if (k0 + BK < kv_end) FETCH_KV(pre, kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK));
-#endif
     // Keys are used in groups of four; those past the last key have p = 0
     // and V rows of zeros.
     const int nj4 = (kn + 3) / 4;
     barrier(CLK_LOCAL_MEM_FENCE);
 
-#if !SDPA_ONE_TILE
     #pragma unroll
     for (int i = 0; i < RQO; i++) {
       const real a = alpha_s[to * RQO + i];
       #pragma unroll
       for (int c = 0; c < CG; c++) acc[i][c] *= a;
     }
-#endif
     for (int j4 = 0; j4 < nj4; j4++) {
       #pragma unroll
       for (int jj = 0; jj < 4; jj++) {
@@ -443,27 +371,3 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);
   }
 }
-
-#if SDPA_DTYPE == 1
-// Test hook: element i through vload_half, LD1 and LD4 (as bit patterns),
-// so the host can compare the SDPA_HALF_BITS widening with vload_half on
-// every 16-bit value.
-__kernel void sdpa_half_check(__global const store_t *in, __global uint *out) {
-  const int i = (int)get_global_id(0);
-  const real4 x = LD4(in, i & ~3);
-  const int j = i & 3;
-  out[3 * i] = as_uint(vload_half(i, in));
-  out[3 * i + 1] = as_uint(LD1(in, i));
-  out[3 * i + 2] = as_uint(j == 0 ? x.x : j == 1 ? x.y : j == 2 ? x.z : x.w);
-}
-
-// Test hook: four floats per work-item narrowed by vstore_half4_rte and by
-// ST4 (the SDPA_HALF_BITS store).
-__kernel void sdpa_half_store_check(__global const float *in, __global store_t *a,
-                                    __global store_t *b) {
-  const int i = (int)get_global_id(0);
-  const float4 x = vload4(i, in);
-  vstore_half4_rte(x, i, a);
-  ST4(b, 4 * i, x);
-}
-#endif

@@ -168,22 +168,6 @@ static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int tc, 
   }
 }
 
-/* Benchmark knob until the variants are measured on the devices that
-   matter: TABCL_SDPA_VARIANT lists the variants to use ("one_tile",
-   "half_bits", comma separated; "none" or unset for the general kernel). */
-int tabcl__sdpa_variants(void) {
-  const char *env = getenv("TABCL_SDPA_VARIANT");
-  int v = 0;
-  while (env && *env) {
-    size_t n = strcspn(env, ",");
-    if (n == 8 && !strncmp(env, "one_tile", n)) v |= TABCL__SDPA_V_ONE_TILE;
-    if (n == 9 && !strncmp(env, "half_bits", n)) v |= TABCL__SDPA_V_HALF_BITS;
-    env += n;
-    if (*env) env++;
-  }
-  return v;
-}
-
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t) {
   /* The fused kernel's register blocks are sized for head dims up to 256;
@@ -234,9 +218,6 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   t->nt = best_bq * ntf;
   t->tc = tc;
   t->local_bytes = tile_bytes(es, dp, best_bq, best_bk);
-  const int v = tabcl__sdpa_variants();
-  t->one_tile = (v & TABCL__SDPA_V_ONE_TILE) != 0;
-  t->half_bits = dt == TABCL_F16 && (v & TABCL__SDPA_V_HALF_BITS);
   return 1;
 }
 

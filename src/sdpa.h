@@ -27,14 +27,7 @@ typedef struct tabcl__sdpa_tiles {
   int nt;      /* work-group size */
   int tc;      /* work-items across the output's float4 columns */
   size_t local_bytes;
-  int one_tile;   /* calls with kv_len <= bk use the SDPA_ONE_TILE kernel */
-  int half_bits;  /* f16 loads as integer words (SDPA_HALF_BITS) */
 } tabcl__sdpa_tiles;
-
-/* Kernel variants (TABCL_SDPA_VARIANT="one_tile,half_bits"; default none):
-   fixed builds chosen at run time, never from sizes. */
-enum { TABCL__SDPA_V_ONE_TILE = 1, TABCL__SDPA_V_HALF_BITS = 2 };
-int tabcl__sdpa_variants(void);
 
 /* The device buffers of one call: whole tensors, batch entry 0 first. */
 typedef struct tabcl__sdpa_bufs {

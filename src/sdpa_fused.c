@@ -4,13 +4,9 @@
 
 #include "sdpa.h"
 
-/* one_tile: kv_len fits one key tile (a property of the call, like the
-   dtype, that picks one of a fixed set of builds). */
-static void fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int one_tile, char *buf,
-                          size_t cap) {
+static void fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap) {
   snprintf(buf, cap, "-DSDPA_DTYPE=%d -DSDPA_DP=%d -DSDPA_BQ=%d -DSDPA_BK=%d -DSDPA_NT=%d "
-           "-DSDPA_TC=%d -DSDPA_ONE_TILE=%d -DSDPA_HALF_BITS=%d", (int)dt, t->dp, t->bq, t->bk,
-           t->nt, t->tc, one_tile, t->half_bits);
+           "-DSDPA_TC=%d", (int)dt, t->dp, t->bq, t->bk, t->nt, t->tc);
 }
 
 static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t) {
@@ -28,7 +24,7 @@ tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc 
                                       int64_t b0, int64_t nb, cl_uint nwait,
                                       const cl_event *wait, tabcl__sdpa_events *ev) {
   char opts[256];
-  fused_options(d->dtype, t, t->one_tile && d->kv_len <= t->bk, opts, sizeof opts);
+  fused_options(d->dtype, t, opts, sizeof opts);
   cl_kernel k = NULL;
   tabcl_status s = tabcl__kernel_create(ctx, "sdpa", opts, "sdpa_fused", &k);
   if (s) return s;

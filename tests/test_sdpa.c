@@ -542,73 +542,6 @@ Test(sdpa, two_hundred_shapes_build_nothing_new) {
   tabcl_context_destroy(ctx);
 }
 
-/* ---- kernel variants (TABCL_SDPA_VARIANT) ---- */
-
-/* Runs d with the variants named by env (NULL: none) on ctx into out
-   (poisoned first); returns programs built or loaded by the call. */
-static uint64_t run_variant(tabcl_context *ctx, const char *env, const sdpa_case *c,
-                            void *out) {
-  if (env) setenv("TABCL_SDPA_VARIANT", env, 1);
-  else unsetenv("TABCL_SDPA_VARIANT");
-  memset(out, 0x7F, c->nq * esize(c->d.dtype));
-  tabcl_stats before, after;
-  tabcl_context_stats(ctx, &before);
-  tabcl_status s = tabcl__sdpa_host_path(ctx, &c->d, c->q, c->k, c->v, c->mask, out,
-                                         TABCL__SDPA_FUSED);
-  tabcl_context_stats(ctx, &after);
-  unsetenv("TABCL_SDPA_VARIANT");
-  tt_assert_ok(s);
-  return after.programs_built + after.programs_from_cache - before.programs_built -
-         before.programs_from_cache;
-}
-
-/* The one-key-tile kernel (kv_len <= the key tile) and the integer f16
-   loads compute exactly what the general kernel does: same bits, sliced or
-   not; a call with more keys than one tile keeps the general kernel. */
-Test(sdpa, variants_equal_general_kernel_bit_for_bit) {
-  tt_rng r = {tt_seed("sdpa.variants_equal_general_kernel_bit_for_bit")};
-  tabcl_context *ctx = tt_context();
-  tabcl_options o = {0};
-  o.max_batch_per_launch = 7;
-  tabcl_context *sliced = tt_context_with(&o);
-  /* builds: programs the variant adds (each is built once per context) */
-  static const struct { int dtype, dim, lq, lk, causal, mask, builds; const char *env; } cfg[] = {
-      {TABCL_F32, 16, 17, -1, 1, TABCL_MASK_BOOL, 1, "one_tile"},  /* lk = bk */
-      {TABCL_F32, 16, 65, -2, 0, TABCL_MASK_ADD, 0, "one_tile"},   /* lk = bk + 1: general */
-      /* f16 with an odd head dim: scalar loads; the tabular length */
-      {TABCL_F16, 18, 54, 54, 1, TABCL_MASK_ADD, 1, "one_tile,half_bits"},
-      {TABCL_F16, 18, 30, 70, 0, TABCL_MASK_NONE, 1, "one_tile,half_bits"}};
-  for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
-    tabcl__sdpa_tiles t;
-    cr_assert(tabcl__sdpa_choose_tiles(ctx, (tabcl_dtype)cfg[i].dtype, cfg[i].dim, &t));
-    const int bk = t.bk, lk = cfg[i].lk == -1 ? bk : cfg[i].lk == -2 ? bk + 1 : cfg[i].lk;
-    tabcl_sdpa_desc d = desc_of(23, cfg[i].lq, lk, 2, 1, cfg[i].dim, (tabcl_dtype)cfg[i].dtype);
-    d.causal = cfg[i].causal;
-    d.mask = (tabcl_mask_kind)cfg[i].mask;
-    sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = d;
-    case_fill(&c, &r);
-    const size_t bytes = c.nq * esize(d.dtype);
-    unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
-    run_variant(ctx, NULL, &c, a);
-    const uint64_t built = run_variant(ctx, cfg[i].env, &c, b);
-    cr_expect_eq(built, (uint64_t)cfg[i].builds, "case %zu (%s, lk %d, key tile %d): %llu "
-                 "programs for the variant", i, cfg[i].env, lk, bk, (unsigned long long)built);
-    cr_expect_eq(memcmp(a, b, bytes), 0, "case %zu (%s): differs from the general kernel", i,
-                 cfg[i].env);
-    run_variant(sliced, cfg[i].env, &c, b);
-    cr_expect_eq(memcmp(a, b, bytes), 0, "case %zu (%s): sliced differs", i, cfg[i].env);
-    memcpy(c.out, b, bytes);
-    case_reference(&c);
-    case_check(&c, cfg[i].env);
-    free(a), free(b);
-    case_free(&c);
-  }
-  tabcl_context_destroy(sliced);
-  tabcl_context_destroy(ctx);
-}
-
 /* TABCL_SDPA_TILES may also set the work-items per query row ("/f"): four
    (small register blocks) and one (large ones) compute the same attention;
    entries that cannot run are ignored. */
@@ -623,7 +556,6 @@ Test(sdpa, work_items_per_row_override) {
   cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 32, &t));
   cr_expect(t.bq == 32 && t.bk == 24 && t.nt == 32, "head dim 32: %dx%d, %d work-items", t.bq,
             t.bk, t.nt);
-  setenv("TABCL_SDPA_VARIANT", "one_tile", 1);
   static const int dims[] = {16, 30};
   for (int i = 0; i < 2; i++) {
     /* one key tile, then several */
@@ -632,109 +564,7 @@ Test(sdpa, work_items_per_row_override) {
     d.mask = i ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "work-items per row"));
   }
-  unsetenv("TABCL_SDPA_VARIANT");
   unsetenv("TABCL_SDPA_TILES");
-  tabcl_context_destroy(ctx);
-}
-
-/* Every 16-bit pattern widened by SDPA_HALF_BITS (scalar and vector loads)
-   equals vload_half's result and the host's conversion, bit for bit (NaNs:
-   a NaN of the same sign). */
-Test(sdpa, half_bits_widening_is_exact) {
-  tabcl_context *ctx = tt_context();
-  enum { N = 65536 };
-  uint16_t *h = xalloc(N * sizeof *h);
-  uint32_t *got = xalloc((size_t)3 * N * sizeof *got);
-  for (int i = 0; i < N; i++) h[i] = (uint16_t)i;
-  cl_mem in = NULL, out = NULL;
-  cl_kernel k = NULL;
-  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, N * 2, NULL, &in, "half in"));
-  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)3 * N * 4, NULL, &out,
-                                    "half out"));
-  tt_assert_ok(tabcl__write(ctx, in, 0, N * 2, h));
-  tt_assert_ok(tabcl__kernel_create(ctx, "sdpa", "-DSDPA_DTYPE=1 -DSDPA_HALF_BITS=1",
-                                    "sdpa_half_check", &k));
-  tt_assert_ok(TABCL_SET_ARGS(k, "sdpa_half_check", TABCL_ARG(in), TABCL_ARG(out)));
-  size_t global = N, local = 64;
-  tt_assert_ok(tabcl__launch(ctx, k, 1, &global, &local, 0, NULL, NULL, "sdpa_half_check"));
-  tt_assert_ok(tabcl__read(ctx, out, 0, (size_t)3 * N * 4, got));
-  int bad = 0;
-  for (int i = 0; i < N && bad < 5; i++) {
-    const double e = f16_to_f64((uint16_t)i);
-    float ef = (float)e;
-    uint32_t eb;
-    memcpy(&eb, &ef, 4);
-    for (int w = 0; w < 3; w++) {
-      const uint32_t g = got[3 * i + w];
-      float gf;
-      memcpy(&gf, &g, 4);
-      const int ok = isnan(e) ? isnan(gf) && (g >> 31) == (uint32_t)(i >> 15) : g == eb;
-      if (!ok) {
-        cr_expect_fail("half 0x%04x: %s gives 0x%08x, expected 0x%08x", i,
-                       w == 0 ? "vload_half" : w == 1 ? "LD1" : "LD4", g, eb);
-        bad++;
-      }
-    }
-    if (got[3 * i + 1] != got[3 * i] || got[3 * i + 2] != got[3 * i]) {
-      cr_expect_fail("half 0x%04x: vload_half 0x%08x, LD1 0x%08x, LD4 0x%08x", i, got[3 * i],
-                     got[3 * i + 1], got[3 * i + 2]);
-      bad++;
-    }
-  }
-  tabcl__kernel_release(k);
-  tabcl__buffer_release(in);
-  tabcl__buffer_release(out);
-  free(h), free(got);
-  tabcl_context_destroy(ctx);
-}
-
-/* The SDPA_HALF_BITS store (vstore_half4_rte into private words, one
-   vector store) narrows like vstore_half4_rte and the host: random floats
-   and, for every 16-bit value, floats just below, at and above the
-   rounding tie next to it. */
-Test(sdpa, half_bits_store_rounds_to_nearest_even) {
-  tt_rng r = {tt_seed("sdpa.half_bits_store_rounds_to_nearest_even")};
-  tabcl_context *ctx = tt_context();
-  enum { N = 4 * 65536 };
-  uint32_t *x = xalloc(N * sizeof *x);
-  uint16_t *a = xalloc(N * 2), *b = xalloc(N * 2);
-  static const uint32_t low[4] = {0, 0x0FFFu, 0x1000u, 0x1001u};
-  for (int i = 0; i < N; i++) {
-    const float f = (float)f16_to_f64((uint16_t)(i >> 2));
-    memcpy(&x[i], &f, 4);
-    x[i] = (i & 3) == 0 ? (uint32_t)tt_below(&r, 0xFFFFFFFFu) : x[i] | low[i & 3];
-  }
-  cl_mem in = NULL, oa = NULL, ob = NULL;
-  cl_kernel k = NULL;
-  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, N * 4, NULL, &in, "store in"));
-  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, N * 2, NULL, &oa, "store a"));
-  tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, N * 2, NULL, &ob, "store b"));
-  tt_assert_ok(tabcl__write(ctx, in, 0, N * 4, x));
-  tt_assert_ok(tabcl__kernel_create(ctx, "sdpa", "-DSDPA_DTYPE=1 -DSDPA_HALF_BITS=1",
-                                    "sdpa_half_store_check", &k));
-  tt_assert_ok(TABCL_SET_ARGS(k, "sdpa_half_store_check", TABCL_ARG(in), TABCL_ARG(oa),
-                              TABCL_ARG(ob)));
-  size_t global = N / 4, local = 64;
-  tt_assert_ok(tabcl__launch(ctx, k, 1, &global, &local, 0, NULL, NULL, "store check"));
-  tt_assert_ok(tabcl__read(ctx, oa, 0, N * 2, a));
-  tt_assert_ok(tabcl__read(ctx, ob, 0, N * 2, b));
-  int bad = 0;
-  for (int i = 0; i < N && bad < 5; i++) {
-    float f;
-    memcpy(&f, &x[i], 4);
-    const uint16_t e = f32_to_f16(f);
-    const int ok = a[i] == b[i] && (isnan(f) ? (b[i] & 0x7FFF) > 0x7C00 : b[i] == e);
-    if (!ok) {
-      cr_expect_fail("float 0x%08x: vstore_half 0x%04x, ST4 0x%04x, host 0x%04x", x[i], a[i],
-                     b[i], e);
-      bad++;
-    }
-  }
-  tabcl__kernel_release(k);
-  tabcl__buffer_release(in);
-  tabcl__buffer_release(oa);
-  tabcl__buffer_release(ob);
-  free(x), free(a), free(b);
   tabcl_context_destroy(ctx);
 }
 
@@ -968,22 +798,16 @@ Test(oclgrind_sdpa, small_tiles) {
   tabcl_context_destroy(ctx);
 }
 
-Test(oclgrind_sdpa, one_tile_and_half_bits) {
-  tt_rng r = {tt_seed("oclgrind_sdpa.one_tile_and_half_bits")};
+/* Four work-items per query row (TABCL_SDPA_TILES "/4"): f32 with a
+   boolean mask. */
+Test(oclgrind_sdpa, four_work_items_per_row) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.four_work_items_per_row")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_VARIANT", "one_tile,half_bits", 1);
-  for (int i = 0; i < 4; i++) {
-    /* f16 with an odd head dim (scalar loads and stores), causal, additive
-       mask; f16 with vector loads and stores; f32 with a boolean mask, with
-       two and with four work-items per query row */
-    if (i == 3) setenv("TABCL_SDPA_TILES", "16:16x8/4", 1);
-    tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, i ? 16 : 18, i < 2 ? TABCL_F16 : TABCL_F32);
-    d.mask = i == 0 ? TABCL_MASK_ADD : i == 1 ? TABCL_MASK_NONE : TABCL_MASK_BOOL;
-    d.causal = i == 0;
-    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind one tile"));
-  }
+  setenv("TABCL_SDPA_TILES", "16:16x8/4", 1);
+  tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, 16, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind four per row"));
   unsetenv("TABCL_SDPA_TILES");
-  unsetenv("TABCL_SDPA_VARIANT");
   tabcl_context_destroy(ctx);
 }
 

@@ -197,9 +197,5 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
       printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items, "
              "%zu bytes local\n", dims[di], t.bq, t.bk, t.nt, t.local_bytes);
   printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim)\n");
-  const char *var = getenv("TABCL_SDPA_VARIANT");
-  printf("kernel variants: %s (TABCL_SDPA_VARIANT=\"one_tile,half_bits\": one_tile for kv_len <= "
-         "the key tile, half_bits for f16 loads and stores as 16-bit words)\n",
-         var && *var ? var : "none");
   return failed;
 }
