@@ -28,7 +28,9 @@
 // Build options: MMA_DTYPE (0 f32, 1 f16, 2 bf16), MMA_DP (head dim rounded
 // up to 16; at most 128, for f32 at most 64), MMA_BK (keys per tile, a
 // multiple of 16), MMA_NW (warps), MMA_BATCH (1: a tile's global loads all
-// issued before its local stores; 0: one word at a time).
+// issued before its local stores; 0: one word at a time), MMA_QLOCAL (f32:
+// 1 keeps Q in local memory and splits its fragments as they are used,
+// which needs fewer registers than holding both TF32 parts for the pass).
 
 #ifndef MMA_DTYPE
 #define MMA_DTYPE 1
@@ -45,6 +47,10 @@
 #ifndef MMA_BATCH
 #define MMA_BATCH 1
 #endif
+#ifndef MMA_QLOCAL
+#define MMA_QLOCAL 0
+#endif
+#define QLOCAL (MMA_DTYPE == 0 && MMA_QLOCAL)
 
 #if TABCL_VENDOR_NVIDIA
 
@@ -249,6 +255,12 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   __local uint4 vs4[VROWS * RS / VECN];
   __local elem_t *ks = (__local elem_t *)ks4;
   __local elem_t *vs = (__local elem_t *)vs4;
+#if QLOCAL
+  __local uint4 qs4[BQ * RS / VECN];
+  __local elem_t *qt_ = (__local elem_t *)qs4;   /* Q for the whole pass */
+#else
+  __local elem_t *qt_ = vs;                      /* Q on its way into registers */
+#endif
 
   const int t = (int)get_local_id(0);
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
@@ -267,17 +279,19 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   if (mask_kind)
     mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
 
-  // Q passes through the V tile's space into registers, once.
+  // Q passes through the V tile's space into registers, once (or stays in
+  // a tile of its own: QLOCAL).
   if (MMA_BATCH && vec) {
     uint4 qbuf[LPT(BQ)];
     LOAD_U4(qbuf, BQ, qb, qstride, qn);
-    STORE_U4(qbuf, BQ, vs);
+    STORE_U4(qbuf, BQ, qt_);
   } else {
-    load_tile(vs, qb, qstride, BQ, qn, d, vec, t);
+    load_tile(qt_, qb, qstride, BQ, qn, d, vec, t);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
-#if MMA_DTYPE == 0
+#if QLOCAL
+#elif MMA_DTYPE == 0
   uint qa[NKC][4], qs[NKC][4];   /* TF32 big and small parts */
   #pragma unroll
   for (int kc = 0; kc < NKC; kc++) {
@@ -324,6 +338,27 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     barrier(CLK_LOCAL_MEM_FENCE);
 
     float s[NSN][4];
+#if QLOCAL
+    #pragma unroll
+    for (int j = 0; j < NSN; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
+    #pragma unroll
+    for (int kc = 0; kc < NKC; kc++) {
+      const int c = kc * 8 + tq;
+      uint qa[4], qs[4];
+      SPLIT(as_float(W32(qt_, r0, c)), qa[0], qs[0]);
+      SPLIT(as_float(W32(qt_, r0 + 8, c)), qa[1], qs[1]);
+      SPLIT(as_float(W32(qt_, r0, c + 4)), qa[2], qs[2]);
+      SPLIT(as_float(W32(qt_, r0 + 8, c + 4)), qa[3], qs[3]);
+      #pragma unroll
+      for (int j = 0; j < NSN; j++) {
+        if (j * 8 >= kn) continue;   /* uniform: tiles wholly past the last key stay zero */
+        uint kbig[2], ksmall[2];
+        SPLIT(as_float(W32(ks, j * 8 + g, c)), kbig[0], ksmall[0]);
+        SPLIT(as_float(W32(ks, j * 8 + g, c + 4)), kbig[1], ksmall[1]);
+        MMA3(s[j], qa, qs, kbig, ksmall);
+      }
+    }
+#else
     #pragma unroll
     for (int j = 0; j < NSN; j++) {
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
@@ -345,6 +380,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       }
     }
 
+#endif
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
                                       mask_kind, mask, mbase, scale2);
     #pragma unroll
