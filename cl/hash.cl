@@ -21,6 +21,9 @@
 //   hash_oct_all        hash_team_all with eight lanes a label, one
 //                       accumulator each;
 //   hash_team_all_flat  hash_team_all whose tails load without branches;
+//   hash_solo_all       hash_team_all with one work-item a label (all
+//                       eight accumulators, no barriers);
+//   hash_pair_all       the same with two lanes a label, four each;
 //   hash_big            one work-group a huge label, its blocks side by
 //                       side and the scrambles in local memory (one
 //                       launch, no scratch buffer).
@@ -842,5 +845,225 @@ __kernel void hash_big(__global const ulong *w, __global const long *offsets, ul
     barrier(CLK_LOCAL_MEM_FENCE);
     flip ^= 1;
     if (lid == 0) out[out_off + base + idx] = xxh8_merge(buf, len) & mask;
+  }
+}
+
+// ---- One work-item a label, or two (selectable; tabcl__hash_variants) ---
+//
+// A lane owns nw (8 or 4, a literal after inlining) accumulators e0 ..
+// e0 + nw - 1 and reads those words of every stripe. Labels of 256 bytes
+// are only four stripes: with four lanes a label each lane had one 16-byte
+// load per stripe in flight and a barrier a label; here a lane issues every
+// load of a run of stripes (and of the final stripe) before any arithmetic,
+// so more bytes are in flight per lane, and one lane a label needs no
+// barrier at all (the merge is its own).
+
+#define XXH_SOLO_CHUNK 4
+
+// Words e0 .. e0 + nw - 1 of the stripe at byte `at` (any alignment) into v.
+inline void xxhn_load(__global const ulong *w, ulong at, uint e0, uint nw, ulong *v) {
+  if ((at & 15) == 0) {
+    __global const ulong2 *b = (__global const ulong2 *)(w + (at >> 3) + e0);
+#pragma unroll
+    for (uint m = 0; m < nw / 2; m++) {
+      ulong2 x = b[m];
+      v[2 * m] = x.x;
+      v[2 * m + 1] = x.y;
+    }
+    return;
+  }
+  uint r = (uint)(at & 7) * 8;
+  __global const ulong *b = w + (at >> 3) + e0;
+  ulong t[9];
+#pragma unroll
+  for (uint m = 0; m <= nw; m++) t[m] = b[m];
+#pragma unroll
+  for (uint m = 0; m < nw; m++) v[m] = xxh_join(t[m], t[m + 1], r);
+}
+
+// Accumulators e0 + m (m < nw) over one stripe's words v, keyed by the
+// derived secret from byte `koff` + 8 * (e0 + m) (koff a multiple of 8
+// for the stripes of a block, 121 for the final one).
+inline void xxhn_acc(const ulong *v, __local const ulong *sec, uint ks, uint koff, uint e0,
+                     uint nw, ulong *acc) {
+#pragma unroll
+  for (uint m = 0; m < nw; m++) {
+    ulong k = koff ? xxh_lsec(sec, koff + 8 * (e0 + m)) : sec[ks + e0 + m];
+    ulong d = v[m] ^ k;
+    acc[m] += v[m ^ 1] + (ulong)(uint)d * (ulong)(uint)(d >> 32);
+  }
+}
+
+// Stripes s0 .. s0 + XXH_SOLO_CHUNK - 1 (those below `stripes`) from byte
+// `pos`: all loads first (a stripe past the count reloads the last one
+// and is not added; no branch between the loads).
+inline void xxhn_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
+                     uint stripes, uint e0, uint nw, ulong *acc) {
+  ulong v[XXH_SOLO_CHUNK][8];
+#pragma unroll
+  for (uint k = 0; k < XXH_SOLO_CHUNK; k++)
+    xxhn_load(w, pos + 64 * (ulong)min(s0 + k, stripes - 1), e0, nw, v[k]);
+#pragma unroll
+  for (uint k = 0; k < XXH_SOLO_CHUNK; k++) {
+    ulong nacc[8];
+#pragma unroll
+    for (uint m = 0; m < nw; m++) nacc[m] = acc[m];
+    xxhn_acc(v[k], sec, min(s0 + k, stripes - 1), 0, e0, nw, nacc);
+    int in = s0 + k < stripes;
+#pragma unroll
+    for (uint m = 0; m < nw; m++) acc[m] = in ? nacc[m] : acc[m];
+  }
+}
+
+inline void xxhn_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                         uint stripes, uint e0, uint nw, ulong *acc) {
+  for (uint s0 = 0; s0 < stripes; s0 += XXH_SOLO_CHUNK) xxhn_run(w, sec, pos, s0, stripes, e0, nw, acc);
+}
+
+// The lane's part of the merge of a label of more than 240 bytes: its
+// accumulators through every block, the tail and the final stripe (whose
+// load is issued first), folded in pairs.
+inline ulong xxhn_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                       uint e0, uint nw) {
+  ulong acc[8];
+#pragma unroll
+  for (uint m = 0; m < nw; m++) acc[m] = xxh_init[e0 + m];
+  ulong blocks = (len - 1) / XXH_BLOCK;
+  for (ulong b = 0; b < blocks; b++) {
+    xxhn_stripes(w, sec, pos + b * XXH_BLOCK, 16, e0, nw, acc);
+#pragma unroll
+    for (uint m = 0; m < nw; m++) acc[m] = xxh_scramble(acc[m], sec[16 + e0 + m]);
+  }
+  ulong last[8];
+  xxhn_load(w, pos + len - 64, e0, nw, last);
+  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+  xxhn_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, e0, nw, acc);
+  xxhn_acc(last, sec, 0, 121, e0, nw, acc);
+  ulong part = 0;
+#pragma unroll
+  for (uint m = 0; m < nw; m += 2) part += xxh_merge_part(sec, (e0 + m) / 2, acc[m], acc[m + 1]);
+  return part;
+}
+
+// hash_team_all with one work-item a label: no barrier after the secret's
+// (the trip counts differ between work-items, which is fine without one).
+// Same arguments; scratch holds the 24-word secret alone. The next
+// label's offsets are loaded a label ahead.
+__kernel void hash_solo_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
+  __local ulong *sec = scratch;
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint stride = (uint)get_global_size(0);
+  uint t = (uint)get_global_id(0);
+  long o0 = 0, o1 = 0;
+  if (t < count) {
+    o0 = offsets[base + t];
+    o1 = offsets[base + t + 1];
+  }
+  for (; t < count; t += stride) {
+    ulong pos = (ulong)o0, end = (ulong)o1;
+    if (t + stride < count) {
+      o0 = offsets[base + t + stride];
+      o1 = offsets[base + t + stride + 1];
+    }
+    if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
+    ulong len = end - pos;
+    if (len <= XXH_SHORT_MAX) {
+      out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
+    } else if (len >= group_min) {
+      if (list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
+    } else {
+      ulong h = len * XXH_P64_1 + xxhn_long(w, sec, pos, len, 0, 8);
+      out[out_off + base + t] = xxh3_avalanche(h) & mask;
+    }
+  }
+}
+
+// Lane h (of two) of a label of 17..240 bytes: xxh_mid_parts with two
+// lanes (chunk pairs h and h + 2 up to 128 bytes; above, chunks h, h + 2,
+// .. of the first eight into *a, every second later one into *b, and for
+// lane 0 the last 16 bytes).
+void xxh2_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, ulong seed, ulong *a,
+                    ulong *b) {
+  ulong x = 0;
+  if (len <= 128) {
+    for (uint q = h; q < 4; q += 2)
+      if (len > 32 * q)
+        x += xxh_mix16(w, pos + 16 * q, 32 * q, seed) +
+             xxh_mix16(w, pos + len - 16 * (q + 1), 32 * q + 16, seed);
+    *a = x;
+    *b = 0;
+    return;
+  }
+  for (uint i = h; i < 8; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
+  *a = x;
+  x = 0;
+  uint rounds = len / 16;
+  for (uint i = 8 + h; i < rounds; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  if (h == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
+  *b = x;
+}
+
+// hash_team_all with two lanes a label, lane h owning accumulators 4h ..
+// 4h + 3 (32 bytes of each stripe). scratch holds two buffers of two words
+// per work-item (rounds alternate between them, one barrier a round) and
+// then the 24-word secret; the work-group size is even.
+__kernel void hash_pair_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
+  uint g = (uint)get_local_size(0);
+  __local ulong *sec = scratch + 4 * g;
+  xxh_derive(sec, seed);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint lid = (uint)get_local_id(0), h = lid & 1;
+  uint per = g / 2, stride = (uint)get_num_groups(0) * per;
+  uint flip = 0;
+  uint t = (uint)get_group_id(0) * per + lid / 2;
+  long o0 = 0, o1 = 0;
+  if (t < count) {
+    o0 = offsets[base + t];
+    o1 = offsets[base + t + 1];
+  }
+  // The trip count depends only on the group: every work-item reaches
+  // the barrier.
+  for (uint t0 = (uint)get_group_id(0) * per; t0 < count; t0 += stride, flip ^= 1) {
+    __local ulong *sa = scratch + flip * 2 * g, *sb = sa + g;
+    t = t0 + lid / 2;
+    ulong pos = (ulong)o0, end = (ulong)o1;
+    if (t + stride < count) {
+      o0 = offsets[base + t + stride];
+      o1 = offsets[base + t + stride + 1];
+    }
+    if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
+    ulong len = end - pos, a = 0, b = 0;
+    int mode = 0;   // 1: 17..240 bytes, 2: longer, both from the pair's parts
+    if (t < count) {
+      if (len <= 16) {
+        if (h == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
+      } else if (len <= XXH_SHORT_MAX) {
+        mode = 1;
+        xxh2_mid_parts(w, pos, (uint)len, h, seed, &a, &b);
+      } else if (len >= group_min) {
+        if (h == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
+      } else {
+        mode = 2;
+        a = xxhn_long(w, sec, pos, len, 4 * h, 4);
+      }
+    }
+    sa[lid] = a;
+    sb[lid] = b;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (mode && h == 0) {
+      ulong s = len * XXH_P64_1 + sa[lid] + sa[lid + 1], r = sb[lid] + sb[lid + 1];
+      // 129..240 bytes: the first eight chunks are avalanched on their own.
+      ulong x = mode == 1 && len > 128 ? xxh3_avalanche(s) + r : s;
+      out[out_off + base + t] = xxh3_avalanche(x) & mask;
+    }
   }
 }

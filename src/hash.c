@@ -27,7 +27,8 @@
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
-   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat (for
+   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat, 4 =
+   hash_solo_all, 5 = hash_pair_all (for
    columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
    above); big 1 = hash_units + hash_chain, 2 = hash_big. */
 #define MID_DEFAULT 3
@@ -166,7 +167,8 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
      by hash_team_all when it lists huge labels. */
   int lists = team_all ? list_huge : any_long;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
-  /* Eight lanes a label (hash_oct_all) or four (hash_team_all); one
+  /* Eight lanes a label (hash_oct_all), four (hash_team_all), two
+     (hash_pair_all) or one (hash_solo_all); one
      work-group a huge label (hash_big) or blocks and chain (hash_units,
      hash_chain). */
   int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
@@ -174,11 +176,17 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   if (!big_v) big_v = BIG_DEFAULT;
   int oct = team_all && mid_v == 2;
   int big = any_huge && big_v == 2;
-  size_t lanes = oct ? 8 : 4;
+  int solo = team_all && mid_v == 4, pair = team_all && mid_v == 5;
+  size_t lanes = oct ? 8 : solo ? 1 : pair ? 2 : 4;
   const char *team_name = !team_all     ? "hash_team"
                           : oct          ? "hash_oct_all"
+                          : solo         ? "hash_solo_all"
+                          : pair         ? "hash_pair_all"
                           : mid_v == 3   ? "hash_team_all_flat"
                                          : "hash_team_all";
+  /* Words of local memory a work-item of the team kernel needs (the
+     24-word secret comes on top). */
+  size_t team_words = oct || pair ? 4 : solo ? 0 : 2;
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;
@@ -298,7 +306,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(gmin_arg), TABCL_ARG(list_arg),
-                          TABCL_LOCAL(((oct ? 4 : 2) * r.wg_team + 24) * sizeof(cl_ulong)));
+                          TABCL_LOCAL((team_words * r.wg_team + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {

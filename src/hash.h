@@ -43,9 +43,11 @@ void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
 /* Process-wide kernel choices (tests and tabcl-bench's sweeps; 0 = the
    default for each): mid 1 = hash_team_all (four lanes a label), 2 =
    hash_oct_all (eight), 3 = hash_team_all_flat (four, with the octets'
-   branch-free loads); big 1 = hash_units + hash_chain, 2 = hash_big (one
+   branch-free loads), 4 = hash_solo_all (one work-item a label, no
+   barriers), 5 = hash_pair_all (two lanes a label, four accumulators
+   each); big 1 = hash_units + hash_chain, 2 = hash_big (one
    work-group a label, no scratch buffer), whose work-group size is big_wg
    (a power of two >= 8; 0 = sized from max_label, up to 256). mid_wg is
-   the work-group size of hash_team_all / hash_oct_all (0 = 256). */
+   the work-group size of the mid kernel (0 = 128). */
 void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg);
 #endif

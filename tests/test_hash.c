@@ -350,6 +350,43 @@ Test(hash_device, octets_and_big_kernels) {
   tabcl_context_destroy(ctx);
 }
 
+/* The one- and two-lane mid kernels (hash_solo_all, hash_pair_all): every
+   length 0..2100 in one column (so starts take every residue mod 16 and
+   the column's average keeps the mid kernel in charge on a CPU too),
+   from three start offsets, in groups of 8 (many rounds a group) and the
+   default size; then huge labels listed among them for hash_big and for
+   the block kernels. */
+Test(hash_device, solo_and_pair_kernels) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/solo_and_pair")};
+  uint8_t *big = random_bytes(&r, 20000 + 64);
+  for (int mid = 4; mid <= 5; mid++)
+    for (int64_t first = 0; first < 3; first++) {
+      tabcl__hash_variants(mid, 0, 0, first == 1 ? 8 : 0);
+      tt_strings s;
+      tt_strings_init(&s, first * 5 + 1);
+      for (size_t len = 0; len <= 2100; len++) {
+        tt_strings_push(&s, big + (len * 7) % 64, len);
+        if (len % 97 == 3) tt_strings_push_null(&s);
+      }
+      tabcl_strings_view v = tt_view(&s);
+      cr_assert_gt(v.offsets[v.length] - v.offsets[0], 240 * v.length);
+      check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, (size_t)first);
+      /* huge labels listed (a low threshold) for hash_big, then blocks + chain */
+      tabcl__hash_tune(1500, 0);
+      tabcl__hash_variants(mid, first == 2 ? 1 : 2, 0, first == 1 ? 8 : 0);
+      size_t lens[] = {1499, 1500, 1501, 2048, 2049, 9000, 20000};
+      for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, big + i, lens[i]);
+      v = tt_view(&s);
+      check_device(ctx, &v, 2, tt_next(&r), ~0ULL, 0);
+      tabcl__hash_tune(0, 0);
+      tt_strings_free(&s);
+    }
+  tabcl__hash_variants(0, 0, 0, 0);
+  free(big);
+  tabcl_context_destroy(ctx);
+}
+
 Test(hash_device, columns_differ_and_masks) {
   tabcl_context *ctx = tt_context();
   tt_strings s;
@@ -404,9 +441,9 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   tabcl_strings_view v = tt_view(&s);
   /* the default kernels, then the octets with hash_big, then the flat
-     four-lane teams with hash_big, all sliced */
-  static const int mids[3] = {0, 2, 3}, bigs[3] = {0, 2, 2};
-  for (int k = 0; k < 3; k++) {
+     four-lane teams with hash_big, then one and two lanes a label, all sliced */
+  static const int mids[5] = {0, 2, 3, 4, 5}, bigs[5] = {0, 2, 2, 2, 1};
+  for (int k = 0; k < 5; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 1, 3, ~0ULL, 5);
   }
@@ -424,7 +461,7 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 8192 * s.length);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 5; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 2, 4, ~0ULL, 3);
   }
@@ -523,6 +560,9 @@ Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0); }
 Test(hash_faults, injected_alloc_failures_octets_big) { sweep_hash(0, 2); }
 Test(hash_faults, injected_cl_failures_octets_big) { sweep_hash(1, 2); }
 Test(hash_faults, injected_cl_failures_team_flat) { sweep_hash(1, 3); }
+Test(hash_faults, injected_cl_failures_solo) { sweep_hash(1, 4); }
+Test(hash_faults, injected_cl_failures_pair) { sweep_hash(1, 5); }
+Test(hash_faults, injected_alloc_failures_pair) { sweep_hash(0, 5); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
@@ -597,6 +637,34 @@ Test(oclgrind_hash, octets_and_big) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
+  tabcl__hash_tune(0, 0);
+  tabcl__hash_variants(0, 0, 0, 0);
+  tt_strings_free(&s);
+  free(b);
+  tabcl_context_destroy(ctx);
+}
+
+/* hash_solo_all and hash_pair_all at tiny shapes: every length class at
+   odd starts, groups of 8 so groups take several rounds (and the solo
+   kernel's work-items several labels), a huge label listed. */
+Test(oclgrind_hash, solo_and_pair) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/solo_and_pair")};
+  uint8_t *b = random_bytes(&r, 4000);
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  size_t lens[] = {0, 3, 8, 9, 16, 17, 100, 129, 240, 241, 256, 300, 1025, 1100, 2200, 5, 257, 1024, 600};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    tt_strings_push(&s, b + i, lens[i]);
+    if (i == 4) tt_strings_push_null(&s);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
+  tabcl__hash_tune(2101, 0);
+  for (int mid = 4; mid <= 5; mid++) {
+    tabcl__hash_variants(mid, 2, 16, 8);
+    check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid - 4);
+  }
   tabcl__hash_tune(0, 0);
   tabcl__hash_variants(0, 0, 0, 0);
   tt_strings_free(&s);
