@@ -45,7 +45,7 @@
 #define MMA_NW 4
 #endif
 #ifndef MMA_BATCH
-#define MMA_BATCH 1
+#define MMA_BATCH 0
 #endif
 #ifndef MMA_QLOCAL
 #define MMA_QLOCAL 0
@@ -68,7 +68,7 @@
 #define NSN (BK / 8)         /* 8-key tiles of S */
 #define NPC (BK / 16)        /* 16-key chunks of P (P V) */
 #define NON (DP / 8)         /* 8-column tiles of O */
-#define VROWS (BK > BQ ? BK : BQ)
+#define VROWS (MMA_DTYPE == 0 && MMA_QLOCAL ? BK : BK > BQ ? BK : BQ)   /* Q may pass through V's tile */
 #define LOG2E 1.4426950408889634f
 
 #if MMA_DTYPE == 0

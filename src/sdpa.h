@@ -96,6 +96,7 @@ typedef struct tabcl__sdpa_mma_shape {
   int bk;   /* keys per tile */
   int nw;   /* warps per work-group, 16 queries each */
   int qlocal;  /* f32: Q stays in local memory (MMA_QLOCAL) */
+  int batch;   /* a tile's global loads issued together (MMA_BATCH) */
 } tabcl__sdpa_mma_shape;
 /* 1 and fills m when the kernel may run this call on this device (NVIDIA,
    f16 or bf16 with head dim <= 128, f32 with head dim <= 64, and

@@ -12,8 +12,9 @@
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
    32. TABCL_SDPA_MMA_BK overrides it for benchmarks (16, 32 or 64),
-   TABCL_SDPA_MMA_NW the warps a group (2, 4 or 8), TABCL_SDPA_MMA_QLOCAL=1
-   keeps f32's Q in local memory (fewer registers). */
+   TABCL_SDPA_MMA_NW the warps a group (2, 4 or 8), TABCL_SDPA_MMA_QLOCAL=0|1
+   where f32's Q lives (registers or local memory), TABCL_SDPA_MMA_BATCH=0|1
+   how tiles move (a word or a tile at a time). */
 static int keys_per_tile(tabcl_dtype dt, int dp) {
   const char *env = getenv("TABCL_SDPA_MMA_BK");
   int bk = env ? atoi(env) : 0;
@@ -38,20 +39,24 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
   m->bk = keys_per_tile(d->dtype, m->dp);
   m->nw = warps_per_group();
+  /* On the H200 (tabcl-bench attention, 60,000 x 54 tokens x 8 heads) f32
+     with Q in local memory took 16.4 ms at head dim 64 against 17.8 ms
+     with Q's split in registers; loads issued a tile at a time helped f32
+     (16.4 against 16.7 ms) and cost f16 (8.5 against 8.1 ms). */
   const char *ql = getenv("TABCL_SDPA_MMA_QLOCAL");
-  m->qlocal = d->dtype == TABCL_F32 && ql && strcmp(ql, "1") == 0;
-  const int rows = m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
+  m->qlocal = d->dtype == TABCL_F32 && !(ql && strcmp(ql, "0") == 0);
+  const char *batch = getenv("TABCL_SDPA_MMA_BATCH");
+  m->batch = batch ? strcmp(batch, "0") != 0 : d->dtype == TABCL_F32;
+  /* Q passes through the V tile unless it has its own. */
+  const int vrows = m->qlocal || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
   const size_t local = es * (size_t)(m->dp + 16 / es) *
-                       (size_t)(m->bk + rows + (m->qlocal ? 16 * m->nw : 0));
+                       (size_t)(m->bk + vrows + (m->qlocal ? 16 * m->nw : 0));
   return local <= ctx->info.local_mem_size && (size_t)(32 * m->nw) <= ctx->info.max_work_group_size;
 }
 
 static void mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf, size_t cap) {
-  /* Benchmark knob: TABCL_SDPA_MMA_BATCH=0 moves tiles one word at a time. */
-  const char *batch = getenv("TABCL_SDPA_MMA_BATCH");
   int n = snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
-                   "-DMMA_QLOCAL=%d", (int)dt, m->dp, m->bk, m->nw,
-                   batch && strcmp(batch, "0") == 0 ? 0 : 1, m->qlocal);
+                   "-DMMA_QLOCAL=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qlocal);
   /* Benchmark knob: TABCL_SDPA_MMA_MAXREG=N caps registers a work-item
      (NVIDIA's -cl-nv-maxrregcount), trading spills for resident groups. */
   const char *env = getenv("TABCL_SDPA_MMA_MAXREG");
