@@ -156,7 +156,11 @@ typedef enum tabcl_mask_kind {
    The mask is [B or 1, Hq or 1, Lq, Lk]. causal: query i sees keys j <= i.
    A query row that may attend no key gives zeros: every key masked out by
    a false boolean, by -inf in an additive mask or by causality, or
-   kv_len = 0. A zero batch or q_len is a valid call that writes nothing. */
+   kv_len = 0. A zero batch or q_len is a valid call that writes nothing.
+   f32, f16 and bf16 are computed with f32 precision, f64 in f64; on an
+   NVIDIA GPU that passed the check cl-probe calls sdpa_mma, f32/f16/bf16
+   run on tensor cores with operands split so as to keep that precision
+   (README, "Attention paths"; TABCL_SDPA_MMA=0 turns that off). */
 typedef struct tabcl_sdpa_desc {
   int64_t batch, q_len, kv_len;
   int32_t q_heads, kv_heads, head_dim; /* head_dim > 256 runs on the CLBlast path, and is
