@@ -23,7 +23,8 @@
 //   hash_team_all_flat  hash_team_all whose tails load without branches;
 //   hash_solo_all       hash_team_all with one work-item a label (all
 //                       eight accumulators, no barriers);
-//   hash_pair_all       the same with two lanes a label, four each;
+//   hash_pair_all       the same with two lanes a label, four each
+//                       (hash_pair_all_x: their pieces interleaved);
 //   hash_big            one work-group a huge label, its blocks side by
 //                       side and the scrambles in local memory (one
 //                       launch, no scratch buffer).
@@ -850,45 +851,65 @@ __kernel void hash_big(__global const ulong *w, __global const long *offsets, ul
 
 // ---- One work-item a label, or two (selectable; tabcl__hash_variants) ---
 //
-// A lane owns nw (8 or 4, a literal after inlining) accumulators e0 ..
-// e0 + nw - 1 and reads those words of every stripe. Labels of 256 bytes
-// are only four stripes: with four lanes a label each lane had one 16-byte
-// load per stripe in flight and a barrier a label; here a lane issues every
-// load of a run of stripes (and of the final stripe) before any arithmetic,
-// so more bytes are in flight per lane, and one lane a label needs no
-// barrier at all (the merge is its own).
+// A lane owns np (4 or 2, a literal after inlining) 16-byte pieces of
+// every stripe, pieces q0, q0 + qs, ..: piece q is words 2q and 2q + 1,
+// whose accumulators make one term of the merge. Labels of 256 bytes are
+// only four stripes: with four lanes a label each lane had one 16-byte load
+// per stripe in flight and a barrier a label; here a lane issues every load
+// of a run of stripes (and of the final stripe) before any arithmetic, so
+// more bytes are in flight per lane, and one lane a label needs no barrier
+// at all (the merge is its own). Two lanes either split a stripe in halves
+// (qs 1) or interleave their pieces (qs 2: a warp's load then reads 32
+// whole bytes of each label rather than two half-used 32-byte sectors).
 
 #define XXH_SOLO_CHUNK 4
 
-// Words e0 .. e0 + nw - 1 of the stripe at byte `at` (any alignment) into v.
-inline void xxhn_load(__global const ulong *w, ulong at, uint e0, uint nw, ulong *v) {
+// Word m (< 2 np) of the lane's share of a stripe.
+inline uint xxhn_word(uint m, uint q0, uint qs) { return 2 * (q0 + (m >> 1) * qs) + (m & 1); }
+
+// The lane's pieces of the stripe at byte `at` (any alignment) into v.
+inline void xxhn_load(__global const ulong *w, ulong at, uint q0, uint qs, uint np, ulong *v) {
   if ((at & 15) == 0) {
-    __global const ulong2 *b = (__global const ulong2 *)(w + (at >> 3) + e0);
+    __global const ulong2 *b = (__global const ulong2 *)(w + (at >> 3));
 #pragma unroll
-    for (uint m = 0; m < nw / 2; m++) {
-      ulong2 x = b[m];
-      v[2 * m] = x.x;
-      v[2 * m + 1] = x.y;
+    for (uint k = 0; k < np; k++) {
+      ulong2 x = b[q0 + k * qs];
+      v[2 * k] = x.x;
+      v[2 * k + 1] = x.y;
     }
     return;
   }
   uint r = (uint)(at & 7) * 8;
-  __global const ulong *b = w + (at >> 3) + e0;
-  ulong t[9];
+  __global const ulong *b = w + (at >> 3);
+  ulong t[12];
+  if (qs == 1) {
+    // Side by side pieces share their joining words.
 #pragma unroll
-  for (uint m = 0; m <= nw; m++) t[m] = b[m];
+    for (uint m = 0; m <= 2 * np; m++) t[m] = b[2 * q0 + m];
 #pragma unroll
-  for (uint m = 0; m < nw; m++) v[m] = xxh_join(t[m], t[m + 1], r);
+    for (uint m = 0; m < 2 * np; m++) v[m] = xxh_join(t[m], t[m + 1], r);
+    return;
+  }
+#pragma unroll
+  for (uint k = 0; k < np; k++)
+#pragma unroll
+    for (uint m = 0; m < 3; m++) t[3 * k + m] = b[2 * (q0 + k * qs) + m];
+#pragma unroll
+  for (uint k = 0; k < np; k++) {
+    v[2 * k] = xxh_join(t[3 * k], t[3 * k + 1], r);
+    v[2 * k + 1] = xxh_join(t[3 * k + 1], t[3 * k + 2], r);
+  }
 }
 
-// Accumulators e0 + m (m < nw) over one stripe's words v, keyed by the
-// derived secret from byte `koff` + 8 * (e0 + m) (koff a multiple of 8
-// for the stripes of a block, 121 for the final one).
-inline void xxhn_acc(const ulong *v, __local const ulong *sec, uint ks, uint koff, uint e0,
-                     uint nw, ulong *acc) {
+// The lane's accumulators over one stripe's words v, keyed by the derived
+// secret's word ks + j for accumulator j, or (koff set: the final stripe)
+// from byte koff + 8 j.
+inline void xxhn_acc(const ulong *v, __local const ulong *sec, uint ks, uint koff, uint q0,
+                     uint qs, uint np, ulong *acc) {
 #pragma unroll
-  for (uint m = 0; m < nw; m++) {
-    ulong k = koff ? xxh_lsec(sec, koff + 8 * (e0 + m)) : sec[ks + e0 + m];
+  for (uint m = 0; m < 2 * np; m++) {
+    uint j = xxhn_word(m, q0, qs);
+    ulong k = koff ? xxh_lsec(sec, koff + 8 * j) : sec[ks + j];
     ulong d = v[m] ^ k;
     acc[m] += v[m ^ 1] + (ulong)(uint)d * (ulong)(uint)(d >> 32);
   }
@@ -898,50 +919,51 @@ inline void xxhn_acc(const ulong *v, __local const ulong *sec, uint ks, uint kof
 // `pos`: all loads first (a stripe past the count reloads the last one
 // and is not added; no branch between the loads).
 inline void xxhn_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
-                     uint stripes, uint e0, uint nw, ulong *acc) {
+                     uint stripes, uint q0, uint qs, uint np, ulong *acc) {
   ulong v[XXH_SOLO_CHUNK][8];
 #pragma unroll
   for (uint k = 0; k < XXH_SOLO_CHUNK; k++)
-    xxhn_load(w, pos + 64 * (ulong)min(s0 + k, stripes - 1), e0, nw, v[k]);
+    xxhn_load(w, pos + 64 * (ulong)min(s0 + k, stripes - 1), q0, qs, np, v[k]);
 #pragma unroll
   for (uint k = 0; k < XXH_SOLO_CHUNK; k++) {
     ulong nacc[8];
 #pragma unroll
-    for (uint m = 0; m < nw; m++) nacc[m] = acc[m];
-    xxhn_acc(v[k], sec, min(s0 + k, stripes - 1), 0, e0, nw, nacc);
+    for (uint m = 0; m < 2 * np; m++) nacc[m] = acc[m];
+    xxhn_acc(v[k], sec, min(s0 + k, stripes - 1), 0, q0, qs, np, nacc);
     int in = s0 + k < stripes;
 #pragma unroll
-    for (uint m = 0; m < nw; m++) acc[m] = in ? nacc[m] : acc[m];
+    for (uint m = 0; m < 2 * np; m++) acc[m] = in ? nacc[m] : acc[m];
   }
 }
 
 inline void xxhn_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
-                         uint stripes, uint e0, uint nw, ulong *acc) {
-  for (uint s0 = 0; s0 < stripes; s0 += XXH_SOLO_CHUNK) xxhn_run(w, sec, pos, s0, stripes, e0, nw, acc);
+                         uint stripes, uint q0, uint qs, uint np, ulong *acc) {
+  for (uint s0 = 0; s0 < stripes; s0 += XXH_SOLO_CHUNK)
+    xxhn_run(w, sec, pos, s0, stripes, q0, qs, np, acc);
 }
 
 // The lane's part of the merge of a label of more than 240 bytes: its
 // accumulators through every block, the tail and the final stripe (whose
-// load is issued first), folded in pairs.
+// load is issued first), folded piece by piece.
 inline ulong xxhn_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
-                       uint e0, uint nw) {
+                       uint q0, uint qs, uint np) {
   ulong acc[8];
 #pragma unroll
-  for (uint m = 0; m < nw; m++) acc[m] = xxh_init[e0 + m];
+  for (uint m = 0; m < 2 * np; m++) acc[m] = xxh_init[xxhn_word(m, q0, qs)];
   ulong blocks = (len - 1) / XXH_BLOCK;
   for (ulong b = 0; b < blocks; b++) {
-    xxhn_stripes(w, sec, pos + b * XXH_BLOCK, 16, e0, nw, acc);
+    xxhn_stripes(w, sec, pos + b * XXH_BLOCK, 16, q0, qs, np, acc);
 #pragma unroll
-    for (uint m = 0; m < nw; m++) acc[m] = xxh_scramble(acc[m], sec[16 + e0 + m]);
+    for (uint m = 0; m < 2 * np; m++) acc[m] = xxh_scramble(acc[m], sec[16 + xxhn_word(m, q0, qs)]);
   }
   ulong last[8];
-  xxhn_load(w, pos + len - 64, e0, nw, last);
+  xxhn_load(w, pos + len - 64, q0, qs, np, last);
   uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-  xxhn_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, e0, nw, acc);
-  xxhn_acc(last, sec, 0, 121, e0, nw, acc);
+  xxhn_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, q0, qs, np, acc);
+  xxhn_acc(last, sec, 0, 121, q0, qs, np, acc);
   ulong part = 0;
 #pragma unroll
-  for (uint m = 0; m < nw; m += 2) part += xxh_merge_part(sec, (e0 + m) / 2, acc[m], acc[m + 1]);
+  for (uint k = 0; k < np; k++) part += xxh_merge_part(sec, q0 + k * qs, acc[2 * k], acc[2 * k + 1]);
   return part;
 }
 
@@ -977,7 +999,7 @@ __kernel void hash_solo_all(__global const ulong *w, __global const long *offset
     } else if (len >= group_min) {
       if (list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
     } else {
-      ulong h = len * XXH_P64_1 + xxhn_long(w, sec, pos, len, 0, 8);
+      ulong h = len * XXH_P64_1 + xxhn_long(w, sec, pos, len, 0, 1, 4);
       out[out_off + base + t] = xxh3_avalanche(h) & mask;
     }
   }
@@ -1008,15 +1030,15 @@ void xxh2_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, ulong 
   *b = x;
 }
 
-// hash_team_all with two lanes a label, lane h owning accumulators 4h ..
-// 4h + 3 (32 bytes of each stripe). scratch holds two buffers of two words
-// per work-item (rounds alternate between them, one barrier a round) and
-// then the 24-word secret; the work-group size is even.
-__kernel void hash_pair_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
+// hash_team_all with two lanes a label, lane h owning pieces 2h and 2h + 1
+// of every stripe (accumulators 4h .. 4h + 3), or with interleave pieces h
+// and h + 2. scratch holds two buffers of two words per work-item (rounds
+// alternate between them, one barrier a round) and then the 24-word
+// secret; the work-group size is even.
+inline void pair_all(__global const ulong *w, __global const long *offsets, ulong base,
+                     uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                     ulong nbytes, __global uint *huge_list, __global uint *counts,
+                     ulong group_min, uint list_huge, __local ulong *scratch, int interleave) {
   uint g = (uint)get_local_size(0);
   __local ulong *sec = scratch + 4 * g;
   xxh_derive(sec, seed);
@@ -1053,7 +1075,7 @@ __kernel void hash_pair_all(__global const ulong *w, __global const long *offset
         if (h == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         mode = 2;
-        a = xxhn_long(w, sec, pos, len, 4 * h, 4);
+        a = interleave ? xxhn_long(w, sec, pos, len, h, 2, 2) : xxhn_long(w, sec, pos, len, 2 * h, 1, 2);
       }
     }
     sa[lid] = a;
@@ -1066,4 +1088,22 @@ __kernel void hash_pair_all(__global const ulong *w, __global const long *offset
       out[out_off + base + t] = xxh3_avalanche(x) & mask;
     }
   }
+}
+
+__kernel void hash_pair_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
+  pair_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 0);
+}
+
+__kernel void hash_pair_all_x(__global const ulong *w, __global const long *offsets, ulong base,
+                              uint count, ulong seed, ulong mask, __global ulong *out,
+                              ulong out_off, ulong nbytes, __global uint *huge_list,
+                              __global uint *counts, ulong group_min, uint list_huge,
+                              __local ulong *scratch) {
+  pair_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 1);
 }

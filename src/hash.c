@@ -28,7 +28,7 @@ static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
    mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat, 4 =
-   hash_solo_all, 5 = hash_pair_all (for
+   hash_solo_all, 5 = hash_pair_all, 6 = hash_pair_all_x (for
    columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
    above); big 1 = hash_units + hash_chain, 2 = hash_big. */
 #define MID_DEFAULT 3
@@ -168,7 +168,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int lists = team_all ? list_huge : any_long;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
   /* Eight lanes a label (hash_oct_all), four (hash_team_all), two
-     (hash_pair_all) or one (hash_solo_all); one
+     (hash_pair_all, hash_pair_all_x) or one (hash_solo_all); one
      work-group a huge label (hash_big) or blocks and chain (hash_units,
      hash_chain). */
   int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
@@ -176,12 +176,12 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   if (!big_v) big_v = BIG_DEFAULT;
   int oct = team_all && mid_v == 2;
   int big = any_huge && big_v == 2;
-  int solo = team_all && mid_v == 4, pair = team_all && mid_v == 5;
+  int solo = team_all && mid_v == 4, pair = team_all && (mid_v == 5 || mid_v == 6);
   size_t lanes = oct ? 8 : solo ? 1 : pair ? 2 : 4;
   const char *team_name = !team_all     ? "hash_team"
                           : oct          ? "hash_oct_all"
                           : solo         ? "hash_solo_all"
-                          : pair         ? "hash_pair_all"
+                          : pair         ? (mid_v == 6 ? "hash_pair_all_x" : "hash_pair_all")
                           : mid_v == 3   ? "hash_team_all_flat"
                                          : "hash_team_all";
   /* Words of local memory a work-item of the team kernel needs (the
