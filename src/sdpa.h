@@ -114,12 +114,16 @@ tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, i
                                  tabcl__sdpa_events *ev, int *taken);
 tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx);
 
-/* Enqueues kernel k (all arguments set but the last two, h0 and qt0, at
-   index first_h0) over nb batch entries x hq heads x nqt query tiles in
-   groups of nt, split where dims 1 and 2 exceed tabcl__sdpa_max_groups_yz. */
-tabcl_status tabcl__sdpa_grid_launch(tabcl_context *ctx, cl_kernel k, const char *kname,
-                                     int first_h0, size_t nt, int64_t nb, int hq, int nqt,
-                                     cl_uint nwait, const cl_event *wait,
-                                     tabcl__sdpa_events *ev);
+/* Runs kernel kname of program (built with opts) over batch entries
+   [b0, b0 + nb) x all heads x nqt query tiles, in groups of nt, with the
+   arguments the fused and tensor-core kernels share; dims 1 and 2 are split
+   where they exceed tabcl__sdpa_max_groups_yz. TABCL_UNSUPPORTED, before
+   anything is enqueued, when the compiled kernel cannot run nt work-items
+   a group (what names it in the message). */
+tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                     const tabcl__sdpa_bufs *b, const char *program,
+                                     const char *opts, const char *kname, const char *what,
+                                     size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
+                                     const cl_event *wait, tabcl__sdpa_events *ev);
 
 #endif

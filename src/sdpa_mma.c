@@ -81,32 +81,9 @@ static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                     tabcl__sdpa_events *ev) {
   char opts[160];
   mma_options(d->dtype, m, opts, sizeof opts);
-  cl_kernel k = NULL;
-  tabcl_status s = tabcl__kernel_create(ctx, "sdpa_mma", opts, "sdpa_mma", &k);
-  if (s) return s;
-  const size_t nt = (size_t)(32 * m->nw);
-  size_t kmax = 0;
-  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                               NULL) == CL_SUCCESS && kmax > 0 && kmax < nt) {
-    tabcl__kernel_release(k);
-    return tabcl__fail(TABCL_UNSUPPORTED, "attention: %s runs the tensor-core kernel with at "
-                       "most %zu work-items per group; it needs %zu", ctx->info.name, kmax, nt);
-  }
-  const float scale2 = (float)(tabcl__sdpa_scale(d) * 1.4426950408889634);
-  const cl_long first = b0;
-  const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
-               hkv = d->kv_heads, hd = d->head_dim, causal = d->causal != 0,
-               mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
-               mhb = d->mask_head_broadcast != 0, nqt = (cl_int)query_tiles(d, m);
-  cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
-  s = TABCL_SET_ARGS(k, "sdpa_mma", TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
-                     TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
-                     TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd),
-                     TABCL_ARG(scale2), TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb),
-                     TABCL_ARG(mhb));
-  if (!s) s = tabcl__sdpa_grid_launch(ctx, k, "sdpa_mma", 16, nt, nb, hq, nqt, nwait, wait, ev);
-  tabcl__kernel_release(k);
-  return s;
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
+                                 (size_t)(32 * m->nw), (int)query_tiles(d, m), b0, nb, nwait,
+                                 wait, ev);
 }
 
 /* ---- the device check ---------------------------------------------------- */
