@@ -25,6 +25,8 @@
 //                       eight accumulators, no barriers);
 //   hash_pair_all       the same with two lanes a label, four each
 //                       (hash_pair_all_x: their pieces interleaved);
+//   hash_quad_all       four lanes a label as hash_team_all_flat, with
+//                       hash_solo_all's loads and one barrier a round;
 //   hash_big            one work-group a huge label, its blocks side by
 //                       side and the scrambles in local memory (one
 //                       launch, no scratch buffer).
@@ -1005,15 +1007,15 @@ __kernel void hash_solo_all(__global const ulong *w, __global const long *offset
   }
 }
 
-// Lane h (of two) of a label of 17..240 bytes: xxh_mid_parts with two
-// lanes (chunk pairs h and h + 2 up to 128 bytes; above, chunks h, h + 2,
-// .. of the first eight into *a, every second later one into *b, and for
-// lane 0 the last 16 bytes).
-void xxh2_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, ulong seed, ulong *a,
-                    ulong *b) {
+// Lane h (of nl, 2 or 4) of a label of 17..240 bytes: xxh_mid_parts with
+// nl lanes (chunk pairs h, h + nl, .. up to 128 bytes; above, chunks h,
+// h + nl, .. of the first eight into *a, every nl-th later one into *b,
+// and for lane 0 the last 16 bytes).
+void xxhl_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, uint nl, ulong seed,
+                    ulong *a, ulong *b) {
   ulong x = 0;
   if (len <= 128) {
-    for (uint q = h; q < 4; q += 2)
+    for (uint q = h; q < 4; q += nl)
       if (len > 32 * q)
         x += xxh_mix16(w, pos + 16 * q, 32 * q, seed) +
              xxh_mix16(w, pos + len - 16 * (q + 1), 32 * q + 16, seed);
@@ -1021,32 +1023,39 @@ void xxh2_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, ulong 
     *b = 0;
     return;
   }
-  for (uint i = h; i < 8; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
+  for (uint i = h; i < 8; i += nl) x += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
   *a = x;
   x = 0;
   uint rounds = len / 16;
-  for (uint i = 8 + h; i < rounds; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  for (uint i = 8 + h; i < rounds; i += nl) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
   if (h == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
   *b = x;
 }
 
-// hash_team_all with two lanes a label, lane h owning pieces 2h and 2h + 1
-// of every stripe (accumulators 4h .. 4h + 3), or with interleave pieces h
-// and h + 2. scratch holds two buffers of two words per work-item (rounds
-// alternate between them, one barrier a round) and then the 24-word
-// secret; the work-group size is even.
-inline void pair_all(__global const ulong *w, __global const long *offsets, ulong base,
-                     uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                     ulong nbytes, __global uint *huge_list, __global uint *counts,
-                     ulong group_min, uint list_huge, __local ulong *scratch, int interleave) {
+// hash_team_all with nl (2 or 4, a literal) lanes a label and one
+// barrier a round: two lanes own pieces 2h and 2h + 1 of every stripe
+// (accumulators 4h .. 4h + 3), or with interleave pieces h and h + 2;
+// four own piece h each (hash_team_all_flat's split, with
+// its stripes and the final one loaded before any arithmetic). The next
+// round's offsets are loaded a round ahead. scratch holds two buffers of
+// two words per work-item (rounds alternate between them) and then the
+// 24-word secret; the work-group size is a multiple of nl.
+inline void lanes_all(__global const ulong *w, __global const long *offsets, ulong base,
+                      uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                      ulong nbytes, __global uint *huge_list, __global uint *counts,
+                      ulong group_min, uint list_huge, __local ulong *scratch, uint nl,
+                      int interleave) {
   uint g = (uint)get_local_size(0);
   __local ulong *sec = scratch + 4 * g;
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
-  uint lid = (uint)get_local_id(0), h = lid & 1;
-  uint per = g / 2, stride = (uint)get_num_groups(0) * per;
+  // Shifts, not division: a divisor unknown to the compiler became a
+  // freeze instruction that oclgrind 21.10 cannot check.
+  uint lg = nl == 4 ? 2 : 1;
+  uint lid = (uint)get_local_id(0), h = lid & (nl - 1);
+  uint per = g >> lg, stride = (uint)get_num_groups(0) * per;
   uint flip = 0;
-  uint t = (uint)get_group_id(0) * per + lid / 2;
+  uint t = (uint)get_group_id(0) * per + (lid >> lg);
   long o0 = 0, o1 = 0;
   if (t < count) {
     o0 = offsets[base + t];
@@ -1056,7 +1065,7 @@ inline void pair_all(__global const ulong *w, __global const long *offsets, ulon
   // the barrier.
   for (uint t0 = (uint)get_group_id(0) * per; t0 < count; t0 += stride, flip ^= 1) {
     __local ulong *sa = scratch + flip * 2 * g, *sb = sa + g;
-    t = t0 + lid / 2;
+    t = t0 + (lid >> lg);
     ulong pos = (ulong)o0, end = (ulong)o1;
     if (t + stride < count) {
       o0 = offsets[base + t + stride];
@@ -1064,25 +1073,31 @@ inline void pair_all(__global const ulong *w, __global const long *offsets, ulon
     }
     if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
     ulong len = end - pos, a = 0, b = 0;
-    int mode = 0;   // 1: 17..240 bytes, 2: longer, both from the pair's parts
+    int mode = 0;   // 1: 17..240 bytes, 2: longer, both from the lanes' parts
     if (t < count) {
       if (len <= 16) {
         if (h == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
       } else if (len <= XXH_SHORT_MAX) {
         mode = 1;
-        xxh2_mid_parts(w, pos, (uint)len, h, seed, &a, &b);
+        xxhl_mid_parts(w, pos, (uint)len, h, nl, seed, &a, &b);
       } else if (len >= group_min) {
         if (h == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         mode = 2;
-        a = interleave ? xxhn_long(w, sec, pos, len, h, 2, 2) : xxhn_long(w, sec, pos, len, 2 * h, 1, 2);
+        a = nl == 4       ? xxhn_long(w, sec, pos, len, h, 1, 1)
+            : interleave ? xxhn_long(w, sec, pos, len, h, 2, 2)
+                         : xxhn_long(w, sec, pos, len, 2 * h, 1, 2);
       }
     }
     sa[lid] = a;
     sb[lid] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (mode && h == 0) {
-      ulong s = len * XXH_P64_1 + sa[lid] + sa[lid + 1], r = sb[lid] + sb[lid + 1];
+      ulong s = len * XXH_P64_1, r = 0;
+      for (uint q = 0; q < nl; q++) {
+        s += sa[lid + q];
+        r += sb[lid + q];
+      }
       // 129..240 bytes: the first eight chunks are avalanched on their own.
       ulong x = mode == 1 && len > 128 ? xxh3_avalanche(s) + r : s;
       out[out_off + base + t] = xxh3_avalanche(x) & mask;
@@ -1095,8 +1110,8 @@ __kernel void hash_pair_all(__global const ulong *w, __global const long *offset
                             ulong out_off, ulong nbytes, __global uint *huge_list,
                             __global uint *counts, ulong group_min, uint list_huge,
                             __local ulong *scratch) {
-  pair_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 0);
+  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 2, 0);
 }
 
 __kernel void hash_pair_all_x(__global const ulong *w, __global const long *offsets, ulong base,
@@ -1104,6 +1119,15 @@ __kernel void hash_pair_all_x(__global const ulong *w, __global const long *offs
                               ulong out_off, ulong nbytes, __global uint *huge_list,
                               __global uint *counts, ulong group_min, uint list_huge,
                               __local ulong *scratch) {
-  pair_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 1);
+  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+           group_min, list_huge, scratch, 2, 1);
+}
+
+__kernel void hash_quad_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
+  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
+            group_min, list_huge, scratch, 4, 0);
 }

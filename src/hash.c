@@ -28,7 +28,8 @@ static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
    mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat, 4 =
-   hash_solo_all, 5 = hash_pair_all, 6 = hash_pair_all_x (for
+   hash_solo_all, 5 = hash_pair_all, 6 = hash_pair_all_x, 7 =
+   hash_quad_all (for
    columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
    above); big 1 = hash_units + hash_chain, 2 = hash_big. */
 #define MID_DEFAULT 3
@@ -177,16 +178,18 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
   int oct = team_all && mid_v == 2;
   int big = any_huge && big_v == 2;
   int solo = team_all && mid_v == 4, pair = team_all && (mid_v == 5 || mid_v == 6);
+  int quad = team_all && mid_v == 7;
   size_t lanes = oct ? 8 : solo ? 1 : pair ? 2 : 4;
   const char *team_name = !team_all     ? "hash_team"
                           : oct          ? "hash_oct_all"
                           : solo         ? "hash_solo_all"
                           : pair         ? (mid_v == 6 ? "hash_pair_all_x" : "hash_pair_all")
+                          : quad         ? "hash_quad_all"
                           : mid_v == 3   ? "hash_team_all_flat"
                                          : "hash_team_all";
   /* Words of local memory a work-item of the team kernel needs (the
      24-word secret comes on top). */
-  size_t team_words = oct || pair ? 4 : solo ? 0 : 2;
+  size_t team_words = oct || pair || quad ? 4 : solo ? 0 : 2;
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;

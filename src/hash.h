@@ -46,7 +46,8 @@ void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
    branch-free loads), 4 = hash_solo_all (one work-item a label, no
    barriers), 5 = hash_pair_all (two lanes a label, four accumulators
    each: halves of a stripe), 6 = hash_pair_all_x (two lanes, their 16-byte
-   pieces interleaved); big 1 = hash_units + hash_chain, 2 = hash_big (one
+   pieces interleaved), 7 = hash_quad_all (four lanes as 3, with 4's
+   loads and one barrier a label); big 1 = hash_units + hash_chain, 2 = hash_big (one
    work-group a label, no scratch buffer), whose work-group size is big_wg
    (a power of two >= 8; 0 = sized from max_label, up to 256). mid_wg is
    the work-group size of the mid kernel (0 = 128). */

@@ -350,8 +350,8 @@ Test(hash_device, octets_and_big_kernels) {
   tabcl_context_destroy(ctx);
 }
 
-/* The one- and two-lane mid kernels (hash_solo_all, hash_pair_all and
-   hash_pair_all_x): every
+/* The one-, two- and four-lane mid kernels (hash_solo_all, hash_pair_all,
+   hash_pair_all_x, hash_quad_all): every
    length 0..2100 in one column (so starts take every residue mod 16 and
    the column's average keeps the mid kernel in charge on a CPU too),
    from three start offsets, in groups of 8 (many rounds a group) and the
@@ -361,7 +361,7 @@ Test(hash_device, solo_and_pair_kernels) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("hash_device/solo_and_pair")};
   uint8_t *big = random_bytes(&r, 20000 + 64);
-  for (int mid = 4; mid <= 6; mid++)
+  for (int mid = 4; mid <= 7; mid++)
     for (int64_t first = 0; first < 3; first++) {
       tabcl__hash_variants(mid, 0, 0, first == 1 ? 8 : 0);
       tt_strings s;
@@ -443,8 +443,8 @@ Test(hash_device, sliced_equals_unsliced) {
   tabcl_strings_view v = tt_view(&s);
   /* the default kernels, then the octets with hash_big, then the flat
      four-lane teams with hash_big, then one and two lanes a label, all sliced */
-  static const int mids[6] = {0, 2, 3, 4, 5, 6}, bigs[6] = {0, 2, 2, 2, 1, 2};
-  for (int k = 0; k < 6; k++) {
+  static const int mids[7] = {0, 2, 3, 4, 5, 6, 7}, bigs[7] = {0, 2, 2, 2, 1, 2, 1};
+  for (int k = 0; k < 7; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 1, 3, ~0ULL, 5);
   }
@@ -462,7 +462,7 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 8192 * s.length);
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < 7; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 2, 4, ~0ULL, 3);
   }
@@ -564,6 +564,7 @@ Test(hash_faults, injected_cl_failures_team_flat) { sweep_hash(1, 3); }
 Test(hash_faults, injected_cl_failures_solo) { sweep_hash(1, 4); }
 Test(hash_faults, injected_cl_failures_pair) { sweep_hash(1, 5); }
 Test(hash_faults, injected_cl_failures_pair_x) { sweep_hash(1, 6); }
+Test(hash_faults, injected_cl_failures_quad) { sweep_hash(1, 7); }
 Test(hash_faults, injected_alloc_failures_pair) { sweep_hash(0, 5); }
 #endif
 
@@ -646,7 +647,7 @@ Test(oclgrind_hash, octets_and_big) {
   tabcl_context_destroy(ctx);
 }
 
-/* hash_solo_all, hash_pair_all and hash_pair_all_x at tiny shapes: every length class at
+/* hash_solo_all, hash_pair_all, hash_pair_all_x and hash_quad_all at tiny shapes: every length class at
    odd starts, groups of 8 so groups take several rounds (and the solo
    kernel's work-items several labels), a huge label listed. */
 Test(oclgrind_hash, solo_and_pair) {
@@ -663,7 +664,7 @@ Test(oclgrind_hash, solo_and_pair) {
   tabcl_strings_view v = tt_view(&s);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   tabcl__hash_tune(2101, 0);
-  for (int mid = 4; mid <= 6; mid++) {
+  for (int mid = 4; mid <= 7; mid++) {
     tabcl__hash_variants(mid, 2, 16, 8);
     check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid - 4);
   }

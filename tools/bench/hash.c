@@ -40,7 +40,8 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl
    (missing fields 0 = the library's default): MID 1 hash_team_all (four
    lanes a label), 2 hash_oct_all (eight), 3 hash_team_all_flat, 4
    hash_solo_all (one work-item a label), 5 hash_pair_all (two), 6
-   hash_pair_all_x (two, pieces interleaved); MID_WG
+   hash_pair_all_x (two, pieces interleaved), 7 hash_quad_all (four, with
+   4's loads and one barrier a label); MID_WG
    their work-group size; BIG 1 hash_units + hash_chain, 2 hash_big (one
    work-group a label), BIG_WG its work-group size; GROUP_MIN the bytes
    from which labels take the big kernels. Every length is uploaded once
