@@ -29,19 +29,19 @@ static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
    mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat, 4 =
    hash_solo_all, 5 = hash_pair_all, 6 = hash_pair_all_x, 7 =
-   hash_quad_all (for
-   columns of an average label up to MID_SPLIT bytes, and MID_DEFAULT_LONG
-   above); big 1 = hash_units + hash_chain, 2 = hash_big. */
-#define MID_DEFAULT 3
+   hash_quad_all (MID_DEFAULT for columns of an average label up to
+   MID_SPLIT bytes, MID_DEFAULT_LONG above); big 1 = hash_units +
+   hash_chain, 2 = hash_big. From the H200 sweeps (tabcl-bench hash with
+   TABCL_BENCH_HASH_VARIANTS, 256 MiB columns, share of copy bandwidth):
+   256 B labels: pair_all 75% in groups of 64, team_all_flat 60%, team_all
+   47%; 1024 B: team_all_flat 87%, pair_all 79%; 4096 B: team_all_flat 89%,
+   pair_all 78%; 64 KiB: hash_big 66% in groups of up to 128 against 56%
+   with 256 and 31% for blocks + chain. */
+#define MID_DEFAULT 5
 #define MID_DEFAULT_LONG 3
-#define MID_SPLIT 1024
+#define MID_SPLIT 512
 #define BIG_DEFAULT 2
-/* Work-group sizes when no override is set. On the H200 (tabcl-bench hash
-   sweep, bench/RESULTS.md) hash_team_all_flat in groups of 128 hashed 256 B
-   labels at 59% of copy bandwidth against 56% with 256 and 47% for
-   hash_team_all; hash_big in groups of up to 128 hashed 64 KiB labels at
-   66% against 56% with 256 and 31% for blocks + chain. */
-#define MID_WG_DEFAULT 128
+#define MID_WG_DEFAULT 64
 #define BIG_WG_MAX 128
 static _Atomic int mid_variant, big_variant;
 static _Atomic size_t big_wg_override, mid_wg_override;
