@@ -27,6 +27,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 }
 
 static void destroy(tabcl_context *ctx) {
+  tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__program_cache_clear(ctx);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);
   if (ctx->cl) clReleaseContext(ctx->cl);
@@ -50,6 +51,11 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
   if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
     tabcl__free(ctx);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
+  }
+  if (tabcl__staging_init(ctx) != TABCL_OK) {
+    pthread_mutex_destroy(&ctx->lock);
+    tabcl__free(ctx);
+    return TABCL_OUT_OF_MEMORY;
   }
   ctx->hash_bits = 64;
   ctx->max_batch_per_launch = o.max_batch_per_launch;

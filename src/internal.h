@@ -95,6 +95,19 @@ tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_de
 
 typedef struct tabcl_program_entry tabcl_program_entry;
 
+/* A context's host staging area for uploads (buffer.c): one pinned buffer,
+   mapped for the context's life, used as two halves. */
+typedef struct tabcl_staging {
+  pthread_mutex_t lock;       /* guards everything below */
+  cl_mem mem;                 /* CL_MEM_ALLOC_HOST_PTR; NULL until first needed */
+  uint8_t *host;              /* its mapping */
+  size_t size;                /* bytes of mem; two halves of size / 2 */
+  cl_event busy[2];           /* the last transfer still reading each half, or NULL */
+  int next;                   /* the half the next chunk takes */
+  int force;                  /* test-only: 1 staged on any device, -1 never, 0 GPUs only */
+  size_t cap;                 /* most bytes the area may grow to */
+} tabcl_staging;
+
 struct tabcl_context {
   cl_platform_id platform;
   cl_device_id device;
@@ -110,6 +123,7 @@ struct tabcl_context {
   pthread_mutex_t lock;       /* guards programs and stats */
   tabcl_program_entry *programs;
   tabcl_stats stats;
+  tabcl_staging staging;      /* uploads on GPUs (buffer.c) */
 };
 
 void tabcl__stats_add(tabcl_context *ctx, uint64_t built, uint64_t from_cache, uint64_t launches);
@@ -194,6 +208,27 @@ tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t by
                           const void *src);
 tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes, void *dst);
 tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes);
+
+/* Produces bytes [at, at + n) of an upload's content into dst. */
+typedef void (*tabcl_fill_fn)(void *dst, size_t at, size_t n, const void *arg);
+/* Fills all `bytes` of m (from offset 0) with fill's content. On GPUs (or
+   when forced) through the context's staging area in chunks that may still
+   be in flight on return (later commands on the queue see the data); else
+   through one whole-buffer map. On failure m's content is undefined. */
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+                           const void *arg, const char *what);
+/* Whether tabcl__upload goes through the staging area on this context. */
+int tabcl__upload_staged(tabcl_context *ctx);
+/* Test-only: on = 1 stages uploads on any device, -1 never, 0 only on GPUs
+   (the default); cap bounds the area (0 = the default 64 MiB). Drops the
+   current area so the next upload makes one under the new cap. */
+void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap);
+/* Context creation and destruction (context.c). */
+tabcl_status tabcl__staging_init(tabcl_context *ctx);
+void tabcl__staging_destroy(tabcl_context *ctx);
+/* Staging buffers alive in the process; they are not in tabcl__mem_live,
+   since an area outlives the call that grew it. */
+long tabcl__staging_live(void);
 tabcl_status tabcl__finish(tabcl_context *ctx);
 
 /* ---- slicing (slice.c) ------------------------------------------------ */

@@ -101,61 +101,59 @@ void tabcl__strings_release(tabcl_dev_strings *s) {
    without a bounds check and without touching uninitialised memory. */
 static size_t padded_bytes(int64_t bytes) { return tabcl__round_up((size_t)bytes, 8) + 8; }
 
-/* Buffers are filled through a whole-buffer map rather than writes at
-   offsets: it needs no host staging copy, and oclgrind (21.10) loses track
-   of which bytes are initialised after a write at a non-zero offset. */
-static tabcl_status map_all(tabcl_context *ctx, cl_mem m, size_t bytes, void **out) {
-  cl_int err = CL_SUCCESS;
-  void *p = NULL;
-  if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
-                              NULL, NULL, &err);
-  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", "string column upload");
-  *out = p;
-  return TABCL_OK;
+/* Where a column's three buffers get their content from: the label bytes
+   from the first label's first byte (then zeros), the offsets of either
+   width minus the first, the validity bitmap as it is. */
+typedef struct column_src {
+  const uint8_t *first_byte;
+  size_t bytes;
+  const int64_t *o64;     /* one of o64, o32 */
+  const int32_t *o32;
+  int64_t first;
+  const uint8_t *validity;
+} column_src;
+
+static void fill_data(void *dst, size_t at, size_t n, const void *arg) {
+  const column_src *c = arg;
+  size_t k = at < c->bytes ? (c->bytes - at < n ? c->bytes - at : n) : 0;
+  if (k) memcpy(dst, c->first_byte + at, k);
+  memset((uint8_t *)dst + k, 0, n - k);
 }
 
-static tabcl_status unmap(tabcl_context *ctx, cl_mem m, void *p) {
-  int injected = tabcl__fault_cl();
-  /* An injected failure still unmaps, so the buffer is never released mapped. */
-  cl_int err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
-  if (injected && err == CL_SUCCESS) err = CL_OUT_OF_RESOURCES;
-  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", "string column upload");
+/* at and n are whole 8-byte offsets (tabcl__upload's chunks are). */
+static void fill_offsets(void *dst, size_t at, size_t n, const void *arg) {
+  const column_src *c = arg;
+  int64_t *d = dst;
+  size_t i0 = at / 8, count = n / 8;
+  if (c->o64)
+    for (size_t k = 0; k < count; k++) d[k] = c->o64[i0 + k] - c->first;
+  else
+    for (size_t k = 0; k < count; k++) d[k] = (int64_t)c->o32[i0 + k] - c->first;
 }
 
-/* Everything but the offsets, which the two entry points fill their own way. */
-static tabcl_status upload_parts(tabcl_context *ctx, int64_t length, int64_t bytes,
-                                 const uint8_t *first_byte, const uint8_t *validity,
-                                 tabcl_dev_strings *t) {
-  size_t padded = padded_bytes(bytes);
-  void *p = NULL;
+static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
+  memcpy(dst, ((const column_src *)arg)->validity + at, n);
+}
+
+/* Creates and fills the column's buffers (tabcl__upload picks the way: a
+   map on CPU devices, the context's staging area on GPUs). */
+static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const column_src *src,
+                                  tabcl_dev_strings *t) {
+  size_t padded = padded_bytes((int64_t)src->bytes);
+  size_t obytes = ((size_t)length + 1) * sizeof(int64_t);
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &t->data, "label bytes");
-  if (!s) s = map_all(ctx, t->data, padded, &p);
-  if (!s) {
-    if (bytes) memcpy(p, first_byte, (size_t)bytes);
-    memset((uint8_t *)p + bytes, 0, padded - (size_t)bytes);
-    s = unmap(ctx, t->data, p);
-  }
-  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, ((size_t)length + 1) * sizeof(int64_t),
-                                   NULL, &t->offsets, "label offsets");
-  if (!s && validity) {
+  if (!s) s = tabcl__upload(ctx, t->data, padded, fill_data, src, "label bytes");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, obytes, NULL, &t->offsets, "label offsets");
+  if (!s && src->validity) {
     size_t vbytes = ((size_t)length + 7) / 8;
     s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, vbytes, NULL, &t->validity, "validity bitmap");
-    if (!s) s = tabcl__write(ctx, t->validity, 0, vbytes, validity);
+    if (!s) s = tabcl__upload_staged(ctx)
+                    ? tabcl__upload(ctx, t->validity, vbytes, fill_validity, src, "validity bitmap")
+                    : tabcl__write(ctx, t->validity, 0, vbytes, src->validity);
   }
+  if (!s) s = tabcl__upload(ctx, t->offsets, obytes, fill_offsets, src, "label offsets");
   return s;
 }
-
-/* Fills the offsets buffer with length + 1 offsets, each minus the first. */
-#define WRITE_REBASED(ctx, mem, offsets, length, s)                                    \
-  do {                                                                                 \
-    int64_t *dst_ = NULL;                                                              \
-    (s) = map_all((ctx), (mem), ((size_t)(length) + 1) * sizeof *dst_, (void **)&dst_); \
-    if (s) break;                                                                      \
-    int64_t first_ = (int64_t)(offsets)[0];                                            \
-    for (int64_t i_ = 0; i_ <= (length); i_++) dst_[i_] = (int64_t)(offsets)[i_] - first_; \
-    (s) = unmap((ctx), (mem), dst_);                                                   \
-  } while (0)
 
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
                                    tabcl_dev_strings *out) {
@@ -167,10 +165,9 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
   const int64_t *offsets = v->offsets ? v->offsets : zero_offset;
   t.length = v->length;
   t.bytes = offsets[v->length] - offsets[0];
-  s = upload_parts(ctx, t.length, t.bytes, v->data ? v->data + offsets[0] : NULL, v->validity, &t);
-  if (!s) {
-    WRITE_REBASED(ctx, t.offsets, offsets, t.length, s);
-  }
+  column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t.bytes, offsets, NULL,
+                    offsets[0], v->validity};
+  s = upload_column(ctx, t.length, &src, &t);
   if (s) {
     tabcl__strings_release(&t);
     return s;
@@ -189,8 +186,9 @@ tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const i
   if (!offsets) offsets = zero_offset;
   t.length = length;
   t.bytes = (int64_t)offsets[length] - offsets[0];
-  s = upload_parts(ctx, length, t.bytes, data ? data + offsets[0] : NULL, validity, &t);
-  if (!s) WRITE_REBASED(ctx, t.offsets, offsets, length, s);
+  column_src src = {data ? data + offsets[0] : NULL, (size_t)t.bytes, NULL, offsets, offsets[0],
+                    validity};
+  s = upload_column(ctx, length, &src, &t);
   if (s) {
     tabcl__strings_release(&t);
     return s;
