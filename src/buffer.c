@@ -159,7 +159,9 @@ void tabcl__staging_destroy(tabcl_context *ctx) {
 
 int tabcl__upload_staged(tabcl_context *ctx) {
   int force = ctx->staging.force;
-  return force > 0 || (force == 0 && ctx->info.is_gpu);
+  /* oclgrind reports every device type at once: a GPU that is also a CPU
+     keeps the map, which oclgrind tracks (see above) */
+  return force > 0 || (force == 0 && ctx->info.is_gpu && !ctx->info.is_cpu);
 }
 
 void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap) {

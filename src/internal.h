@@ -104,7 +104,8 @@ typedef struct tabcl_staging {
   size_t size;                /* bytes of mem; two halves of size / 2 */
   cl_event busy[2];           /* the last transfer still reading each half, or NULL */
   int next;                   /* the half the next chunk takes */
-  int force;                  /* test-only: 1 staged on any device, -1 never, 0 GPUs only */
+  int force;                  /* test-only: 1 staged on any device, -1 never,
+                                 0 GPUs only (not oclgrind) */
   size_t cap;                 /* most bytes the area may grow to */
 } tabcl_staging;
 
@@ -220,8 +221,9 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fil
 /* Whether tabcl__upload goes through the staging area on this context. */
 int tabcl__upload_staged(tabcl_context *ctx);
 /* Test-only: on = 1 stages uploads on any device, -1 never, 0 only on GPUs
-   (the default); cap bounds the area (0 = the default 64 MiB). Drops the
-   current area so the next upload makes one under the new cap. */
+   (the default; not oclgrind, which is a CPU too); cap bounds the area
+   (0 = the default 64 MiB). Drops the current area so the next upload makes
+   one under the new cap. */
 void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap);
 /* Context creation and destruction (context.c). */
 tabcl_status tabcl__staging_init(tabcl_context *ctx);

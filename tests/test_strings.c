@@ -1,6 +1,9 @@
 /* String columns: validation messages for every bad view, upload of
  * sliced, empty and Arrow 32-bit columns (read back and compared with the
- * host view), and failure injection over the upload. */
+ * host view), and failure injection over the upload; the same through the
+ * GPU path's staging area forced on the CPU device (whole and in chunks of
+ * a tiny area), with lookups and threads sharing it. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +98,16 @@ static void expect_uploaded(tabcl_context *ctx, const tabcl_dev_strings *d, int6
   free(bytes_back);
 }
 
-Test(strings, upload_slices_nulls_and_empties) {
+/* on: as tabcl__upload_force_staging (0 = the device's own way). */
+static tabcl_context *context_staged(int on, size_t cap) {
   tabcl_context *ctx = tt_context();
+  tabcl__upload_force_staging(ctx, on, cap);
+  cr_assert_eq(tabcl__upload_staged(ctx), on > 0 || (on == 0 && tabcl__upload_staged(ctx)));
+  return ctx;
+}
+
+static void upload_slices_nulls_and_empties(int on, size_t cap) {
+  tabcl_context *ctx = context_staged(on, cap);
   tt_live base = tt_live_now();
   tt_rng r = {tt_seed("strings/upload")};
   for (int64_t first = 0; first < 12; first += 5) {
@@ -139,6 +150,13 @@ Test(strings, upload_slices_nulls_and_empties) {
   tabcl__strings_release(NULL);
   tt_expect_no_leak(base);
   tabcl_context_destroy(ctx);
+}
+
+Test(strings, upload_slices_nulls_and_empties) { upload_slices_nulls_and_empties(0, 0); }
+Test(strings_staged, upload_slices_nulls_and_empties) {
+  upload_slices_nulls_and_empties(1, 0);
+  upload_slices_nulls_and_empties(1, 40);   /* halves of 16 bytes: chunks everywhere */
+  upload_slices_nulls_and_empties(1, 1000);
 }
 
 Test(strings, upload_more_offsets_than_one_staging_chunk) {
@@ -187,8 +205,8 @@ Test(strings, upload_bad_view_is_rejected) {
   tabcl_context_destroy(ctx);
 }
 
-Test(strings, upload32_converts_arrow_offsets) {
-  tabcl_context *ctx = tt_context();
+static void upload32_converts_arrow_offsets(int on, size_t cap) {
+  tabcl_context *ctx = context_staged(on, cap);
   tt_rng r = {tt_seed("strings/upload32")};
   int n = 70000;
   int32_t *o32 = malloc(((size_t)n + 1) * sizeof *o32);
@@ -215,15 +233,213 @@ Test(strings, upload32_converts_arrow_offsets) {
   free(bits);
   tabcl_context_destroy(ctx);
 }
+Test(strings, upload32_converts_arrow_offsets) { upload32_converts_arrow_offsets(0, 0); }
+Test(strings_staged, upload32_converts_arrow_offsets) {
+  upload32_converts_arrow_offsets(1, 0);
+  upload32_converts_arrow_offsets(1, 4096);
+}
+
+/* Several columns uploaded back to back before any is read: later chunks
+   reuse halves whose earlier transfers may still be in flight. The first
+   column is all 0xFF so that stale staging bytes would show in the later
+   columns' zero padding. */
+static void staged_back_to_back(size_t cap) {
+  tabcl_context *ctx = context_staged(1, cap);
+  long areas = tabcl__staging_live();
+  tt_live base = tt_live_now();
+  tt_rng r = {tt_seed("strings_staged/back_to_back")};
+  enum { NCOL = 5 };
+  tt_strings s[NCOL];
+  tabcl_dev_strings d[NCOL];
+  memset(d, 0, sizeof d);
+  for (int c = 0; c < NCOL; c++) {
+    tt_strings_init(&s[c], (int64_t)tt_below(&r, 9));
+    int n = c == 0 ? 300 : (int)tt_below(&r, 2000);
+    for (int i = 0; i < n; i++) {
+      uint8_t b[33];
+      size_t len = (size_t)tt_below(&r, sizeof b);
+      for (size_t k = 0; k < len; k++) b[k] = c == 0 ? 0xFF : (uint8_t)tt_next(&r);
+      if (c && i % 11 == 5) tt_strings_push_null(&s[c]);
+      else tt_strings_push(&s[c], b, c == 0 ? 32 : len);
+    }
+    tabcl_strings_view v = tt_view(&s[c]);
+    if (c % 2) {
+      int32_t *o32 = malloc(((size_t)v.length + 1) * sizeof *o32);
+      for (int64_t i = 0; i <= v.length; i++) o32[i] = (int32_t)v.offsets[i];
+      tt_assert_ok(tabcl__strings_upload32(ctx, v.length, o32, v.data, v.validity, &d[c]));
+      free(o32);   /* the upload owns nothing of the caller's once it returns */
+    } else {
+      tt_assert_ok(tabcl__strings_upload(ctx, &v, &d[c]));
+    }
+  }
+  cr_expect_eq(tabcl__staging_live(), areas + 1, "one staging area for the context");
+  cr_expect_leq(ctx->staging.size, cap ? cap : (size_t)64 << 20);
+  for (int c = 0; c < NCOL; c++) {
+    tabcl_strings_view v = tt_view(&s[c]);
+    expect_uploaded(ctx, &d[c], v.length, v.offsets, v.data, v.validity);
+    tabcl__strings_release(&d[c]);
+    tt_strings_free(&s[c]);
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+  cr_expect_eq(tabcl__staging_live(), areas, "the area goes with the context");
+}
+Test(strings_staged, back_to_back_columns) {
+  staged_back_to_back(0);
+  staged_back_to_back(16);    /* the smallest area: 8-byte halves */
+  staged_back_to_back(104);
+}
+
+Test(strings_staged, area_grows_up_to_the_cap) {
+  tabcl_context *ctx = context_staged(1, 1 << 20);
+  tt_strings s;
+  tt_strings_init(&s, 0);
+  for (int i = 0; i < 20000; i++) tt_strings_push(&s, "0123456789abcdefghijklmnopqrstuvwxyz", 36);
+  tabcl_strings_view v = tt_view(&s);
+  tabcl_strings_view small = v;
+  small.length = 10;
+  tabcl_dev_strings d;
+  tt_assert_ok(tabcl__strings_upload(ctx, &small, &d));
+  size_t first = ctx->staging.size;
+  cr_expect_leq(first, (size_t)64 << 10, "a small upload makes a small area");
+  expect_uploaded(ctx, &d, small.length, small.offsets, small.data, NULL);
+  tabcl__strings_release(&d);
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));   /* 720,000 bytes: past the cap's halves */
+  cr_expect_eq(ctx->staging.size, (size_t)1 << 20, "grown to the cap, no further");
+  expect_uploaded(ctx, &d, v.length, v.offsets, v.data, NULL);
+  tabcl__strings_release(&d);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
+/* Threads sharing one context take turns on its staging area. */
+typedef struct upload_job {
+  tabcl_context *ctx;
+  int id, ok;
+} upload_job;
+
+static void *upload_thread(void *arg) {
+  upload_job *j = arg;
+  tt_rng r = {0x9E3779B97F4A7C15ull * (uint64_t)(j->id + 1)};
+  j->ok = 1;
+  for (int round = 0; round < 20 && j->ok; round++) {
+    int64_t n = (int64_t)tt_below(&r, 300);
+    int64_t *off = malloc(((size_t)n + 1) * sizeof *off);
+    uint8_t *data = malloc((size_t)n * 24 + 1);
+    off[0] = 0;
+    for (int64_t i = 0; i < n; i++) off[i + 1] = off[i] + (int64_t)tt_below(&r, 24);
+    for (int64_t i = 0; i < off[n]; i++) data[i] = (uint8_t)(j->id * 31 + i);
+    tabcl_strings_view v = {n, off, data, NULL};
+    tabcl_dev_strings d;
+    size_t padded = ((size_t)off[n] + 7) / 8 * 8 + 8;
+    uint8_t *back = malloc(padded);
+    int64_t *oback = malloc(((size_t)n + 1) * sizeof *oback);
+    if (tabcl__strings_upload(j->ctx, &v, &d) != TABCL_OK) j->ok = 0;
+    else {
+      if (tabcl__read(j->ctx, d.data, 0, padded, back) != TABCL_OK ||
+          tabcl__read(j->ctx, d.offsets, 0, ((size_t)n + 1) * 8, oback) != TABCL_OK ||
+          (off[n] && memcmp(back, data, (size_t)off[n]) != 0) ||
+          memcmp(oback, off, ((size_t)n + 1) * 8) != 0)
+        j->ok = 0;
+      for (size_t i = (size_t)off[n]; i < padded; i++)
+        if (back[i]) j->ok = 0;
+      tabcl__strings_release(&d);
+    }
+    free(off);
+    free(data);
+    free(back);
+    free(oback);
+  }
+  return NULL;
+}
+
+Test(strings_staged, threads_share_the_area) {
+  tabcl_context *ctx = context_staged(1, 64);
+  enum { NT = 4 };
+  pthread_t t[NT];
+  upload_job j[NT];
+  for (int i = 0; i < NT; i++) {
+    j[i] = (upload_job){ctx, i, 0};
+    cr_assert_eq(pthread_create(&t[i], NULL, upload_thread, &j[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) {
+    pthread_join(t[i], NULL);
+    cr_expect(j[i].ok, "thread %d read back what it uploaded", i);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* A lookup (upload, kernels, read back) through a tiny staging area gives
+   the codes the device's own path gives. */
+Test(strings_staged, lookup_matches_the_mapped_path) {
+  tt_rng r = {tt_seed("strings_staged/lookup")};
+  tt_strings vocab, query;
+  tt_strings_init(&vocab, 0);
+  tt_strings_init(&query, 5);
+  char b[80];
+  for (int i = 0; i < 500; i++) {
+    int len = snprintf(b, sizeof b, "label-%d-%0*d", i, (int)(i % 60), 7);
+    tt_strings_push(&vocab, b, (size_t)len);
+  }
+  for (int i = 0; i < 3000; i++) {
+    if (i % 13 == 4) {
+      tt_strings_push_null(&query);
+      continue;
+    }
+    int k = (int)tt_below(&r, 600);   /* past 500: not in the vocabulary */
+    int len = snprintf(b, sizeof b, "label-%d-%0*d", k, (int)(k % 60), 7);
+    tt_strings_push(&query, b, (size_t)len);
+  }
+  tabcl_strings_view vv = tt_view(&vocab), qv = tt_view(&query);
+  int32_t *want = malloc((size_t)qv.length * sizeof *want);
+  int32_t *got = malloc((size_t)qv.length * sizeof *got);
+  for (int pass = 0; pass < 3; pass++) {
+    tabcl_context *ctx = pass == 0 ? context_staged(-1, 0) : context_staged(1, pass == 1 ? 0 : 200);
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+    int32_t *out = pass == 0 ? want : got;
+    tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &out));
+    if (pass) cr_expect(memcmp(want, got, (size_t)qv.length * sizeof *got) == 0, "pass %d", pass);
+    tabcl_category_index_destroy(idx);
+    tabcl_context_destroy(ctx);
+  }
+  /* and the codes are right, not merely equal */
+  for (int64_t i = 0; i < qv.length; i++) {
+    size_t n;
+    const uint8_t *l = tt_label(&qv, i, &n);
+    int expect = -1;
+    if (l) {
+      int k = -1;
+      if (sscanf((const char *)l, "label-%d-", &k) == 1 && k < 500) expect = k;
+    }
+    cr_expect_eq(want[i], expect, "query %lld", (long long)i);
+    if (want[i] != expect) break;
+  }
+  free(want);
+  free(got);
+  tt_strings_free(&vocab);
+  tt_strings_free(&query);
+}
 
 #ifdef TABCL_FAULT_INJECTION
-static void sweep_upload(int which, int arrow) {
-  tabcl_context *ctx = tt_context();
+/* on, cap: as tabcl__upload_force_staging; fresh: every run starts without a
+   staging area (so its creation is swept too), else with the last run's. */
+static void sweep_upload(int which, int arrow, int on, size_t cap, int fresh) {
+  tabcl_context *ctx = context_staged(on, cap);
   int64_t off64[] = {4, 5, 5, 9, 12};
   int32_t off32[] = {4, 5, 5, 9, 12};
   const uint8_t data[] = "....abcdefghijk";
   uint8_t bits[1] = {0x0D};
+  long areas = tabcl__staging_live();
+  if (!fresh) {
+    /* the area made, and transfers from it maybe still pending */
+    tabcl_strings_view v = {4, off64, data, bits};
+    tabcl_dev_strings d;
+    tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
+    tabcl__strings_release(&d);
+  }
   for (long n = 1; n < 1000; n++) {
+    if (fresh) tabcl__upload_force_staging(ctx, on, cap);
     tt_live base = tt_live_now();
     tabcl_dev_strings d;
     memset(&d, 0x33, sizeof d);
@@ -234,6 +450,7 @@ static void sweep_upload(int which, int arrow) {
                            : tabcl__strings_upload(ctx, &v, &d);
     int fired = tabcl__fault_fired();
     tabcl__fault_reset();
+    cr_expect_leq(tabcl__staging_live(), areas + 1, "one area at most, run %ld", n);
     if (fired) {
       cr_expect_neq(s, TABCL_OK, "failure %ld was swallowed", n);
       cr_expect(memcmp(&d, &before, sizeof d) == 0, "out untouched after failure %ld", n);
@@ -247,8 +464,76 @@ static void sweep_upload(int which, int arrow) {
     cr_log_info("upload sweep: %ld points", n - 1);
     break;
   }
+  /* still usable after every failure: upload and check once more */
+  tabcl_dev_strings d;
+  tabcl_strings_view v = {4, off64, data, bits};
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
+  expect_uploaded(ctx, &d, 4, off64, data, bits);
+  tabcl__strings_release(&d);
   tabcl_context_destroy(ctx);
 }
-Test(strings_faults, injected_alloc_failures) { sweep_upload(0, 0); sweep_upload(0, 1); }
-Test(strings_faults, injected_cl_failures) { sweep_upload(1, 0); sweep_upload(1, 1); }
+Test(strings_faults, injected_alloc_failures) { sweep_upload(0, 0, 0, 0, 0); sweep_upload(0, 1, 0, 0, 0); }
+Test(strings_faults, injected_cl_failures) { sweep_upload(1, 0, 0, 0, 0); sweep_upload(1, 1, 0, 0, 0); }
+Test(strings_faults, staged_alloc_failures) {
+  for (int fresh = 0; fresh < 2; fresh++) {
+    sweep_upload(0, 0, 1, 0, fresh);
+    sweep_upload(0, 1, 1, 24, fresh);
+  }
+}
+Test(strings_faults, staged_cl_failures) {
+  for (int fresh = 0; fresh < 2; fresh++)
+    for (int arrow = 0; arrow < 2; arrow++) {
+      sweep_upload(1, arrow, 1, 0, fresh);
+      sweep_upload(1, arrow, 1, 16, fresh);   /* 8-byte halves: every chunk's wait and flush */
+    }
+}
+
+/* The host lookup call through a tiny staging area: every injected
+   failure returns non-OK, leaks nothing and leaves the codes untouched,
+   and the index and context go on working. */
+static void sweep_lookup(int which, int fresh) {
+  tabcl_context *ctx = context_staged(1, 32);
+  static const char *const vocab[] = {"red", "green", "blue", "a much longer label than the rest"};
+  static const char *const query[] = {"blue", "nope", "red", "a much longer label than the rest",
+                                      "green"};
+  const int32_t want[5] = {2, -1, 0, 3, 1};
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  tt_strings_init(&q, 3);
+  for (int i = 0; i < 4; i++) tt_strings_push(&v, vocab[i], strlen(vocab[i]));
+  for (int i = 0; i < 5; i++) tt_strings_push(&q, query[i], strlen(query[i]));
+  tabcl_strings_view vv = tt_view(&v), qv = tt_view(&q);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  int32_t got[5];
+  int32_t *out = got;
+  tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &out));   /* programs built */
+  long n = 1;
+  for (; n < 2000; n++) {
+    if (fresh) tabcl__upload_force_staging(ctx, 1, 32);
+    tt_live base = tt_live_now();
+    for (int i = 0; i < 5; i++) got[i] = 77;
+    tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+    tabcl_status s = tabcl_category_index_lookup(idx, 1, &qv, &out);
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    tt_expect_no_leak(base);
+    if (fired) {
+      cr_expect_neq(s, TABCL_OK, "failure %ld was swallowed", n);
+      for (int i = 0; i < 5; i++) cr_expect_eq(got[i], 77, "code %d touched by failure %ld", i, n);
+      continue;
+    }
+    tt_assert_ok(s);
+    for (int i = 0; i < 5; i++) cr_expect_eq(got[i], want[i], "query %d", i);
+    break;
+  }
+  cr_expect_gt(n, 3, "the sweep reached the uploads");
+  cr_log_info("staged lookup sweep: %ld points", n - 1);
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+Test(strings_faults, staged_lookup_alloc_failures) { sweep_lookup(0, 0); sweep_lookup(0, 1); }
+Test(strings_faults, staged_lookup_cl_failures) { sweep_lookup(1, 0); sweep_lookup(1, 1); }
 #endif
