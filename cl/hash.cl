@@ -17,16 +17,12 @@
 //               across the whole column (hash_units, four lanes a block,
 //               no barriers) and only the scrambles between blocks run in
 //               order, eight lanes a label (hash_chain).
-// Selectable instead (tabcl__hash_variants, for sweeps on a GPU):
-//   hash_oct_all        hash_team_all with eight lanes a label, one
-//                       accumulator each;
+// Alternatives with the same results (tabcl__hash_variants picks; the
+// defaults, from sweeps on the H200, are in src/hash.c):
 //   hash_team_all_flat  hash_team_all whose tails load without branches;
-//   hash_solo_all       hash_team_all with one work-item a label (all
-//                       eight accumulators, no barriers);
-//   hash_pair_all       the same with two lanes a label, four each
-//                       (hash_pair_all_x: their pieces interleaved);
-//   hash_quad_all       four lanes a label as hash_team_all_flat, with
-//                       hash_solo_all's loads and one barrier a round;
+//   hash_pair_all       the same with two lanes a label, four
+//                       accumulators each, every load of a run of
+//                       stripes issued before any arithmetic;
 //   hash_big            one work-group a huge label, its blocks side by
 //                       side and the scrambles in local memory (one
 //                       launch, no scratch buffer).
@@ -427,7 +423,7 @@ __kernel void hash_team_all(__global const ulong *w, __global const long *offset
 }
 
 // hash_team_all whose long labels' tails load without branches
-// (xxh_team_part_flat, below with the octet helpers).
+// (xxh_team_part_flat, below with hash_big's helpers).
 __kernel void hash_team_all_flat(__global const ulong *w, __global const long *offsets,
                                  ulong base, uint count, ulong seed, ulong mask,
                                  __global ulong *out, ulong out_off, ulong nbytes,
@@ -540,14 +536,15 @@ __kernel void hash_chain(__global const long *offsets, ulong base, uint count, u
   }
 }
 
-// ---- Eight lanes a label (selectable; see tabcl__hash_variants) ---------
+// ---- Branch-free loads (hash_big, hash_team_all_flat) ------------------
 //
 // Lane j of an octet owns accumulator j alone: for every stripe it reads
 // the 16-byte pair of words j & ~1 and j | 1 (it needs its partner's word
 // too, XXH3 adds it into accumulator j), so the octet reads a stripe's 64
 // bytes as four 16-byte pieces, each fetched by two adjacent lanes, and a
-// warp reads four stripes side by side. Aligned pieces (labels starting
-// on a 16-byte boundary) take one 16-byte load.
+// warp reads four stripes side by side (hash_big). hash_team_all_flat's
+// four lanes each keep both accumulators of one pair. Aligned pieces
+// (labels starting on a 16-byte boundary) take one 16-byte load.
 
 #define XXH_CHUNK 8
 
@@ -659,15 +656,6 @@ inline ulong xxh8_tail(__global const ulong *w, __local const ulong *sec, ulong 
   return xxh8_acc(last, j, xxh_lsec(sec, 121 + 8 * j), a);
 }
 
-// Lane j's accumulator for a label of more than 240 bytes (before the merge).
-ulong xxh8_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len, uint j) {
-  ulong a = xxh_init[j];
-  ulong blocks = (len - 1) / XXH_BLOCK;
-  ulong key = sec[16 + j];
-  for (ulong b = 0; b < blocks; b++) a = xxh_scramble(xxh8_block(w, sec, pos + b * XXH_BLOCK, j, a), key);
-  return xxh8_tail(w, sec, pos, len, pos + blocks * XXH_BLOCK, j, a);
-}
-
 // xxh_team_part with the octets' loads: lane p keeps accumulators 2p and
 // 2p + 1 of the same 16-byte pairs (stripes loaded XXH_CHUNK at a time,
 // unconditionally; the last stripe's load issued first).
@@ -705,93 +693,6 @@ inline ulong xxh8_merge(__local const ulong *x, ulong len) {
   ulong h = len * XXH_P64_1;
   for (uint q = 0; q < 4; q++) h += xxh_fold(x[2 * q], x[2 * q + 1]);
   return xxh3_avalanche(h);
-}
-
-// Lane j's share of a label of 17..240 bytes: xxh_mid_parts with eight
-// lanes (up to 128 bytes the four chunk pairs go to lanes 0..3; above,
-// lane j takes chunk j of the first eight and every eighth later one).
-void xxh8_mid_parts(__global const ulong *w, ulong pos, uint len, uint j, ulong seed, ulong *a,
-                    ulong *b) {
-  if (len <= 128) {
-    *a = j < 4 && len > 32 * j ? xxh_mix16(w, pos + 16 * j, 32 * j, seed) +
-                                     xxh_mix16(w, pos + len - 16 * (j + 1), 32 * j + 16, seed)
-                               : 0;
-    *b = 0;
-    return;
-  }
-  *a = xxh_mix16(w, pos + 16 * j, 16 * j, seed);
-  ulong x = 0;
-  uint rounds = len / 16;
-  for (uint i = 8 + j; i < rounds; i += 8) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
-  if (j == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
-  *b = x;
-}
-
-// hash_team_all with octets (same arguments and lists). scratch holds two
-// buffers of two words per work-item (rounds alternate between them, so
-// one barrier a round keeps a round's writes off the last one's reads)
-// and then the 24-word secret; the work-group size is a multiple of 8.
-__kernel void hash_oct_all(__global const ulong *w, __global const long *offsets, ulong base,
-                           uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                           ulong nbytes, __global uint *huge_list, __global uint *counts,
-                           ulong group_min, uint list_huge, __local ulong *scratch) {
-  uint g = (uint)get_local_size(0);
-  __local ulong *sec = scratch + 4 * g;
-  xxh_derive(sec, seed);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint lid = (uint)get_local_id(0), j = lid & 7, o = lid & ~7u;
-  uint per = g / 8, stride = (uint)get_num_groups(0) * per;
-  uint flip = 0;
-  // The next round's offsets are loaded a round ahead and checked only
-  // when used, so their latency hides behind this round's data.
-  uint t = (uint)get_group_id(0) * per + lid / 8;
-  long o0 = 0, o1 = 0;
-  if (t < count) {
-    o0 = offsets[base + t];
-    o1 = offsets[base + t + 1];
-  }
-  for (uint t0 = (uint)get_group_id(0) * per; t0 < count; t0 += stride, flip ^= 1) {
-    __local ulong *sa = scratch + flip * 2 * g, *sb = sa + g;
-    t = t0 + lid / 8;
-    ulong pos = (ulong)o0, end = (ulong)o1;
-    if (t + stride < count) {
-      o0 = offsets[base + t + stride];
-      o1 = offsets[base + t + stride + 1];
-    }
-    if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
-    ulong len = end - pos, a = 0, b = 0;
-    int mode = 0;   // 1: 17..240 bytes, 2: longer, both from the octet's parts
-    if (t < count) {
-      if (len <= 16) {
-        if (j == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
-      } else if (len <= XXH_SHORT_MAX) {
-        mode = 1;
-        xxh8_mid_parts(w, pos, (uint)len, j, seed, &a, &b);
-      } else if (len >= group_min) {
-        if (j == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
-      } else {
-        mode = 2;
-        a = xxh8_keyed(sec, j, xxh8_long(w, sec, pos, len, j));
-      }
-    }
-    sa[lid] = a;
-    sb[lid] = b;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (mode && j == 0) {
-      ulong h;
-      if (mode == 2) {
-        h = xxh8_merge(sa + o, len);
-      } else {
-        ulong s = len * XXH_P64_1, r = 0;
-        for (uint q = 0; q < 8; q++) {
-          s += sa[o + q];
-          r += sb[o + q];
-        }
-        h = xxh3_avalanche(len > 128 ? xxh3_avalanche(s) + r : s);
-      }
-      out[out_off + base + t] = h & mask;
-    }
-  }
 }
 
 // Labels of group_min bytes or more, one work-group a label (groups loop
@@ -851,171 +752,111 @@ __kernel void hash_big(__global const ulong *w, __global const long *offsets, ul
   }
 }
 
-// ---- One work-item a label, or two (selectable; tabcl__hash_variants) ---
+// ---- Two lanes a label (hash_pair_all) -----------------------------------
 //
-// A lane owns np (4 or 2, a literal after inlining) 16-byte pieces of
-// every stripe, pieces q0, q0 + qs, ..: piece q is words 2q and 2q + 1,
-// whose accumulators make one term of the merge. Labels of 256 bytes are
-// only four stripes: with four lanes a label each lane had one 16-byte load
-// per stripe in flight and a barrier a label; here a lane issues every load
-// of a run of stripes (and of the final stripe) before any arithmetic, so
-// more bytes are in flight per lane, and one lane a label needs no barrier
-// at all (the merge is its own). Two lanes either split a stripe in halves
-// (qs 1) or interleave their pieces (qs 2: a warp's load then reads 32
-// whole bytes of each label rather than two half-used 32-byte sectors).
+// Lane h owns pieces 2h and 2h + 1 of every stripe (piece q is words 2q
+// and 2q + 1, whose accumulators make one term of the merge): words and
+// accumulators 4h .. 4h + 3. Labels of 256 bytes are only four stripes:
+// with four lanes a label each lane had one 16-byte load per stripe in
+// flight and a barrier a label; here a lane issues every load of a run of
+// stripes (and of the final stripe) before any arithmetic, so more bytes
+// are in flight per lane. (On the H200 this beat one lane a label, two
+// with their pieces interleaved and four with these loads.)
 
-#define XXH_SOLO_CHUNK 4
+#define XXH_PAIR_CHUNK 4
 
-// Word m (< 2 np) of the lane's share of a stripe.
-inline uint xxhn_word(uint m, uint q0, uint qs) { return 2 * (q0 + (m >> 1) * qs) + (m & 1); }
-
-// The lane's pieces of the stripe at byte `at` (any alignment) into v.
-inline void xxhn_load(__global const ulong *w, ulong at, uint q0, uint qs, uint np, ulong *v) {
+// Lane h's four words of the stripe at byte `at` (any alignment) into v.
+inline void xxh2_load(__global const ulong *w, ulong at, uint h, ulong *v) {
   if ((at & 15) == 0) {
-    __global const ulong2 *b = (__global const ulong2 *)(w + (at >> 3));
-#pragma unroll
-    for (uint k = 0; k < np; k++) {
-      ulong2 x = b[q0 + k * qs];
-      v[2 * k] = x.x;
-      v[2 * k + 1] = x.y;
-    }
+    __global const ulong2 *b = (__global const ulong2 *)(w + (at >> 3)) + 2 * h;
+    ulong2 x = b[0], y = b[1];
+    v[0] = x.x;
+    v[1] = x.y;
+    v[2] = y.x;
+    v[3] = y.y;
     return;
   }
+  // The two pieces lie side by side and share their joining word.
   uint r = (uint)(at & 7) * 8;
-  __global const ulong *b = w + (at >> 3);
-  ulong t[12];
-  if (qs == 1) {
-    // Side by side pieces share their joining words.
+  __global const ulong *b = w + (at >> 3) + 4 * h;
+  ulong t[5];
 #pragma unroll
-    for (uint m = 0; m <= 2 * np; m++) t[m] = b[2 * q0 + m];
+  for (uint m = 0; m < 5; m++) t[m] = b[m];
 #pragma unroll
-    for (uint m = 0; m < 2 * np; m++) v[m] = xxh_join(t[m], t[m + 1], r);
-    return;
-  }
-#pragma unroll
-  for (uint k = 0; k < np; k++)
-#pragma unroll
-    for (uint m = 0; m < 3; m++) t[3 * k + m] = b[2 * (q0 + k * qs) + m];
-#pragma unroll
-  for (uint k = 0; k < np; k++) {
-    v[2 * k] = xxh_join(t[3 * k], t[3 * k + 1], r);
-    v[2 * k + 1] = xxh_join(t[3 * k + 1], t[3 * k + 2], r);
-  }
+  for (uint m = 0; m < 4; m++) v[m] = xxh_join(t[m], t[m + 1], r);
 }
 
-// The lane's accumulators over one stripe's words v, keyed by the derived
+// Lane h's accumulators over one stripe's words v, keyed by the derived
 // secret's word ks + j for accumulator j, or (koff set: the final stripe)
 // from byte koff + 8 j.
-inline void xxhn_acc(const ulong *v, __local const ulong *sec, uint ks, uint koff, uint q0,
-                     uint qs, uint np, ulong *acc) {
+inline void xxh2_acc(const ulong *v, __local const ulong *sec, uint ks, uint koff, uint h,
+                     ulong *acc) {
 #pragma unroll
-  for (uint m = 0; m < 2 * np; m++) {
-    uint j = xxhn_word(m, q0, qs);
+  for (uint m = 0; m < 4; m++) {
+    uint j = 4 * h + m;
     ulong k = koff ? xxh_lsec(sec, koff + 8 * j) : sec[ks + j];
     ulong d = v[m] ^ k;
     acc[m] += v[m ^ 1] + (ulong)(uint)d * (ulong)(uint)(d >> 32);
   }
 }
 
-// Stripes s0 .. s0 + XXH_SOLO_CHUNK - 1 (those below `stripes`) from byte
+// Stripes s0 .. s0 + XXH_PAIR_CHUNK - 1 (those below `stripes`) from byte
 // `pos`: all loads first (a stripe past the count reloads the last one
 // and is not added; no branch between the loads).
-inline void xxhn_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
-                     uint stripes, uint q0, uint qs, uint np, ulong *acc) {
-  ulong v[XXH_SOLO_CHUNK][8];
+inline void xxh2_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
+                     uint stripes, uint h, ulong *acc) {
+  ulong v[XXH_PAIR_CHUNK][4];
 #pragma unroll
-  for (uint k = 0; k < XXH_SOLO_CHUNK; k++)
-    xxhn_load(w, pos + 64 * (ulong)min(s0 + k, stripes - 1), q0, qs, np, v[k]);
+  for (uint k = 0; k < XXH_PAIR_CHUNK; k++)
+    xxh2_load(w, pos + 64 * (ulong)min(s0 + k, stripes - 1), h, v[k]);
 #pragma unroll
-  for (uint k = 0; k < XXH_SOLO_CHUNK; k++) {
-    ulong nacc[8];
+  for (uint k = 0; k < XXH_PAIR_CHUNK; k++) {
+    ulong nacc[4];
 #pragma unroll
-    for (uint m = 0; m < 2 * np; m++) nacc[m] = acc[m];
-    xxhn_acc(v[k], sec, min(s0 + k, stripes - 1), 0, q0, qs, np, nacc);
+    for (uint m = 0; m < 4; m++) nacc[m] = acc[m];
+    xxh2_acc(v[k], sec, min(s0 + k, stripes - 1), 0, h, nacc);
     int in = s0 + k < stripes;
 #pragma unroll
-    for (uint m = 0; m < 2 * np; m++) acc[m] = in ? nacc[m] : acc[m];
+    for (uint m = 0; m < 4; m++) acc[m] = in ? nacc[m] : acc[m];
   }
 }
 
-inline void xxhn_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
-                         uint stripes, uint q0, uint qs, uint np, ulong *acc) {
-  for (uint s0 = 0; s0 < stripes; s0 += XXH_SOLO_CHUNK)
-    xxhn_run(w, sec, pos, s0, stripes, q0, qs, np, acc);
+inline void xxh2_stripes(__global const ulong *w, __local const ulong *sec, ulong pos,
+                         uint stripes, uint h, ulong *acc) {
+  for (uint s0 = 0; s0 < stripes; s0 += XXH_PAIR_CHUNK) xxh2_run(w, sec, pos, s0, stripes, h, acc);
 }
 
-// The lane's part of the merge of a label of more than 240 bytes: its
+// Lane h's part of the merge of a label of more than 240 bytes: its
 // accumulators through every block, the tail and the final stripe (whose
 // load is issued first), folded piece by piece.
-inline ulong xxhn_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
-                       uint q0, uint qs, uint np) {
-  ulong acc[8];
+inline ulong xxh2_long(__global const ulong *w, __local const ulong *sec, ulong pos, ulong len,
+                       uint h) {
+  ulong acc[4];
 #pragma unroll
-  for (uint m = 0; m < 2 * np; m++) acc[m] = xxh_init[xxhn_word(m, q0, qs)];
+  for (uint m = 0; m < 4; m++) acc[m] = xxh_init[4 * h + m];
   ulong blocks = (len - 1) / XXH_BLOCK;
   for (ulong b = 0; b < blocks; b++) {
-    xxhn_stripes(w, sec, pos + b * XXH_BLOCK, 16, q0, qs, np, acc);
+    xxh2_stripes(w, sec, pos + b * XXH_BLOCK, 16, h, acc);
 #pragma unroll
-    for (uint m = 0; m < 2 * np; m++) acc[m] = xxh_scramble(acc[m], sec[16 + xxhn_word(m, q0, qs)]);
+    for (uint m = 0; m < 4; m++) acc[m] = xxh_scramble(acc[m], sec[16 + 4 * h + m]);
   }
-  ulong last[8];
-  xxhn_load(w, pos + len - 64, q0, qs, np, last);
+  ulong last[4];
+  xxh2_load(w, pos + len - 64, h, last);
   uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-  xxhn_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, q0, qs, np, acc);
-  xxhn_acc(last, sec, 0, 121, q0, qs, np, acc);
-  ulong part = 0;
-#pragma unroll
-  for (uint k = 0; k < np; k++) part += xxh_merge_part(sec, q0 + k * qs, acc[2 * k], acc[2 * k + 1]);
-  return part;
+  xxh2_stripes(w, sec, pos + blocks * XXH_BLOCK, tail, h, acc);
+  xxh2_acc(last, sec, 0, 121, h, acc);
+  return xxh_merge_part(sec, 2 * h, acc[0], acc[1]) + xxh_merge_part(sec, 2 * h + 1, acc[2], acc[3]);
 }
 
-// hash_team_all with one work-item a label: no barrier after the secret's
-// (the trip counts differ between work-items, which is fine without one).
-// Same arguments; scratch holds the 24-word secret alone. The next
-// label's offsets are loaded a label ahead.
-__kernel void hash_solo_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
-  __local ulong *sec = scratch;
-  xxh_derive(sec, seed);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint stride = (uint)get_global_size(0);
-  uint t = (uint)get_global_id(0);
-  long o0 = 0, o1 = 0;
-  if (t < count) {
-    o0 = offsets[base + t];
-    o1 = offsets[base + t + 1];
-  }
-  for (; t < count; t += stride) {
-    ulong pos = (ulong)o0, end = (ulong)o1;
-    if (t + stride < count) {
-      o0 = offsets[base + t + stride];
-      o1 = offsets[base + t + stride + 1];
-    }
-    if (end < pos || end > nbytes) pos = end = 0;   // as xxh_span
-    ulong len = end - pos;
-    if (len <= XXH_SHORT_MAX) {
-      out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
-    } else if (len >= group_min) {
-      if (list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
-    } else {
-      ulong h = len * XXH_P64_1 + xxhn_long(w, sec, pos, len, 0, 1, 4);
-      out[out_off + base + t] = xxh3_avalanche(h) & mask;
-    }
-  }
-}
-
-// Lane h (of nl, 2 or 4) of a label of 17..240 bytes: xxh_mid_parts with
-// nl lanes (chunk pairs h, h + nl, .. up to 128 bytes; above, chunks h,
-// h + nl, .. of the first eight into *a, every nl-th later one into *b,
-// and for lane 0 the last 16 bytes).
-void xxhl_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, uint nl, ulong seed,
-                    ulong *a, ulong *b) {
+// Lane h's share of a label of 17..240 bytes: xxh_mid_parts with two
+// lanes (chunk pairs h and h + 2 up to 128 bytes; above, chunks h, h + 2,
+// .. of the first eight into *a, every other later one into *b, and for
+// lane 0 the last 16 bytes).
+void xxh2_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, ulong seed, ulong *a,
+                    ulong *b) {
   ulong x = 0;
   if (len <= 128) {
-    for (uint q = h; q < 4; q += nl)
+    for (uint q = h; q < 4; q += 2)
       if (len > 32 * q)
         x += xxh_mix16(w, pos + 16 * q, 32 * q, seed) +
              xxh_mix16(w, pos + len - 16 * (q + 1), 32 * q + 16, seed);
@@ -1023,39 +864,34 @@ void xxhl_mid_parts(__global const ulong *w, ulong pos, uint len, uint h, uint n
     *b = 0;
     return;
   }
-  for (uint i = h; i < 8; i += nl) x += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
+  for (uint i = h; i < 8; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * i, seed);
   *a = x;
   x = 0;
   uint rounds = len / 16;
-  for (uint i = 8 + h; i < rounds; i += nl) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
+  for (uint i = 8 + h; i < rounds; i += 2) x += xxh_mix16(w, pos + 16 * i, 16 * (i - 8) + 3, seed);
   if (h == 0) x += xxh_mix16(w, pos + len - 16, 119, seed);
   *b = x;
 }
 
-// hash_team_all with nl (2 or 4, a literal) lanes a label and one
-// barrier a round: two lanes own pieces 2h and 2h + 1 of every stripe
-// (accumulators 4h .. 4h + 3), or with interleave pieces h and h + 2;
-// four own piece h each (hash_team_all_flat's split, with
-// its stripes and the final one loaded before any arithmetic). The next
-// round's offsets are loaded a round ahead. scratch holds two buffers of
-// two words per work-item (rounds alternate between them) and then the
-// 24-word secret; the work-group size is a multiple of nl.
-inline void lanes_all(__global const ulong *w, __global const long *offsets, ulong base,
-                      uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                      ulong nbytes, __global uint *huge_list, __global uint *counts,
-                      ulong group_min, uint list_huge, __local ulong *scratch, uint nl,
-                      int interleave) {
+// hash_team_all with two lanes a label (same arguments and lists) and one
+// barrier a round: scratch holds two buffers of two words per work-item
+// (rounds alternate between them, so one barrier keeps a round's writes
+// off the last one's reads) and then the 24-word secret; the work-group
+// size is even. The next round's offsets are loaded a round ahead and
+// checked only when used, so their latency hides behind this round's data.
+__kernel void hash_pair_all(__global const ulong *w, __global const long *offsets, ulong base,
+                            uint count, ulong seed, ulong mask, __global ulong *out,
+                            ulong out_off, ulong nbytes, __global uint *huge_list,
+                            __global uint *counts, ulong group_min, uint list_huge,
+                            __local ulong *scratch) {
   uint g = (uint)get_local_size(0);
   __local ulong *sec = scratch + 4 * g;
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
-  // Shifts, not division: a divisor unknown to the compiler became a
-  // freeze instruction that oclgrind 21.10 cannot check.
-  uint lg = nl == 4 ? 2 : 1;
-  uint lid = (uint)get_local_id(0), h = lid & (nl - 1);
-  uint per = g >> lg, stride = (uint)get_num_groups(0) * per;
+  uint lid = (uint)get_local_id(0), h = lid & 1;
+  uint per = g >> 1, stride = (uint)get_num_groups(0) * per;
   uint flip = 0;
-  uint t = (uint)get_group_id(0) * per + (lid >> lg);
+  uint t = (uint)get_group_id(0) * per + (lid >> 1);
   long o0 = 0, o1 = 0;
   if (t < count) {
     o0 = offsets[base + t];
@@ -1065,7 +901,7 @@ inline void lanes_all(__global const ulong *w, __global const long *offsets, ulo
   // the barrier.
   for (uint t0 = (uint)get_group_id(0) * per; t0 < count; t0 += stride, flip ^= 1) {
     __local ulong *sa = scratch + flip * 2 * g, *sb = sa + g;
-    t = t0 + (lid >> lg);
+    t = t0 + (lid >> 1);
     ulong pos = (ulong)o0, end = (ulong)o1;
     if (t + stride < count) {
       o0 = offsets[base + t + stride];
@@ -1079,55 +915,22 @@ inline void lanes_all(__global const ulong *w, __global const long *offsets, ulo
         if (h == 0) out[out_off + base + t] = xxh_short(w, pos, (uint)len, seed) & mask;
       } else if (len <= XXH_SHORT_MAX) {
         mode = 1;
-        xxhl_mid_parts(w, pos, (uint)len, h, nl, seed, &a, &b);
+        xxh2_mid_parts(w, pos, (uint)len, h, seed, &a, &b);
       } else if (len >= group_min) {
         if (h == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         mode = 2;
-        a = nl == 4       ? xxhn_long(w, sec, pos, len, h, 1, 1)
-            : interleave ? xxhn_long(w, sec, pos, len, h, 2, 2)
-                         : xxhn_long(w, sec, pos, len, 2 * h, 1, 2);
+        a = xxh2_long(w, sec, pos, len, h);
       }
     }
     sa[lid] = a;
     sb[lid] = b;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (mode && h == 0) {
-      ulong s = len * XXH_P64_1, r = 0;
-      for (uint q = 0; q < nl; q++) {
-        s += sa[lid + q];
-        r += sb[lid + q];
-      }
+      ulong s = len * XXH_P64_1 + sa[lid] + sa[lid + 1], r = sb[lid] + sb[lid + 1];
       // 129..240 bytes: the first eight chunks are avalanched on their own.
       ulong x = mode == 1 && len > 128 ? xxh3_avalanche(s) + r : s;
       out[out_off + base + t] = xxh3_avalanche(x) & mask;
     }
   }
-}
-
-__kernel void hash_pair_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
-  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 2, 0);
-}
-
-__kernel void hash_pair_all_x(__global const ulong *w, __global const long *offsets, ulong base,
-                              uint count, ulong seed, ulong mask, __global ulong *out,
-                              ulong out_off, ulong nbytes, __global uint *huge_list,
-                              __global uint *counts, ulong group_min, uint list_huge,
-                              __local ulong *scratch) {
-  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 2, 1);
-}
-
-__kernel void hash_quad_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
-  lanes_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-            group_min, list_huge, scratch, 4, 0);
 }

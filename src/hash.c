@@ -27,16 +27,18 @@
 static _Atomic int64_t group_min_override;
 static _Atomic size_t group_wg_override;
 /* The kernel choices when no variant is set (see tabcl__hash_variants):
-   mid 1 = hash_team_all, 2 = hash_oct_all, 3 = hash_team_all_flat, 4 =
-   hash_solo_all, 5 = hash_pair_all, 6 = hash_pair_all_x, 7 =
-   hash_quad_all (MID_DEFAULT for columns of an average label up to
-   MID_SPLIT bytes, MID_DEFAULT_LONG above); big 1 = hash_units +
-   hash_chain, 2 = hash_big. From the H200 sweeps (tabcl-bench hash with
-   TABCL_BENCH_HASH_VARIANTS, 256 MiB columns, share of copy bandwidth):
-   256 B labels: pair_all 75% in groups of 64, team_all_flat 60%, team_all
-   47%; 1024 B: team_all_flat 87%, pair_all 79%; 4096 B: team_all_flat 89%,
-   pair_all 78%; 64 KiB: hash_big 66% in groups of up to 128 against 56%
-   with 256 and 31% for blocks + chain. */
+   mid 1 = hash_team_all, 3 = hash_team_all_flat, 5 = hash_pair_all
+   (MID_DEFAULT for columns of an average label up to MID_SPLIT bytes,
+   MID_DEFAULT_LONG above); big 1 = hash_units + hash_chain, 2 = hash_big.
+   From the H200 sweeps (tabcl-bench hash with TABCL_BENCH_HASH_VARIANTS,
+   256 MiB columns, share of copy bandwidth): 256 B labels: pair_all 75%
+   in groups of 64, team_all_flat 60%, team_all 47%; 1024 B: team_all_flat
+   87%, pair_all 79%; 4096 B: team_all_flat 89%, pair_all 78%; 64 KiB:
+   hash_big 66% in groups of up to 128 against 56% with 256 and 31% for
+   blocks + chain. Mid 2 (eight lanes a label), 4 (one), 6 (two, pieces
+   interleaved) and 7 (four, with 5's loads) lost on every length there
+   and are gone; their numbers, like any other unknown one, mean the
+   default. */
 #define MID_DEFAULT 5
 #define MID_DEFAULT_LONG 3
 #define MID_SPLIT 512
@@ -47,8 +49,8 @@ static _Atomic int mid_variant, big_variant;
 static _Atomic size_t big_wg_override, mid_wg_override;
 
 void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg) {
-  atomic_store(&mid_variant, mid);
-  atomic_store(&big_variant, big);
+  atomic_store(&mid_variant, mid == 1 || mid == 3 || mid == 5 ? mid : 0);
+  atomic_store(&big_variant, big == 1 || big == 2 ? big : 0);
   atomic_store(&big_wg_override, big_wg);
   atomic_store(&mid_wg_override, mid_wg);
 }
@@ -168,28 +170,22 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
      by hash_team_all when it lists huge labels. */
   int lists = team_all ? list_huge : any_long;
   const char *short_name = any_long ? "hash_short_list" : "hash_short";
-  /* Eight lanes a label (hash_oct_all), four (hash_team_all), two
-     (hash_pair_all, hash_pair_all_x) or one (hash_solo_all); one
-     work-group a huge label (hash_big) or blocks and chain (hash_units,
-     hash_chain). */
+  /* Four lanes a label (hash_team_all, hash_team_all_flat) or two
+     (hash_pair_all); one work-group a huge label (hash_big) or blocks and
+     chain (hash_units, hash_chain). */
   int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
   if (!mid_v) mid_v = avg <= MID_SPLIT ? MID_DEFAULT : MID_DEFAULT_LONG;
   if (!big_v) big_v = BIG_DEFAULT;
-  int oct = team_all && mid_v == 2;
   int big = any_huge && big_v == 2;
-  int solo = team_all && mid_v == 4, pair = team_all && (mid_v == 5 || mid_v == 6);
-  int quad = team_all && mid_v == 7;
-  size_t lanes = oct ? 8 : solo ? 1 : pair ? 2 : 4;
+  int pair = team_all && mid_v == 5;
+  size_t lanes = pair ? 2 : 4;
   const char *team_name = !team_all     ? "hash_team"
-                          : oct          ? "hash_oct_all"
-                          : solo         ? "hash_solo_all"
-                          : pair         ? (mid_v == 6 ? "hash_pair_all_x" : "hash_pair_all")
-                          : quad         ? "hash_quad_all"
+                          : pair         ? "hash_pair_all"
                           : mid_v == 3   ? "hash_team_all_flat"
                                          : "hash_team_all";
   /* Words of local memory a work-item of the team kernel needs (the
-     24-word secret comes on top). */
-  size_t team_words = oct || pair || quad ? 4 : solo ? 0 : 2;
+     24-word secret comes on top): hash_pair_all's two rounds' buffers. */
+  size_t team_words = pair ? 4 : 2;
   tabcl_status st = TABCL_OK;
   if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
   r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;

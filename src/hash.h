@@ -41,15 +41,14 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
 void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
 
 /* Process-wide kernel choices (tests and tabcl-bench's sweeps; 0 = the
-   default for each): mid 1 = hash_team_all (four lanes a label), 2 =
-   hash_oct_all (eight), 3 = hash_team_all_flat (four, with the octets'
-   branch-free loads), 4 = hash_solo_all (one work-item a label, no
-   barriers), 5 = hash_pair_all (two lanes a label, four accumulators
-   each: halves of a stripe), 6 = hash_pair_all_x (two lanes, their 16-byte
-   pieces interleaved), 7 = hash_quad_all (four lanes as 3, with 4's
-   loads and one barrier a label); big 1 = hash_units + hash_chain, 2 = hash_big (one
-   work-group a label, no scratch buffer), whose work-group size is big_wg
-   (a power of two >= 8; 0 = sized from max_label, up to 256). mid_wg is
-   the work-group size of the mid kernel (0 = 128). */
+   default for each): mid 1 = hash_team_all (four lanes a label), 3 =
+   hash_team_all_flat (four, with branch-free tail loads), 5 =
+   hash_pair_all (two lanes a label, four accumulators each: halves of a
+   stripe); big 1 = hash_units + hash_chain, 2 = hash_big (one work-group
+   a label, no scratch buffer), whose work-group size is big_wg (a power
+   of two >= 8; 0 = sized from max_label, up to 128). mid_wg is the
+   work-group size of the mid kernel when it takes every label (0 = 64).
+   Any other mid or big number (mid 2, 4, 6 and 7 named kernels since
+   removed) means the default. */
 void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg);
 #endif

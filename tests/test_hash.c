@@ -268,7 +268,7 @@ Test(hash_device, huge_among_short) {
      block pass and chain pass */
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 4);
   /* hash_big takes the huge label in one pass */
-  tabcl__hash_variants(2, 2, 0, 0);
+  tabcl__hash_variants(0, 2, 0, 0);
   tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
@@ -291,19 +291,19 @@ Test(hash_device, huge_among_short) {
   tabcl_context_destroy(ctx);
 }
 
-/* The selectable kernels (hash_oct_all: eight lanes a label,
-   hash_team_all_flat: four with branch-free tail loads; hash_big:
-   one work-group a huge label) on columns that reach them: every length
+/* The mid kernels that take every label (hash_team_all,
+   hash_team_all_flat, hash_pair_all, then the default) with hash_big (one
+   work-group a huge label) on columns that reach them: every length
    0..300 and the block boundaries at every start among longer labels (so
-   the octets take every label), huge labels listed among short ones and
-   taken directly, with small work-groups so passes repeat. */
-Test(hash_device, octets_and_big_kernels) {
+   the mid kernel takes every label), huge labels listed among short ones
+   and taken directly, with small work-groups so passes repeat. */
+Test(hash_device, mid_and_big_kernels) {
   tabcl_context *ctx = tt_context();
-  tt_rng r = {tt_seed("hash_device/octets_and_big")};
+  tt_rng r = {tt_seed("hash_device/mid_and_big")};
   uint8_t *big = random_bytes(&r, 70000 + 128);
+  static const int mids[4] = {1, 3, 5, 0};
   for (int64_t first = 0; first < 4; first++) {
-    /* the last pass: four lanes with the octets' loads (hash_team_all_flat) */
-    tabcl__hash_variants(first < 3 ? 2 : 3, 2, 0, 0);
+    tabcl__hash_variants(mids[first], 2, 0, 0);
     tt_strings s;
     tt_strings_init(&s, first * 5);
     for (size_t len = 0; len <= 300; len++) tt_strings_push(&s, big + len, len);
@@ -323,7 +323,7 @@ Test(hash_device, octets_and_big_kernels) {
      short ones, then taken directly (a column of mostly huge labels). */
   size_t wgs[] = {8, 16, 0};
   for (size_t k = 0; k < 3; k++) {
-    tabcl__hash_variants(2, 2, wgs[k], k == 0 ? 16 : 0);
+    tabcl__hash_variants(mids[k], 2, wgs[k], k == 0 ? 16 : 0);
     tabcl__hash_tune(1500, 0);
     tt_strings s;
     tt_strings_init(&s, 1);
@@ -350,18 +350,17 @@ Test(hash_device, octets_and_big_kernels) {
   tabcl_context_destroy(ctx);
 }
 
-/* The one-, two- and four-lane mid kernels (hash_solo_all, hash_pair_all,
-   hash_pair_all_x, hash_quad_all): every
-   length 0..2100 in one column (so starts take every residue mod 16 and
-   the column's average keeps the mid kernel in charge on a CPU too),
-   from three start offsets, in groups of 8 (many rounds a group) and the
-   default size; then huge labels listed among them for hash_big and for
-   the block kernels. */
-Test(hash_device, solo_and_pair_kernels) {
+/* The four- and two-lane mid kernels (hash_team_all, hash_team_all_flat,
+   hash_pair_all): every length 0..2100 in one column (so starts take
+   every residue mod 16 and the column's average keeps the mid kernel in
+   charge on a CPU too), from three start offsets, in groups of 8 (many
+   rounds a group) and the default size; then huge labels listed among
+   them for hash_big and for the block kernels. */
+Test(hash_device, mid_kernels_every_length) {
   tabcl_context *ctx = tt_context();
-  tt_rng r = {tt_seed("hash_device/solo_and_pair")};
+  tt_rng r = {tt_seed("hash_device/mid_kernels")};
   uint8_t *big = random_bytes(&r, 20000 + 64);
-  for (int mid = 4; mid <= 7; mid++)
+  for (int mid = 1; mid <= 5; mid += 2)
     for (int64_t first = 0; first < 3; first++) {
       tabcl__hash_variants(mid, 0, 0, first == 1 ? 8 : 0);
       tt_strings s;
@@ -385,6 +384,39 @@ Test(hash_device, solo_and_pair_kernels) {
     }
   tabcl__hash_variants(0, 0, 0, 0);
   free(big);
+  tabcl_context_destroy(ctx);
+}
+
+/* Numbers of removed kernels (mid 2, 4, 6, 7) and unknown ones mean the
+   default: the column still hashes, with as many launches as the default. */
+Test(hash_device, removed_variants_mean_default) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/removed_variants")};
+  tt_strings s;
+  tt_strings_init(&s, 1);
+  for (int i = 0; i < 300; i++) {
+    size_t len = (size_t)(i == 100 ? 9000 : tt_below(&r, 1200));
+    uint8_t *b = random_bytes(&r, len);
+    tt_strings_push(&s, b, len);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  tabcl_stats before, after;
+  tabcl_context_stats(ctx, &before);
+  check_device(ctx, &v, 1, 9, ~0ULL, 0);
+  tabcl_context_stats(ctx, &after);
+  uint64_t want = after.kernel_launches - before.kernel_launches;
+  static const int mids[6] = {2, 4, 6, 7, 8, -1}, bigs[6] = {3, 0, -2, 7, 0, 3};
+  for (int k = 0; k < 6; k++) {
+    tabcl__hash_variants(mids[k], bigs[k], 0, 0);
+    tabcl_context_stats(ctx, &before);
+    check_device(ctx, &v, 1, 9, ~0ULL, 0);
+    tabcl_context_stats(ctx, &after);
+    cr_expect_eq(after.kernel_launches - before.kernel_launches, want, "mid %d big %d", mids[k],
+                 bigs[k]);
+  }
+  tabcl__hash_variants(0, 0, 0, 0);
+  tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
 
@@ -441,10 +473,9 @@ Test(hash_device, sliced_equals_unsliced) {
     free(b);
   }
   tabcl_strings_view v = tt_view(&s);
-  /* the default kernels, then the octets with hash_big, then the flat
-     four-lane teams with hash_big, then one and two lanes a label, all sliced */
-  static const int mids[7] = {0, 2, 3, 4, 5, 6, 7}, bigs[7] = {0, 2, 2, 2, 1, 2, 1};
-  for (int k = 0; k < 7; k++) {
+  /* the default kernels, then every mid kernel with each big one, all sliced */
+  static const int mids[5] = {0, 1, 3, 5, 5}, bigs[5] = {0, 1, 2, 2, 1};
+  for (int k = 0; k < 5; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 1, 3, ~0ULL, 5);
   }
@@ -462,7 +493,7 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 8192 * s.length);
-  for (int k = 0; k < 7; k++) {
+  for (int k = 0; k < 5; k++) {
     tabcl__hash_variants(mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 2, 4, ~0ULL, 3);
   }
@@ -495,8 +526,9 @@ Test(hash_device, selfcheck_and_one_compile) {
 #ifdef TABCL_FAULT_INJECTION
 /* Fail the 1st, 2nd, ... allocation or OpenCL call of upload + hash until
    a run succeeds; each failed run leaks nothing and the context still works. */
-/* variant 2 picks the selectable kernels (hash_oct_all, hash_big). */
-static void sweep_hash(int which, int variant) {
+/* mid and big pick the kernels (tabcl__hash_variants; 0, 0: the defaults,
+   hash_team_all_flat for this column and hash_big). */
+static void sweep_hash(int which, int mid, int big) {
   tabcl_context *ctx = tt_context();
   tt_strings s, many;
   tt_strings_init(&s, 5);
@@ -515,7 +547,7 @@ static void sweep_hash(int which, int variant) {
   tabcl_strings_view views[2] = {tt_view(&s), tt_view(&many)};
   /* compile first, so the sweep covers the calls themselves */
   tt_assert_ok(tabcl__selfcheck_hash(ctx));
-  tabcl__hash_variants(variant, variant, 0, 0);
+  tabcl__hash_variants(mid, big, 0, 0);
   for (long n = 1; n < 10000; n++) {
     tt_live base = tt_live_now();
     tabcl_dev_strings d[2];
@@ -556,16 +588,13 @@ static void sweep_hash(int which, int variant) {
   tt_strings_free(&many);
   tabcl_context_destroy(ctx);
 }
-Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0); }
-Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0); }
-Test(hash_faults, injected_alloc_failures_octets_big) { sweep_hash(0, 2); }
-Test(hash_faults, injected_cl_failures_octets_big) { sweep_hash(1, 2); }
-Test(hash_faults, injected_cl_failures_team_flat) { sweep_hash(1, 3); }
-Test(hash_faults, injected_cl_failures_solo) { sweep_hash(1, 4); }
-Test(hash_faults, injected_cl_failures_pair) { sweep_hash(1, 5); }
-Test(hash_faults, injected_cl_failures_pair_x) { sweep_hash(1, 6); }
-Test(hash_faults, injected_cl_failures_quad) { sweep_hash(1, 7); }
-Test(hash_faults, injected_alloc_failures_pair) { sweep_hash(0, 5); }
+Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0, 0); }
+Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0, 0); }
+Test(hash_faults, injected_alloc_failures_team_blocks) { sweep_hash(0, 1, 1); }
+Test(hash_faults, injected_cl_failures_team_blocks) { sweep_hash(1, 1, 1); }
+Test(hash_faults, injected_cl_failures_team_flat_blocks) { sweep_hash(1, 3, 1); }
+Test(hash_faults, injected_alloc_failures_pair_big) { sweep_hash(0, 5, 2); }
+Test(hash_faults, injected_cl_failures_pair_big) { sweep_hash(1, 5, 2); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
@@ -585,6 +614,7 @@ Test(oclgrind_hash, tiny) {
   }
   tabcl_strings_view v = tt_view(&s);
   tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: four units for two teams */
+  tabcl__hash_variants(1, 1, 0, 0);   /* the defaults have their own cases below */
   /* mostly long labels: hash_team_all, then hash_units and hash_chain */
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
@@ -607,32 +637,32 @@ Test(oclgrind_hash, tiny) {
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
   tabcl__hash_tune(0, 0);
+  tabcl__hash_variants(0, 0, 0, 0);
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
 
-/* The selectable kernels at tiny shapes: hash_oct_all and
+/* The selectable kernels at tiny shapes: hash_team_all and
    hash_team_all_flat over every length class (several rounds a group),
-   hash_big listed and direct with more units
-   than a pass holds. */
-Test(oclgrind_hash, octets_and_big) {
+   hash_big listed and direct with more units than a pass holds. */
+Test(oclgrind_hash, team_and_big) {
   tabcl_context *ctx = tt_context();
-  tt_rng r = {tt_seed("oclgrind_hash/octets_and_big")};
+  tt_rng r = {tt_seed("oclgrind_hash/team_and_big")};
   uint8_t *b = random_bytes(&r, 6000);
   tt_strings s;
   tt_strings_init(&s, 3);
   size_t lens[] = {0, 3, 8, 9, 16, 17, 100, 129, 240, 241, 1025, 2100, 2101, 3200, 5, 300};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, b + i, lens[i]);
   tabcl_strings_view v = tt_view(&s);
-  tabcl__hash_variants(2, 2, 16, 16);
+  tabcl__hash_variants(1, 2, 16, 16);
   tabcl__hash_tune(2101, 0);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
   tabcl__hash_variants(3, 0, 0, 8);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  tabcl__hash_variants(2, 2, 16, 16);
+  tabcl__hash_variants(1, 2, 16, 16);
   tt_strings_free(&s);
   tt_strings_init(&s, 5);
   size_t hlens[] = {4500, 2200, 7};
@@ -647,12 +677,12 @@ Test(oclgrind_hash, octets_and_big) {
   tabcl_context_destroy(ctx);
 }
 
-/* hash_solo_all, hash_pair_all, hash_pair_all_x and hash_quad_all at tiny shapes: every length class at
-   odd starts, groups of 8 so groups take several rounds (and the solo
-   kernel's work-items several labels), a huge label listed. */
-Test(oclgrind_hash, solo_and_pair) {
+/* hash_team_all, hash_team_all_flat and hash_pair_all at tiny shapes:
+   every length class at odd starts, groups of 8 so groups take several
+   rounds, a huge label listed for hash_big. */
+Test(oclgrind_hash, mid_kernels) {
   tabcl_context *ctx = tt_context();
-  tt_rng r = {tt_seed("oclgrind_hash/solo_and_pair")};
+  tt_rng r = {tt_seed("oclgrind_hash/mid_kernels")};
   uint8_t *b = random_bytes(&r, 4000);
   tt_strings s;
   tt_strings_init(&s, 3);
@@ -664,9 +694,9 @@ Test(oclgrind_hash, solo_and_pair) {
   tabcl_strings_view v = tt_view(&s);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   tabcl__hash_tune(2101, 0);
-  for (int mid = 4; mid <= 7; mid++) {
+  for (int mid = 1; mid <= 5; mid += 2) {
     tabcl__hash_variants(mid, 2, 16, 8);
-    check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid - 4);
+    check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid / 2);
   }
   tabcl__hash_tune(0, 0);
   tabcl__hash_variants(0, 0, 0, 0);
@@ -707,8 +737,8 @@ Test(oclgrind_hash, bad_device_offsets) {
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
 
-  /* The same through hash_oct_all and hash_big (listed): long labels
-     among the bad ones. */
+  /* The same through each mid kernel that takes every label and hash_big
+     (listed): long labels among the bad ones. */
   enum { NB = 2000 };
   uint8_t *big = calloc(NB + 8, 1);
   cr_assert(big);
@@ -723,18 +753,21 @@ Test(oclgrind_hash, bad_device_offsets) {
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof boff,
                                     boff, &d.offsets, "offsets"));
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, sizeof got, NULL, &out, "out"));
-  tabcl__hash_variants(2, 2, 16, 16);
   tabcl__hash_tune(500, 0);
-  tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
-  tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
+  for (int mid = 1; mid <= 5; mid += 2) {
+    tabcl__hash_variants(mid, 2, 16, 16);
+    memset(got, 0, sizeof got);
+    tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
+    tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
+    cr_expect_eq(got[0], tabcl__label_hash(big, 700, 4, 0, ~0ULL), "mid %d", mid);
+    cr_expect_eq(got[1], empty, "mid %d: decreasing", mid);
+    cr_expect_eq(got[2], tabcl__label_hash(big + 300, 1600, 4, 0, ~0ULL), "mid %d", mid);
+    cr_expect_eq(got[3], empty, "mid %d: past the data", mid);
+    cr_expect_eq(got[4], empty, "mid %d: starting past the data", mid);
+    cr_expect_eq(got[5], empty, "mid %d: negative end", mid);
+  }
   tabcl__hash_tune(0, 0);
   tabcl__hash_variants(0, 0, 0, 0);
-  cr_expect_eq(got[0], tabcl__label_hash(big, 700, 4, 0, ~0ULL));
-  cr_expect_eq(got[1], empty, "decreasing");
-  cr_expect_eq(got[2], tabcl__label_hash(big + 300, 1600, 4, 0, ~0ULL));
-  cr_expect_eq(got[3], empty, "past the data");
-  cr_expect_eq(got[4], empty, "starting past the data");
-  cr_expect_eq(got[5], empty, "negative end");
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   free(big);

@@ -38,12 +38,11 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl
    library's defaults take none). TABCL_BENCH_HASH_VARIANTS is a
    comma-separated list of choices, each MID:MID_WG:BIG:BIG_WG:GROUP_MIN
    (missing fields 0 = the library's default): MID 1 hash_team_all (four
-   lanes a label), 2 hash_oct_all (eight), 3 hash_team_all_flat, 4
-   hash_solo_all (one work-item a label), 5 hash_pair_all (two), 6
-   hash_pair_all_x (two, pieces interleaved), 7 hash_quad_all (four, with
-   4's loads and one barrier a label); MID_WG
-   their work-group size; BIG 1 hash_units + hash_chain, 2 hash_big (one
-   work-group a label), BIG_WG its work-group size; GROUP_MIN the bytes
+   lanes a label), 3 hash_team_all_flat (four, branch-free tail loads), 5
+   hash_pair_all (two); MID_WG their work-group size; BIG 1 hash_units +
+   hash_chain, 2 hash_big (one work-group a label), BIG_WG its work-group
+   size (any other MID or BIG, such as the removed mid kernels 2, 4, 6 and
+   7, runs the default, though the row keeps its tag); GROUP_MIN the bytes
    from which labels take the big kernels. Every length is uploaded once
    and timed under each choice in turn; a row's case name carries its
    choice. TABCL_BENCH_HASH_LENS (comma-separated) picks the lengths. */
