@@ -421,6 +421,24 @@ Test(strings_staged, lookup_matches_the_mapped_path) {
   tt_strings_free(&query);
 }
 
+/* Under oclgrind (a device that says it is a GPU and a CPU) uploads keep
+   the whole-buffer map that its uninitialised-value tracking follows. */
+Test(oclgrind_strings, tiny_upload_keeps_the_map) {
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *ctx = tt_context_with(&o);
+  if (ctx->info.is_cpu) cr_expect(!tabcl__upload_staged(ctx), "a CPU device maps");
+  int64_t off[] = {2, 3, 3, 7};
+  const uint8_t data[] = "..abcdef";
+  uint8_t bits[1] = {0x05};
+  tabcl_strings_view v = {3, off, data, bits};
+  tabcl_dev_strings d;
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
+  expect_uploaded(ctx, &d, 3, off, data, bits);
+  tabcl__strings_release(&d);
+  tabcl_context_destroy(ctx);
+}
+
 #ifdef TABCL_FAULT_INJECTION
 /* on, cap: as tabcl__upload_force_staging; fresh: every run starts without a
    staging area (so its creation is swept too), else with the last run's. */
