@@ -273,3 +273,60 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fil
   return tabcl__upload_staged(ctx) ? upload_staged(ctx, m, bytes, fill, arg, what)
                                    : upload_mapped(ctx, m, bytes, fill, arg, what);
 }
+
+/* ---- downloads and filled buffers through the same area ----------------- */
+
+tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                             void *dst) {
+  if (!bytes) return TABCL_OK;
+  if (!tabcl__upload_staged(ctx)) return tabcl__read(ctx, m, offset, bytes, dst);
+  tabcl_staging *sg = &ctx->staging;
+  pthread_mutex_lock(&sg->lock);
+  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
+  size_t half = (sg->size / 2) & ~(size_t)7;
+  size_t chunks = s ? 0 : (bytes + half - 1) / half;
+  /* chunk i reads into half i % 2 while chunk i - 1 is copied out of the other */
+  for (size_t i = 0; !s && i <= chunks; i++) {
+    if (i < chunks) {
+      int h = (int)(i & 1);
+      size_t at = i * half, n = bytes - at < half ? bytes - at : half;
+      if ((s = staging_settle(sg, h))) break;
+      cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset + at, n,
+                                                sg->host + (size_t)h * half, 0, NULL,
+                                                &sg->busy[h]));
+      const char *call = "clEnqueueReadBuffer";
+      if (err == CL_SUCCESS && i + 1 < chunks) {
+        call = "clFlush";
+        err = TABCL_CL(clFlush(ctx->queue));
+      }
+      if (err != CL_SUCCESS) {
+        s = tabcl__cl_fail(err, call, "download through the staging area");
+        break;
+      }
+    }
+    if (i >= 1) {
+      int h = (int)((i - 1) & 1);
+      size_t at = (i - 1) * half, n = bytes - at < half ? bytes - at : half;
+      if ((s = staging_settle(sg, h))) break;
+      memcpy((uint8_t *)dst + at, sg->host + (size_t)h * half, n);
+    }
+  }
+  pthread_mutex_unlock(&sg->lock);
+  return s;
+}
+
+static void fill_copy(void *dst, size_t at, size_t n, const void *arg) {
+  memcpy(dst, (const uint8_t *)arg + at, n);
+}
+
+tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
+                                       const void *src, cl_mem *out, const char *what) {
+  if (!tabcl__upload_staged(ctx) || !bytes)
+    return tabcl__buffer_create(ctx, flags | CL_MEM_COPY_HOST_PTR, bytes, (void *)src, out, what);
+  tabcl_status s = tabcl__buffer_create(ctx, flags, bytes, NULL, out, what);
+  if (!s && (s = tabcl__upload(ctx, *out, bytes, fill_copy, src, what))) {
+    tabcl__buffer_release(*out);
+    *out = NULL;
+  }
+  return s;
+}

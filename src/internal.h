@@ -225,6 +225,16 @@ int tabcl__upload_staged(tabcl_context *ctx);
    (0 = the default 64 MiB). Drops the current area so the next upload makes
    one under the new cap. */
 void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap);
+/* tabcl__read through the staging area where uploads go through it (in
+   chunks, the copy out of one overlapping the transfer of the next); a
+   plain tabcl__read elsewhere. On failure dst's content is undefined. */
+tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                             void *dst);
+/* tabcl__buffer_create with CL_MEM_COPY_HOST_PTR where uploads map, and a
+   plain buffer filled by tabcl__upload where they are staged (a copy from
+   pageable memory is as slow as the map on NVIDIA). Nothing is left on failure. */
+tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
+                                       const void *src, cl_mem *out, const char *what);
 /* Context creation and destruction (context.c). */
 tabcl_status tabcl__staging_init(tabcl_context *ctx);
 void tabcl__staging_destroy(tabcl_context *ctx);

@@ -1,0 +1,153 @@
+/* The staging area below string uploads, forced on the CPU device: reads
+ * through it (tabcl__download) and buffers made from host memory
+ * (tabcl__buffer_create_from) equal plain transfers for every area size,
+ * offset and length, and fail cleanly under injected failures. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt.h"
+
+static tabcl_context *context_staged(int on, size_t cap) {
+  tabcl_context *ctx = tt_context();
+  tabcl__upload_force_staging(ctx, on, cap);
+  if (on) cr_assert_eq(tabcl__upload_staged(ctx), on > 0);
+  return ctx;
+}
+
+static const struct { int on; size_t cap; } configs[] = {
+    {-1, 0}, {1, 0}, {1, 16}, {1, 40}, {1, 1000}, {1, 1 << 16}};
+enum { NCONFIG = sizeof configs / sizeof configs[0] };
+
+Test(upload, download_equals_read) {
+  tt_rng r = {tt_seed("upload/download")};
+  enum { N = 20000 };
+  uint8_t *src = malloc(N), *got = malloc(N + 16);
+  for (int i = 0; i < N; i++) src[i] = (uint8_t)tt_next(&r);
+  static const size_t offsets[] = {0, 5, 13, 4096};
+  static const size_t lengths[] = {0, 1, 7, 8, 100, 3001, 15000};
+  for (int c = 0; c < NCONFIG; c++) {
+    tabcl_context *ctx = context_staged(configs[c].on, configs[c].cap);
+    tt_live base = tt_live_now();
+    cl_mem m = NULL;
+    tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, N, NULL, &m, "test"));
+    tt_assert_ok(tabcl__write(ctx, m, 0, N, src));
+    for (size_t o = 0; o < sizeof offsets / sizeof *offsets; o++)
+      for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
+        memset(got, 0xA5, N + 16);
+        tt_assert_ok(tabcl__download(ctx, m, offsets[o], lengths[l], got));
+        cr_assert(memcmp(got, src + offsets[o], lengths[l]) == 0, "config %d, offset %zu, %zu bytes",
+                  c, offsets[o], lengths[l]);
+        cr_assert_eq(got[lengths[l]], 0xA5, "nothing written past the end (config %d)", c);
+      }
+    tabcl__buffer_release(m);
+    tt_expect_no_leak(base);
+    tabcl_context_destroy(ctx);
+  }
+  free(src);
+  free(got);
+}
+
+Test(upload, buffer_create_from_equals_copy_host_ptr) {
+  tt_rng r = {tt_seed("upload/create_from")};
+  enum { N = 5003 };
+  uint8_t src[N], got[N];
+  for (int i = 0; i < N; i++) src[i] = (uint8_t)tt_next(&r);
+  for (int c = 0; c < NCONFIG; c++) {
+    tabcl_context *ctx = context_staged(configs[c].on, configs[c].cap);
+    tt_live base = tt_live_now();
+    cl_mem m = NULL, empty = NULL;
+    tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, N, src, &m, "test"));
+    tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, 0, NULL, &empty, "empty"));
+    cr_expect_not_null(empty);
+    tt_assert_ok(tabcl__read(ctx, m, 0, N, got));
+    cr_expect(memcmp(got, src, N) == 0, "config %d", c);
+    tabcl__buffer_release(m);
+    tabcl__buffer_release(empty);
+    tt_expect_no_leak(base);
+    tabcl_context_destroy(ctx);
+  }
+}
+
+/* Uploads and downloads taking turns on one small area: each must wait
+   for the other's transfers before it reuses a half. */
+Test(upload, uploads_and_downloads_interleaved) {
+  tabcl_context *ctx = context_staged(1, 48);
+  tt_rng r = {tt_seed("upload/interleaved")};
+  enum { N = 777, ROUNDS = 30 };
+  uint8_t src[ROUNDS][N], got[N];
+  cl_mem m[ROUNDS];
+  for (int i = 0; i < ROUNDS; i++) {
+    for (int k = 0; k < N; k++) src[i][k] = (uint8_t)tt_next(&r);
+    tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_WRITE, N, src[i], &m[i], "test"));
+    if (i % 3 == 2) {
+      int j = (int)tt_below(&r, (uint64_t)i + 1);
+      tt_assert_ok(tabcl__download(ctx, m[j], 0, N, got));
+      cr_expect(memcmp(got, src[j], N) == 0, "buffer %d read back in round %d", j, i);
+    }
+  }
+  for (int i = 0; i < ROUNDS; i++) {
+    tt_assert_ok(tabcl__download(ctx, m[i], 0, N, got));
+    cr_expect(memcmp(got, src[i], N) == 0, "buffer %d", i);
+    tabcl__buffer_release(m[i]);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+#ifdef TABCL_FAULT_INJECTION
+/* which: 0 host allocations, 1 OpenCL calls. fresh: every run starts
+   without an area. Each fired failure: non-OK, nothing leaked, the output
+   untouched (create_from) and the context still working. */
+static void sweep(int which, int download, size_t cap, int fresh) {
+  tabcl_context *ctx = context_staged(1, cap);
+  enum { N = 300 };
+  uint8_t src[N], got[N];
+  for (int i = 0; i < N; i++) src[i] = (uint8_t)(i * 7 + 1);
+  cl_mem m = NULL;
+  tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_WRITE, N, src, &m, "test"));
+  long n = 1;
+  for (; n < 1000; n++) {
+    if (fresh) tabcl__upload_force_staging(ctx, 1, cap);
+    tt_live base = tt_live_now();
+    cl_mem made = (cl_mem)&n;
+    tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+    tabcl_status s = download ? tabcl__download(ctx, m, 3, N - 3, got)
+                              : tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, N, src, &made, "t");
+    int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    if (fired) {
+      cr_expect_neq(s, TABCL_OK, "failure %ld was swallowed", n);
+      if (!download) cr_expect_null(made, "no buffer after failure %ld", n);
+      tt_expect_no_leak(base);
+      continue;
+    }
+    tt_assert_ok(s);
+    if (!download) {
+      tt_assert_ok(tabcl__read(ctx, made, 0, N, got));
+      tabcl__buffer_release(made);
+      cr_expect(memcmp(got, src, N) == 0);
+    } else {
+      cr_expect(memcmp(got, src + 3, N - 3) == 0);
+    }
+    tt_expect_no_leak(base);
+    break;
+  }
+  cr_log_info("staging sweep (%s, cap %zu): %ld points", download ? "download" : "create_from",
+              cap, n - 1);
+  if (which == 1) cr_expect_gt(n, 1, "something was swept");
+  memset(got, 0, N);
+  tt_assert_ok(tabcl__download(ctx, m, 0, N, got));
+  cr_expect(memcmp(got, src, N) == 0, "usable after the sweep");
+  tabcl__buffer_release(m);
+  tabcl_context_destroy(ctx);
+}
+Test(upload_faults, injected_cl_failures) {
+  for (int fresh = 0; fresh < 2; fresh++)
+    for (int download = 0; download < 2; download++) {
+      sweep(1, download, 0, fresh);
+      sweep(1, download, 64, fresh);
+    }
+}
+Test(upload_faults, injected_alloc_failures) {
+  for (int download = 0; download < 2; download++) sweep(0, download, 64, 1);
+}
+#endif
