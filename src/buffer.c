@@ -99,9 +99,13 @@ tabcl_status tabcl__finish(tabcl_context *ctx) {
  * its whole life, and an upload copies its content into that mapping and
  * enqueues non-blocking writes from the mapped pointer (NVIDIA's fast path
  * for pinned transfers). The area is used as two halves, so filling chunk
- * i + 1 overlaps the transfer of chunk i; a half is reused only after the
- * write still reading it has finished. The device never sees the staging
- * buffer itself: commands on a mapped buffer would be undefined behaviour.
+ * i + 1 overlaps the transfer of chunk i. Chunks (and small uploads, such
+ * as one column's bytes, bitmap and offsets) fill a half one after another;
+ * one that does not fit in what is left goes to the other half, which is
+ * reused only after the last transfer using it has finished (the queue is
+ * in order, so that one finishing means every earlier one has). The device
+ * never sees the staging buffer itself: commands on a mapped buffer would
+ * be undefined behaviour.
  */
 
 static atomic_long live_staging;
@@ -149,6 +153,7 @@ static void staging_drop(tabcl_context *ctx) {
   sg->mem = NULL;
   sg->host = NULL;
   sg->size = 0;
+  sg->used[0] = sg->used[1] = 0;
   sg->next = 0;
 }
 
@@ -204,12 +209,16 @@ static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
 /* Half h free for the next chunk. An injected failure keeps the event (the
    transfer may still be running); a real one means it ended. */
 static tabcl_status staging_settle(tabcl_staging *sg, int h) {
-  if (!sg->busy[h]) return TABCL_OK;
+  if (!sg->busy[h]) {
+    sg->used[h] = 0;
+    return TABCL_OK;
+  }
   if (tabcl__fault_cl())
     return tabcl__cl_fail(CL_OUT_OF_RESOURCES, "clWaitForEvents", "upload staging area");
   cl_int err = clWaitForEvents(1, &sg->busy[h]);
   clReleaseEvent(sg->busy[h]);
   sg->busy[h] = NULL;
+  sg->used[h] = 0;
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clWaitForEvents", "upload staging area");
 }
 
@@ -232,8 +241,12 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   for (size_t at = 0, n; !s && at < bytes; at += n) {
     n = bytes - at < half ? bytes - at : half;
     int h = sg->next;
-    if ((s = staging_settle(sg, h))) break;
-    uint8_t *p = sg->host + (size_t)h * half;
+    if (n > half - sg->used[h]) {
+      h ^= 1;
+      if ((s = staging_settle(sg, h))) break;
+      sg->next = h;
+    }
+    uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
     fill(p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
@@ -241,8 +254,12 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       s = tabcl__cl_fail(err, "clEnqueueWriteBuffer", what);
       break;
     }
+    /* in order: this transfer ending means the half's earlier ones have */
+    if (sg->busy[h]) clReleaseEvent(sg->busy[h]);
     sg->busy[h] = ev;
-    sg->next = h ^ 1;
+    /* the next piece starts on a 64-byte line */
+    size_t end = sg->used[h] + tabcl__round_up(n, 64);
+    sg->used[h] = end < half ? end : half;
     /* submitted now, so it runs while the next chunk is filled */
     if (at + n < bytes && (err = TABCL_CL(clFlush(ctx->queue))) != CL_SUCCESS)
       s = tabcl__cl_fail(err, "clFlush", what);
@@ -291,6 +308,7 @@ tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t
       int h = (int)(i & 1);
       size_t at = i * half, n = bytes - at < half ? bytes - at : half;
       if ((s = staging_settle(sg, h))) break;
+      sg->used[h] = half;   /* uploads go elsewhere until it is settled */
       cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset + at, n,
                                                 sg->host + (size_t)h * half, 0, NULL,
                                                 &sg->busy[h]));

@@ -102,8 +102,9 @@ typedef struct tabcl_staging {
   cl_mem mem;                 /* CL_MEM_ALLOC_HOST_PTR; NULL until first needed */
   uint8_t *host;              /* its mapping */
   size_t size;                /* bytes of mem; two halves of size / 2 */
-  cl_event busy[2];           /* the last transfer still reading each half, or NULL */
-  int next;                   /* the half the next chunk takes */
+  cl_event busy[2];           /* the last transfer still using each half, or NULL */
+  size_t used[2];             /* bytes of each half taken since it was last free */
+  int next;                   /* the half the next chunk goes into if it fits */
   int force;                  /* test-only: 1 staged on any device, -1 never,
                                  0 GPUs only (not oclgrind) */
   size_t cap;                 /* most bytes the area may grow to */
