@@ -105,7 +105,9 @@ tabcl_status tabcl__finish(tabcl_context *ctx) {
  * reused only after the last transfer using it has finished (the queue is
  * in order, so that one finishing means every earlier one has). The device
  * never sees the staging buffer itself: commands on a mapped buffer would
- * be undefined behaviour.
+ * be undefined behaviour. The area grows on demand (both halves able to hold
+ * one upload, at least 64 KiB) up to a cap of 64 MiB, larger uploads going
+ * in chunks, and stays pinned until the context is destroyed.
  */
 
 static atomic_long live_staging;
