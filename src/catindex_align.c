@@ -99,7 +99,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     size_t global = tabcl__round_up((size_t)count, wg);
     if (!st) st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, NULL, "catindex_align_gather");
   }
-  if (st || (st = tabcl__read(ctx, dout, 0, (size_t)rows * 4, host))) goto done;
+  if (st || (st = tabcl__download(ctx, dout, 0, (size_t)rows * 4, host))) goto done;
   for (int c = 0; c < ncols; c++)
     if (inputs[c].length)
       memcpy(codes[c], host + rowstart[c], (size_t)inputs[c].length * sizeof *host);

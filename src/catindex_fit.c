@@ -179,9 +179,9 @@ static tabcl_status column_offsets(tabcl_category_index *idx, int c, int64_t *tm
     for (int64_t i = 0; i <= col->length; i++) tmp[i] = col->offsets[i] + col->data_base;
     src = tmp;
   }
-  return tabcl__buffer_create(idx->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                              ((size_t)col->length + 1) * sizeof *src, (void *)src, out,
-                              "label offsets");
+  return tabcl__buffer_create_from(idx->ctx, CL_MEM_READ_ONLY,
+                                   ((size_t)col->length + 1) * sizeof *src, src, out,
+                                   "label offsets");
 }
 
 static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, const char *fn) {
@@ -224,9 +224,9 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   s->seg[idx->ncols] = j;
   tabcl_status st;
   /* The index's device copy of the labels, zero-padded as idx->data is. */
-  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                 tabcl__round_up((size_t)idx->data_bytes, 8) + 8, idx->data,
-                                 &idx->vdata, "index bytes")))
+  if ((st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
+                                      tabcl__round_up((size_t)idx->data_bytes, 8) + 8, idx->data,
+                                      &idx->vdata, "index bytes")))
     return st;
   int64_t *tmp = NULL;
   if (idx->ncols > 1) {
@@ -251,8 +251,8 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   if (st) return st;
   size_t labels = (size_t)idx->labels;
   if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, labels * 8, NULL, &s->hash, "fit hashes")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)np * 4,
-                                 s->hslots, &s->slots, "fit slots")) ||
+      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)np * 4, s->hslots,
+                                      &s->slots, "fit slots")) ||
       (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)np * 8, NULL, &s->keys, "fit keys")) ||
       (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)np * 4, NULL, &s->vals, "fit values")))
     return st;
@@ -288,11 +288,11 @@ static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uin
   if ((st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL))) return st;
   if (idx->ncols == 1) {
     /* one column: the sorted pairs are already its pairs */
-    if ((st = tabcl__read(ctx, s->keys, 0, (size_t)n * 8, s->pk))) return st;
-    return tabcl__read(ctx, s->vals, 0, (size_t)n * 4, s->pv);
+    if ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk))) return st;
+    return tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv);
   }
-  if ((st = tabcl__read(ctx, s->keys, 0, (size_t)n * 8, s->hk))) return st;
-  if ((st = tabcl__read(ctx, s->vals, 0, (size_t)n * 4, s->hv))) return st;
+  if ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->hk))) return st;
+  if ((st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->hv))) return st;
   /* The sort ran over all columns at once; a counting pass by column keeps
      each column's pairs in sorted order. */
   int64_t *cursor = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *cursor);
@@ -428,13 +428,13 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
 static tabcl_status upload_tables(tabcl_category_index *idx, const entries *e) {
   tabcl_context *ctx = idx->ctx;
   size_t n = (size_t)e->n;
-  const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+  const cl_mem_flags ro = CL_MEM_READ_ONLY;
   tabcl_status st;
-  if ((st = tabcl__buffer_create(ctx, ro, n * 8, e->key, &idx->keys, "index keys")) ||
-      (st = tabcl__buffer_create(ctx, ro, n * 16, e->span, &idx->spans, "index spans")) ||
-      (st = tabcl__buffer_create(ctx, ro, n * 4, e->code, &idx->ecodes, "index codes")) ||
-      (st = tabcl__buffer_create(ctx, ro, ((size_t)idx->ncols + 1) * 8, e->range, &idx->ranges,
-                                 "index ranges")))
+  if ((st = tabcl__buffer_create_from(ctx, ro, n * 8, e->key, &idx->keys, "index keys")) ||
+      (st = tabcl__buffer_create_from(ctx, ro, n * 16, e->span, &idx->spans, "index spans")) ||
+      (st = tabcl__buffer_create_from(ctx, ro, n * 4, e->code, &idx->ecodes, "index codes")) ||
+      (st = tabcl__buffer_create_from(ctx, ro, ((size_t)idx->ncols + 1) * 8, e->range,
+                                      &idx->ranges, "index ranges")))
     return st;
   idx->entries = e->n;
   idx->device_bytes = (int64_t)(n * 28 + ((size_t)idx->ncols + 1) * 8 +

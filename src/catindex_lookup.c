@@ -197,7 +197,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
     at += queries[c].length;
   }
   if ((st = tabcl__catindex_lookup_dev(idx, q, outs, off, 0, NULL, NULL))) goto done;
-  if ((st = tabcl__read(ctx, out, 0, (size_t)rows * 4, host))) goto done;
+  if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
   /* every step succeeded: only now do the caller's arrays change */
   for (int c = 0; c < ncols; c++)
     if (queries[c].length)
