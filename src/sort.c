@@ -27,8 +27,18 @@ void tabcl__sort_set_test_limits(unsigned tile, size_t max_items_per_launch) {
 typedef struct sort_plan {
   unsigned tile, wg;     /* pairs per local tile; its work-group size */
   size_t max_items;      /* work-items one launch may take */
+  size_t gwg;            /* work-group size of the register passes */
+  unsigned max_logr;     /* stages a register pass takes at most */
   char extra[64];        /* the build options naming tile and wg */
 } sort_plan;
+
+/* Tuning knob for benchmark sweeps: a power of two from the environment
+   within [lo, hi], else dflt. */
+static unsigned env_pow2(const char *name, unsigned lo, unsigned hi, unsigned dflt) {
+  const char *e = getenv(name);
+  unsigned v = e ? (unsigned)strtoul(e, NULL, 10) : 0;
+  return v >= lo && v <= hi && (v & (v - 1)) == 0 ? v : dflt;
+}
 
 static unsigned log2_exact(uint64_t x) {
   unsigned l = 0;
@@ -51,10 +61,22 @@ static void plan_for(const tabcl_context *ctx, sort_plan *p) {
   if (test_tile >= 2) tile = test_tile;
   size_t cap = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < cap) cap = ctx->info.max_work_item_sizes[0];
+  /* TABCL_SORT_TILE, TABCL_SORT_LWG, TABCL_SORT_GWG and TABCL_SORT_LOGR
+     (stages a register pass takes: 1, 2, 4 or 8 ... as 2^LOGR pairs a
+     work-item, so 2, 4, 8, 16, 32) override the choices for sweeps. */
+  unsigned t_env = env_pow2("TABCL_SORT_TILE", 2, 4096, 0);
+  if (t_env && t_env < tile) tile = t_env;
+  /* Local passes in groups of at most 128: on the H200 a 2^24-pair sort
+     took 5.96 ms so against 6.41 with 256 and 9.1 with 512 (tabcl-bench
+     sort, TABCL_SORT_LWG sweep). */
+  unsigned wgmax = env_pow2("TABCL_SORT_LWG", 2, 1024, 128);
   unsigned wg = 1;
-  while (wg * 2 <= 256 && wg * 2 <= cap && wg * 2 <= tile / 2) wg *= 2;
+  while (wg * 2 <= wgmax && wg * 2 <= cap && wg * 2 <= tile / 2) wg *= 2;
   p->tile = tile;
   p->wg = wg;
+  p->gwg = env_pow2("TABCL_SORT_GWG", 32, 1024, 256);
+  unsigned pairs = env_pow2("TABCL_SORT_LOGR", 2, 1u << SORT_MAX_LOGR, 1u << SORT_MAX_LOGR);
+  p->max_logr = log2_exact(pairs);
   /* Global ids stay well inside 31 bits, as tabcl__slice_items does. */
   size_t limit = ((size_t)1 << 30);
   if (test_max_items) limit = test_max_items;
@@ -112,7 +134,7 @@ static tabcl_status run_global(sort_run *r, const sort_plan *p, cl_kernel k, con
   uint64_t block = (uint64_t)2 << logj, step = block >> logr;
   uint64_t rem = n % block;
   uint64_t items = n / block * step + (rem < step ? rem : step);
-  size_t wg = tabcl__wg_size(r->ctx, k, 256);
+  size_t wg = tabcl__wg_size(r->ctx, k, p->gwg);
   uint64_t per = p->max_items / wg * wg;
   if (per == 0) per = wg;
   cl_uint lj = logj;
@@ -156,7 +178,7 @@ static tabcl_status sort_steps(sort_run *r, const sort_plan *p, cl_kernel *kerne
     int flip = 1;
     while (!s && logj >= logt) {
       unsigned logr = logj - logt + 1;
-      if (logr > SORT_MAX_LOGR) logr = SORT_MAX_LOGR;
+      if (logr > p->max_logr) logr = p->max_logr;
       if (!kernels[logr]) s = tabcl__kernel_create(ctx, "sort", p->extra, names[logr], &kernels[logr]);
       if (!s) s = run_global(r, p, kernels[logr], names[logr], keys, vals, n, logj, logr, flip);
       logj -= logr;
