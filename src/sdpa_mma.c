@@ -32,7 +32,8 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m) {
   const char *env = getenv("TABCL_SDPA_MMA");
   if (env && strcmp(env, "0") == 0) return 0;
-  /* f32 keeps Q's split (two TF32 parts) in registers: up to head dim 64. */
+  /* f32 holds Q's two TF32 parts in registers, or Q in a local tile of its
+     own: either fits up to head dim 64 (registers; 48 KB of local memory). */
   const int most = d->dtype == TABCL_F32 ? 64 : 128;
   if (!ctx->info.is_nvidia || d->dtype == TABCL_F64 || d->head_dim > most) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
@@ -70,15 +71,15 @@ static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape
 }
 
 static int64_t mma_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                              const tabcl__sdpa_mma_shape *m) {
+                         const tabcl__sdpa_mma_shape *m) {
   return tabcl__slice_items(ctx, 0, (uint64_t)(32 * m->nw) * (uint64_t)query_tiles(d, m) *
                                         (uint64_t)d->q_heads);
 }
 
 static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
-                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
-                                    tabcl__sdpa_events *ev) {
+                               const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
+                               int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                               tabcl__sdpa_events *ev) {
   char opts[160];
   mma_options(d->dtype, m, opts, sizeof opts);
   return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
@@ -90,7 +91,7 @@ static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
 
 enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40 };
 
-/* Values k / 128 with |k| < 128 for the 16-bit dtypes (exact in f16 and
+/* Values k / 128 with -128 <= k < 128 for the 16-bit dtypes (exact in f16 and
    bf16 alike, so the host loop sees exactly what the device does); for
    f32, 16 significant bits, so that the TF32 split has a small part. */
 static float next_value(uint32_t *s, tabcl_dtype dt) {
@@ -263,8 +264,16 @@ tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, i
   tabcl_status s = TABCL_OK;
   for (int64_t b0 = 0; b0 < d->batch && !s; b0 += step) {
     const int64_t nb = d->batch - b0 < step ? d->batch - b0 : step;
-    s = mma_launch(ctx, d, &m, b, b0, nb, b0 == 0 ? nwait : 0,
-                               b0 == 0 ? wait : NULL, ev);
+    s = mma_launch(ctx, d, &m, b, b0, nb, b0 == 0 ? nwait : 0, b0 == 0 ? wait : NULL, ev);
+    /* The device check built one head dim; another that does not build or
+       cannot run its work-group (refused before anything is enqueued)
+       leaves the automatic choice to the portable kernel. */
+    if (b0 == 0 && path == TABCL__SDPA_AUTO &&
+        (s == TABCL_BUILD_FAILED || s == TABCL_UNSUPPORTED)) {
+      tabcl__clear_error();
+      *taken = 0;
+      return TABCL_OK;
+    }
   }
   return s;
 }
