@@ -57,6 +57,7 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;
   }
+  atomic_init(&ctx->launches, 0);
   ctx->hash_bits = 64;
   ctx->max_batch_per_launch = o.max_batch_per_launch;
   tabcl_status s = tabcl__device_select(o.device, &ctx->platform, &ctx->device);
@@ -107,13 +108,15 @@ void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out) {
   pthread_mutex_lock((pthread_mutex_t *)&ctx->lock);
   *out = ctx->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&ctx->lock);
+  out->kernel_launches = atomic_load(&((tabcl_context *)ctx)->launches);
 }
 
 void tabcl__stats_add(tabcl_context *ctx, uint64_t built, uint64_t from_cache, uint64_t launches) {
+  if (launches) atomic_fetch_add(&ctx->launches, launches);
+  if (!built && !from_cache) return;
   pthread_mutex_lock(&ctx->lock);
   ctx->stats.programs_built += built;
   ctx->stats.programs_from_cache += from_cache;
-  ctx->stats.kernel_launches += launches;
   pthread_mutex_unlock(&ctx->lock);
 }
 

@@ -9,6 +9,7 @@
 #include <CL/cl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -124,7 +125,8 @@ struct tabcl_context {
                                  run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
   tabcl_program_entry *programs;
-  tabcl_stats stats;
+  tabcl_stats stats;          /* but kernel_launches, which is counted in launches */
+  _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
   tabcl_staging staging;      /* uploads on GPUs (buffer.c) */
 };
 

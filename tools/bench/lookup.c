@@ -120,7 +120,6 @@ static int dump_case(const bench_args *a, const char *name, const lk_case *k, in
                      const lk_col *cols, int32_t *const *codes) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/%s", a->dump_dir, name);
-  mkdir(a->dump_dir, 0755);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 1;
   int bad = 0;
   for (int c = 0; c < ncols && !bad; c++) {

@@ -1,9 +1,11 @@
 /* tabcl-bench: speed and memory figures for each kernel family.
  * Usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR] <what>...
  * where <what> is one of the table below, or "all". */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench.h"
 
@@ -37,6 +39,12 @@ int main(int argc, char **argv) {
     else if (nwhat < 32) what[nwhat++] = argv[i];
   }
   if (nwhat == 0) { usage(stderr); return 2; }
+  /* The dump folder is made here, once, for every benchmark that writes in it. */
+  if (a.dump_dir && mkdir(a.dump_dir, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "tabcl-bench: cannot create the dump folder %s: %s\n", a.dump_dir,
+            strerror(errno));
+    return 2;
+  }
   tabcl_options o = {0};
   o.device = a.device;
   tabcl_context *ctx = NULL;
