@@ -89,6 +89,13 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *de
                                    const void *mask, void *out, int path);
 
 tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
+/* The self-checks' reference: out[0, head_dim) = the attention output of
+   batch entry b, head h, query i by a double host loop over d's tensors
+   (no causality), with mask NULL or a boolean [q_heads, q_len, kv_len]
+   mask shared by the batch; w holds kv_len values of scratch. */
+void tabcl__sdpa_expect_row(const tabcl_sdpa_desc *d, const double *q, const double *k,
+                            const double *v, const uint8_t *mask, int b, int h, int i,
+                            double *w, double *out);
 
 /* ---- the NVIDIA tensor-core path for f32/f16/bf16 (sdpa_mma.c) ---- */
 typedef struct tabcl__sdpa_mma_shape {
@@ -106,9 +113,9 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
 /* TABCL_OK once the kernel has built and passed its check on this device
    for dtype; the first call runs the check, later ones reuse the verdict. */
 tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt);
-/* Runs the call on the tensor-core kernel and sets *taken when path is
-   TABCL__SDPA_MMA, or AUTO and the kernel may run and passed its check;
-   else clears *taken and does nothing. */
+/* Runs the call on the tensor-core kernel and sets *taken when the kernel
+   may run it and path is TABCL__SDPA_MMA, or AUTO and the kernel passed
+   its check; else clears *taken and does nothing. */
 tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
                                  const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
                                  tabcl__sdpa_events *ev, int *taken);

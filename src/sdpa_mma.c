@@ -147,7 +147,7 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
   enum { NQ = CB * CLQ * CHQ * CD, NKV = CB * CLK * CHKV * CD, NM = CHQ * CLQ * CLK };
   const size_t es = tabcl__sdpa_elem_size(dt);
   unsigned char *q = tabcl__malloc(es * (2 * NQ + 2 * NKV));
-  double *ref = tabcl__malloc(sizeof(double) * (NQ + 2 * NKV + CLK));
+  double *ref = tabcl__malloc(sizeof(double) * (NQ + 2 * NKV + CLK + CD));
   uint8_t *mask = tabcl__malloc(NM);
   tabcl_status s = TABCL_OK;
   if (!q || !ref || !mask) {
@@ -155,7 +155,7 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
     goto done;
   }
   unsigned char *k = q + es * NQ, *v = k + es * NKV, *out = v + es * NKV;
-  double *rq = ref, *rk = rq + NQ, *rv = rk + NKV, *w = rv + NKV;
+  double *rq = ref, *rk = rq + NQ, *rv = rk + NKV, *w = rv + NKV, *o = w + CLK;
   uint32_t seed = 777u + (uint32_t)dt;
   for (int i = 0; i < NQ; i++) put(dt, q, (size_t)i, (float)(rq[i] = next_value(&seed, dt)));
   for (int i = 0; i < NKV; i++) put(dt, k, (size_t)i, (float)(rk[i] = next_value(&seed, dt)));
@@ -165,32 +165,19 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
   memset(out, 0xFF, es * NQ); /* NaN: an unwritten element fails */
   tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
   s = tabcl__sdpa_host_path(ctx, &d, q, k, v, mask, out, path);
-  const double scale = 1.0 / sqrt((double)CD);
   /* f32: f32 sums and the TF32 split's ~2^-21; 16-bit: one rounding of the output too. */
   const double rel = dt == TABCL_F32 ? 2e-5 : dt == TABCL_BF16 ? 8e-3 : 1e-3;
   const double abs_tol = dt == TABCL_F32 ? 2e-6 : 1e-4;
   for (int b = 0; b < CB && !s; b++)
     for (int h = 0; h < CHQ && !s; h++)
       for (int i = 0; i < CLQ && !s; i++) {
-        const int kh = h / (CHQ / CHKV);
-        double mx = -INFINITY, sum = 0;
-        for (int j = 0; j < CLK; j++) {
-          double x = 0;
-          for (int c = 0; c < CD; c++)
-            x += rq[((b * CLQ + i) * CHQ + h) * CD + c] * rk[((b * CLK + j) * CHKV + kh) * CD + c];
-          w[j] = mask[(h * CLQ + i) * CLK + j] ? x * scale : -INFINITY;
-          if (w[j] > mx) mx = w[j];
-        }
-        for (int j = 0; j < CLK; j++) sum += w[j] = mx == -INFINITY ? 0 : exp(w[j] - mx);
+        tabcl__sdpa_expect_row(&d, rq, rk, rv, mask, b, h, i, w, o);
         for (int c = 0; c < CD && !s; c++) {
-          double o = 0;
-          for (int j = 0; j < CLK; j++) o += w[j] * rv[((b * CLK + j) * CHKV + kh) * CD + c];
-          o = sum > 0 ? o / sum : 0;
           const double got = get(dt, out, (size_t)(((b * CLQ + i) * CHQ + h) * CD + c));
-          if (!(fabs(got - o) <= rel * fabs(o) + abs_tol))
+          if (!(fabs(got - o[c]) <= rel * fabs(o[c]) + abs_tol))
             s = tabcl__fail(TABCL_OPENCL_ERROR, "tensor-core attention check (%s): batch %d "
                             "head %d query %d column %d is %.9g, expected %.9g", dtype_name(dt),
-                            b, h, i, c, got, o);
+                            b, h, i, c, got, o[c]);
         }
       }
 done:
@@ -246,13 +233,8 @@ tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, i
   *taken = 0;
   if (path != TABCL__SDPA_AUTO && path != TABCL__SDPA_MMA) return TABCL_OK;
   tabcl__sdpa_mma_shape m;
-  if (!tabcl__sdpa_mma_tiles(ctx, d, &m)) {
-    if (path == TABCL__SDPA_AUTO) return TABCL_OK;
-    *taken = 1;
-    int picked;
-    tabcl__sdpa_tiles t;
-    return tabcl__sdpa_pick_path(ctx, d, path, &picked, &t); /* says why */
-  }
+  /* Not offered: the caller's tabcl__sdpa_pick_path refuses a forced path. */
+  if (!tabcl__sdpa_mma_tiles(ctx, d, &m)) return TABCL_OK;
   /* The automatic choice takes the kernel only after the device check;
      a failed check leaves the portable kernel in charge. */
   if (path == TABCL__SDPA_AUTO && tabcl__sdpa_mma_verdict(ctx, d->dtype) != TABCL_OK) {
