@@ -100,8 +100,11 @@ static void *xalloc(size_t n) {
   return p;
 }
 
-/* Random inputs (never all zero); masks with some rows fully masked. */
-static void case_fill(sdpa_case *c, tt_rng *r) {
+/* c for the call d, with random inputs (never all zero); masks with some
+   rows fully masked. */
+static void case_fill(sdpa_case *c, const tabcl_sdpa_desc *desc, tt_rng *r) {
+  memset(c, 0, sizeof *c);
+  c->d = *desc;
   const tabcl_sdpa_desc *d = &c->d;
   size_t es = esize(d->dtype);
   c->nq = (size_t)d->batch * d->q_len * d->q_heads * d->head_dim;
@@ -227,9 +230,7 @@ static tabcl_sdpa_desc desc_of(int64_t b, int64_t lq, int64_t lk, int hq, int hk
 static tabcl_status run_case(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d, int path,
                              const char *what) {
   sdpa_case c;
-  memset(&c, 0, sizeof c);
-  c.d = *d;
-  case_fill(&c, r);
+  case_fill(&c, d, r);
   memset(c.out, 0x7F, c.nq * esize(d->dtype));
   tabcl_status s = tabcl__sdpa_host_path(ctx, d, c.q, c.k, c.v, c.mask, c.out, path);
   if (s == TABCL_OK) {
@@ -370,9 +371,7 @@ Test(sdpa, rows_with_nothing_to_attend_are_zero) {
     tabcl_sdpa_desc d = desc_of(2, 9, 40, 2, 2, 16, TABCL_F32);
     d.mask = (tabcl_mask_kind)kind;
     sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = d;
-    case_fill(&c, &r);
+    case_fill(&c, &d, &r);
     /* every row of batch entry 1, head 0 masked out */
     for (int i = 0; i < 9 * 40; i++) {
       size_t at = ((size_t)(1 * 2 + 0) * 9 * 40) + (size_t)i;
@@ -445,9 +444,7 @@ Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
     d.mask = TABCL_MASK_ADD;
     d.causal = dt == 1;
     sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = d;
-    case_fill(&c, &r);
+    case_fill(&c, &d, &r);
     size_t bytes = c.nq * esize(d.dtype);
     unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
     memset(a, 0x7F, bytes);
@@ -488,9 +485,7 @@ Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
     d.mask = TABCL_MASK_BOOL;
     d.causal = 1;
     sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = d;
-    case_fill(&c, &r);
+    case_fill(&c, &d, &r);
     size_t bytes = c.nq * 4;
     unsigned char *a = xalloc(bytes);
     memset(a, 0x7F, bytes);
@@ -585,9 +580,7 @@ Test(sdpa, fused_and_clblast_agree) {
   for (int i = 0; i < 4; i++) {
     if (ds[i].dtype == TABCL_F64 && !has_fp64(ctx)) continue;
     sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = ds[i];
-    case_fill(&c, &r);
+    case_fill(&c, &ds[i], &r);
     case_reference(&c);
     size_t bytes = c.nq * esize(ds[i].dtype);
     unsigned char *fused = xalloc(bytes);
@@ -617,9 +610,7 @@ Test(sdpa, cl_variant_matches_host) {
   d.mask = TABCL_MASK_BOOL;
   d.causal = 1;
   sdpa_case c;
-  memset(&c, 0, sizeof c);
-  c.d = d;
-  case_fill(&c, &r);
+  case_fill(&c, &d, &r);
   cl_context cl = tabcl_context_cl_context(ctx);
   cl_int err;
   cl_mem q = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.q, &err);
@@ -716,9 +707,7 @@ static void sweep_sdpa(int which, int path, int split) {
   tabcl_sdpa_desc d = desc_of(3, 5, 6, 2, 1, 16, TABCL_F16);
   d.mask = TABCL_MASK_ADD;
   sdpa_case c;
-  memset(&c, 0, sizeof c);
-  c.d = d;
-  case_fill(&c, &r);
+  case_fill(&c, &d, &r);
   size_t bytes = c.nq * 2;
   if (split) ctx->info.max_mem_alloc_size = 2 * (bytes / 3);
   /* builds the programs, so the sweep also covers running from the cache */
@@ -872,9 +861,7 @@ Test(sdpa, tensor_core_path) {
   tabcl_sdpa_desc d = desc_of(23, 54, 54, 8, 8, 64, TABCL_F16);
   d.mask = TABCL_MASK_ADD;
   sdpa_case c;
-  memset(&c, 0, sizeof c);
-  c.d = d;
-  case_fill(&c, &r);
+  case_fill(&c, &d, &r);
   const size_t bytes = c.nq * 2;
   unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
   memset(a, 0x7F, bytes);
@@ -929,9 +916,7 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
     d.mask = TABCL_MASK_BOOL;
     d.causal = 1;
     sdpa_case c;
-    memset(&c, 0, sizeof c);
-    c.d = d;
-    case_fill(&c, &r);
+    case_fill(&c, &d, &r);
     const size_t bytes = c.nq * esize(d.dtype);
     unsigned char *a = xalloc(bytes), *b = xalloc(bytes);
     memset(a, 0x7F, bytes);
