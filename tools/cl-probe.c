@@ -196,48 +196,47 @@ static int report_query(cl_device_id d, const query *q) {
   return 1;
 }
 
-/* One program build or self-check: a JSON object or a table line. source
-   ("built" / "disk cache") is given for program builds only. A self-check
-   that returns TABCL_UNSUPPORTED does not apply to the device (a vendor
-   path elsewhere): shown as n/a, not as a failure. */
-static void step_result(const char *name, tabcl_status s, double ms, const char *source) {
-  const int na = s == TABCL_UNSUPPORTED && !source;
-  if (json_mode && na) {
+/* One program build or self-check: a JSON object or a table line; returns
+   1 when it counts as a failure. source ("built" / "disk cache") is given
+   for successful program builds only. A self-check (check set) that returns
+   TABCL_UNSUPPORTED does not apply to the device (a vendor path elsewhere):
+   shown as n/a, not counted. */
+static int step_result(const char *name, tabcl_status s, double ms, const char *source,
+                       int check) {
+  const int na = check && s == TABCL_UNSUPPORTED;
+  if (json_mode) {
     json_open(NULL, '{');
     json_key("name");
     json_string(name);
     json_key("ok");
-    printf("true");
-    json_key("applies");
-    printf("false");
-    json_key("note");
-    json_string(tabcl_last_error());
+    printf("%s", s == TABCL_OK || na ? "true" : "false");
+    if (na) {
+      json_key("applies");
+      printf("false");
+      json_key("note");
+      json_string(tabcl_last_error());
+    } else {
+      json_key("ms");
+      printf("%.1f", ms);
+      if (source) {
+        json_key("from_cache");
+        printf("%s", strcmp(source, "disk cache") == 0 ? "true" : "false");
+      }
+      if (s) {
+        json_key("error");
+        json_string(tabcl_last_error());
+      }
+    }
     json_close('}');
   } else if (na) {
     printf("  %-32s n/a: %s\n", name, tabcl_last_error());
-  } else if (json_mode) {
-    json_open(NULL, '{');
-    json_key("name");
-    json_string(name);
-    json_key("ok");
-    printf("%s", s == TABCL_OK ? "true" : "false");
-    json_key("ms");
-    printf("%.1f", ms);
-    if (source) {
-      json_key("from_cache");
-      printf("%s", strcmp(source, "disk cache") == 0 ? "true" : "false");
-    }
-    if (s) {
-      json_key("error");
-      json_string(tabcl_last_error());
-    }
-    json_close('}');
   } else if (s) {
     printf("  %-32s FAILED: %s (%.1f ms)\n    %s\n", name, tabcl_status_name(s), ms,
            tabcl_last_error());
   } else {
     printf("  %-32s ok %8.1f ms%s%s\n", name, ms, source ? "  " : "", source ? source : "");
   }
+  return s != TABCL_OK && !na;
 }
 
 /* ---- one device: table, kernels, self-checks, ceilings ---- */
@@ -283,8 +282,8 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     int from_cache = 0;
     double t0 = now();
     s = tabcl_program_prepare(ctx, i, &from_cache);
-    step_result(name, s, (now() - t0) * 1e3, s ? NULL : from_cache == 1 ? "disk cache" : "built");
-    failures += s != TABCL_OK;
+    failures += step_result(name, s, (now() - t0) * 1e3,
+                            s ? NULL : from_cache == 1 ? "disk cache" : "built", 0);
   }
   if (json_mode) json_close(']');
 
@@ -296,8 +295,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     fprintf(stderr, "cl-probe: device %s: self-check %s\n", sel, name);
     double t0 = now();
     s = tabcl_selfcheck_run(ctx, i);
-    step_result(name, s, (now() - t0) * 1e3, NULL);
-    failures += s != TABCL_OK && s != TABCL_UNSUPPORTED;
+    failures += step_result(name, s, (now() - t0) * 1e3, NULL, 1);
   }
   if (json_mode) json_close(']');
 
