@@ -24,8 +24,15 @@
 // exact head dim) are arguments; only the dtype and the tile shape (which
 // includes the head dim rounded up to a multiple of 16) are build options.
 //
+// Chunks: the K tile may pass through local memory SDPA_KC head-dim columns
+// at a time (S accumulates over the chunks) and the V tile SDPA_VK keys at
+// a time, so that a long key tile fits beside the Q tile at wide heads: a
+// longer key tile gives each work-item a larger register block of S, which
+// is more FMAs per local-memory read. By default each is one whole tile.
+//
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
-// SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns).
+// SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns),
+// SDPA_TKS (work-items across the keys of S), SDPA_KC, SDPA_VK.
 
 // Defaults (f32, head dims up to 64) so the program also builds without
 // options, as tabcl_program_prepare does.
@@ -38,6 +45,15 @@
 #define SDPA_BK 32
 #define SDPA_NT 128
 #define SDPA_TC 16
+#endif
+#ifndef SDPA_TKS
+#define SDPA_TKS 8
+#endif
+#ifndef SDPA_KC
+#define SDPA_KC SDPA_DP
+#endif
+#ifndef SDPA_VK
+#define SDPA_VK SDPA_BK
 #endif
 
 #if SDPA_DTYPE == 3
@@ -64,7 +80,24 @@ typedef ushort store_t;
 #elif SDPA_DTYPE == 1
 // 16-bit storage without cl_khr_fp16: only vload_half/vstore_half touch it.
 #define LD1(p, i) vload_half((i), (p))
+#if TABCL_VENDOR_NVIDIA
+// NVIDIA's compiler splits vload_half4 into four 2-byte loads; one 8-byte
+// load (LD4's callers pass 4-element-aligned offsets of rows whose length
+// is a multiple of 4) and PTX conversions in registers do the same work.
+inline float2 half2_bits_to_float2(uint w) {
+  float lo, hi;
+  __asm__("{ .reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }"
+          : "=f"(lo), "=f"(hi) : "r"(w));
+  return (float2)(lo, hi);
+}
+inline float4 ld_half4(__global const half *p, int i) {
+  const uint2 w = *(__global const uint2 *)(p + i);
+  return (float4)(half2_bits_to_float2(w.x), half2_bits_to_float2(w.y));
+}
+#define LD4(p, i) ld_half4((p), (i))
+#else
 #define LD4(p, i) vload_half4((i) >> 2, (p))
+#endif
 #define ST1(p, i, x) vstore_half_rte((x), (i), (p))
 #define ST4(p, i, x) vstore_half4_rte((x), (i) >> 2, (p))
 #else
@@ -94,22 +127,29 @@ inline ushort f32_to_bf16(float f) {
 #define BK SDPA_BK
 #define DP SDPA_DP
 #define DP4 (DP / 4)
-#define TKS 8             /* work-items across the keys of S */
+#define TKS SDPA_TKS      /* work-items across the keys of S */
 #define RKS (BK / TKS)
 #define TQS (NT / TKS)
 #define RQS (BQ / TQS)
 #define TC SDPA_TC
 #define CG (DP4 / TC)     /* float4 output columns per work-item */
 #define TQO (NT / TC)
+#define KC4 (SDPA_KC / 4) /* float4 columns of a K chunk (a power of two) */
+#define NKC (DP / SDPA_KC)
+#define VK SDPA_VK        /* keys of a V chunk */
 // The Q and K/V tiles have no row padding (which would cost the local memory
 // of a 64 x 56 tile at head dim 64 on 48 KiB); instead the float4 column c
-// of row r sits at c ^ (r & SWM), so the 4 to 8 consecutive rows one warp
-// reads in step 1 fall in different banks. SWM + 1 divides TQS, TKS and TC,
-// so a work-item's rows all share one XOR key and P V's V reads only XOR
-// the column within a block of TC.
+// of row r sits at c ^ (r & mask), so the 4 to 8 consecutive rows one warp
+// reads in step 1 fall in different banks. Each mask + 1 divides the
+// work-items' row stride (TQS for Q, TKS for K), so a work-item's rows all
+// share one XOR key; it divides the K chunk's width, so Q's column
+// cc * KC4 + c sits at cc * KC4 + (c ^ key); and V's divides TC, so P V's V
+// reads only XOR the column within a block of TC.
 #define SWM0 ((DP4 % 8) == 0 ? 7 : 3)
-#define SWM (SWM0 < TQS - 1 ? SWM0 : TQS - 1)
-#define SWZ(r, c) ((r) * DP4 + ((c) ^ ((r) & SWM)))
+#define MIN_(a, b) ((a) < (b) ? (a) : (b))
+#define SWQ MIN_(MIN_(SWM0, TQS - 1), KC4 - 1)
+#define SWK MIN_(MIN_(SWM0, TKS - 1), KC4 - 1)
+#define SWV MIN_(SWM0, TC - 1)
 #define RQO (BQ / TQO)
 #define PT (BQ + 4)       /* column stride of P, stored transposed [key][query]: float4
                              aligned, and consecutive queries fall in consecutive banks */
@@ -150,25 +190,38 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
     int r = idx / DP4, c = idx - r * DP4;
     real4 x = (real4)(0);
     if (r < avail) x = load4(src + r * stride, c * 4, d, vec) * mul;
-    dst[SWZ(r, c)] = x;
+    dst[r * DP4 + (c ^ (r & SWQ))] = x;
   }
 }
 
-#define LPT ((BK * DP4 + NT - 1) / NT)   /* K/V float4 groups per work-item */
+#define KV_K (BK * KC4)   /* float4 groups of a K chunk */
+#define KV_V (VK * DP4)   /* and of a V chunk */
+#define MAX_(a, b) ((a) > (b) ? (a) : (b))
+#define LPT ((MAX_(KV_K, KV_V) + NT - 1) / NT)   /* float4 groups per work-item */
 
-// This work-item's share of a [BK, d] K or V tile (rows past `avail` zero),
-// from global memory into registers, and from there into the local tile.
-#define FETCH_KV(pre, src, avail)                                                  \
-  _Pragma("unroll") for (int u = 0; u < LPT; u++) {                               \
-    const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
-    pre[u] = (real4)(0);                                                           \
-    if (idx < BK * DP4 && r < (avail)) pre[u] = load4((src) + r * kstride, c * 4, d, vec); \
-  }
-#define STORE_KV(pre)                                                              \
-  _Pragma("unroll") for (int u = 0; u < LPT; u++) {                               \
-    const int idx = t + u * NT, r = idx / DP4, c = idx - r * DP4;                  \
-    if (idx < BK * DP4) kvs[SWZ(r, c)] = pre[u];                                    \
-  }
+// This work-item's share of a K chunk (float4 columns col0.., W4 of them)
+// or a V chunk (all columns) of rows past which `avail` are zero, from
+// global memory into registers, and from there into the local tile.
+#define FETCH_(src, avail, W4, NG, col0)                                          \
+  do {                                                                             \
+    _Pragma("unroll") for (int u = 0; u < LPT; u++) {                             \
+      const int idx = t + u * NT, r = idx / (W4), c = idx - r * (W4);              \
+      pre[u] = (real4)(0);                                                         \
+      if (idx < (NG) && r < (avail))                                               \
+        pre[u] = load4((src) + r * kstride, ((col0) + c) * 4, d, vec);             \
+    }                                                                              \
+  } while (0)
+#define STORE_(W4, NG, SW)                                                         \
+  do {                                                                             \
+    _Pragma("unroll") for (int u = 0; u < LPT; u++) {                             \
+      const int idx = t + u * NT, r = idx / (W4), c = idx - r * (W4);              \
+      if (idx < (NG)) kvs[r * (W4) + (c ^ (r & (SW)))] = pre[u];                    \
+    }                                                                              \
+  } while (0)
+#define FETCH_K(src, avail, cc) FETCH_(src, avail, KC4, KV_K, (cc) * KC4)
+#define STORE_K() STORE_(KC4, KV_K, SWK)
+#define FETCH_V(src, avail) FETCH_(src, avail, DP4, KV_V, 0)
+#define STORE_V() STORE_(DP4, KV_V, SWV)
 
 // One work-group per (batch entry, head, query tile): dims 0, 1 and 2, so
 // the batch, the only large extent, is in dim 0 (some devices allow only
@@ -182,7 +235,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
                 int qt0) {
   __local real4 qs[BQ * DP4];
-  __local real4 kvs[BK * DP4];
+  __local real4 kvs[MAX_(KV_K, KV_V)];
   __local real4 pst4[BK * PT / 4];
   __local real alpha_s[BQ];
   // Per-row partial maxima, at the end partial sums. Read as scalars: vector
@@ -222,7 +275,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   }
 
   const int tk = t & (TKS - 1), tq = t / TKS;
-  const int kq = tq & SWM, kk = tk & SWM;  /* XOR keys of this work-item's Q and K rows */
+  const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
@@ -231,14 +284,9 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   // ahead of their use (V during S = Q K^T, the next K during softmax and
   // P V), so the reads' latency hides behind compute.
   real4 pre[LPT];
-  if (kv_end > 0) FETCH_KV(pre, kb, min(BK, lk));
+  if (kv_end > 0) FETCH_K(kb, min(BK, lk), 0);
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    STORE_KV(pre);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    FETCH_KV(pre, vb + k0 * kstride, kn);
-
     real s[RQS][RKS];
     #pragma unroll
     for (int i = 0; i < RQS; i++) {
@@ -248,31 +296,39 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     // Blocks of TKS keys past the last key are skipped (short sequences
     // leave much of their last tile empty); the test is uniform per block.
     const int nkb = (kn + TKS - 1) / TKS;
-    if (nkb == RKS) {
-      for (int c = 0; c < DP4; c++) {
-        real4 qv[RQS], kv[RKS];
-        #pragma unroll
-        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * DP4 + (c ^ kq)];
-        #pragma unroll
-        for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * DP4 + (c ^ kk)];
-        #pragma unroll
-        for (int i = 0; i < RQS; i++) {
+    for (int cc = 0; cc < NKC; cc++) {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      STORE_K();
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (cc + 1 < NKC) FETCH_K(kb + k0 * kstride, kn, cc + 1);
+      else FETCH_V(vb + k0 * kstride, kn);
+      __local const real4 *qc = qs + cc * KC4;
+      if (nkb == RKS) {
+        for (int c = 0; c < KC4; c++) {
+          real4 qv[RQS], kv[RKS];
           #pragma unroll
-          for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
-        }
-      }
-    } else {
-      for (int c = 0; c < DP4; c++) {
-        real4 qv[RQS];
-        #pragma unroll
-        for (int i = 0; i < RQS; i++) qv[i] = qs[(tq + i * TQS) * DP4 + (c ^ kq)];
-        #pragma unroll
-        for (int j = 0; j < RKS; j++)
-          if (j < nkb) {
-            const real4 kv = kvs[(tk + j * TKS) * DP4 + (c ^ kk)];
+          for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];
+          #pragma unroll
+          for (int j = 0; j < RKS; j++) kv[j] = kvs[(tk + j * TKS) * KC4 + (c ^ kk)];
+          #pragma unroll
+          for (int i = 0; i < RQS; i++) {
             #pragma unroll
-            for (int i = 0; i < RQS; i++) s[i][j] = dot4(qv[i], kv, s[i][j]);
+            for (int j = 0; j < RKS; j++) s[i][j] = dot4(qv[i], kv[j], s[i][j]);
           }
+        }
+      } else {
+        for (int c = 0; c < KC4; c++) {
+          real4 qv[RQS];
+          #pragma unroll
+          for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];
+          #pragma unroll
+          for (int j = 0; j < RKS; j++)
+            if (j < nkb) {
+              const real4 kv = kvs[(tk + j * TKS) * KC4 + (c ^ kk)];
+              #pragma unroll
+              for (int i = 0; i < RQS; i++) s[i][j] = dot4(qv[i], kv, s[i][j]);
+            }
+        }
       }
     }
     // Masked entries become -inf; each row's partial maximum goes to red.
@@ -316,39 +372,50 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       m_run[i] = mx;
       if (tk == 0) alpha_s[r] = a;
     }
-    STORE_KV(pre);
-    if (k0 + BK < kv_end) FETCH_KV(pre, kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK));
-    // Keys are used in groups of four; those past the last key have p = 0
-    // and V rows of zeros.
-    const int nj4 = (kn + 3) / 4;
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    #pragma unroll
-    for (int i = 0; i < RQO; i++) {
-      const real a = alpha_s[to * RQO + i];
-      #pragma unroll
-      for (int c = 0; c < CG; c++) acc[i][c] *= a;
-    }
-    for (int j4 = 0; j4 < nj4; j4++) {
-      #pragma unroll
-      for (int jj = 0; jj < 4; jj++) {
-        const int j = j4 * 4 + jj;
-        real pv[RQO];
-#if RQO % 4 == 0
+    // The V tile, VK keys at a time; those past the last key are skipped.
+    // The first chunk's store needs no barrier before it: the last reads
+    // of the K chunk came before the barrier above.
+    const int nvc = (kn + VK - 1) / VK;
+    for (int vc = 0; vc < nvc; vc++) {
+      if (vc > 0) barrier(CLK_LOCAL_MEM_FENCE);
+      STORE_V();
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (vc + 1 < nvc) FETCH_V(vb + (k0 + (vc + 1) * VK) * kstride, kn - (vc + 1) * VK);
+      else if (k0 + BK < kv_end) FETCH_K(kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK), 0);
+      if (vc == 0) {
         #pragma unroll
-        for (int i4 = 0; i4 < RQO / 4; i4++) {
-          const real4 x = pst4[j * (PT / 4) + to * (RQO / 4) + i4];
-          pv[4 * i4] = x.x, pv[4 * i4 + 1] = x.y, pv[4 * i4 + 2] = x.z, pv[4 * i4 + 3] = x.w;
-        }
-#else
-        #pragma unroll
-        for (int i = 0; i < RQO; i++) pv[i] = pst[j * PT + to * RQO + i];
-#endif
-        #pragma unroll
-        for (int c = 0; c < CG; c++) {
-          const real4 vv = kvs[j * DP4 + (tc ^ (j & SWM)) + c * TC];
+        for (int i = 0; i < RQO; i++) {
+          const real a = alpha_s[to * RQO + i];
           #pragma unroll
-          for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
+          for (int c = 0; c < CG; c++) acc[i][c] *= a;
+        }
+      }
+      // Keys are used in groups of four; those past the last key have p = 0
+      // and V rows of zeros.
+      const int nj4 = (min(VK, kn - vc * VK) + 3) / 4;
+      __local const real4 *pc = pst4 + vc * VK * (PT / 4);
+      __local const real *pc1 = pst + vc * VK * PT;
+      for (int j4 = 0; j4 < nj4; j4++) {
+        #pragma unroll
+        for (int jj = 0; jj < 4; jj++) {
+          const int j = j4 * 4 + jj;
+          real pv[RQO];
+#if RQO % 4 == 0
+          #pragma unroll
+          for (int i4 = 0; i4 < RQO / 4; i4++) {
+            const real4 x = pc[j * (PT / 4) + to * (RQO / 4) + i4];
+            pv[4 * i4] = x.x, pv[4 * i4 + 1] = x.y, pv[4 * i4 + 2] = x.z, pv[4 * i4 + 3] = x.w;
+          }
+#else
+          #pragma unroll
+          for (int i = 0; i < RQO; i++) pv[i] = pc1[j * PT + to * RQO + i];
+#endif
+          #pragma unroll
+          for (int c = 0; c < CG; c++) {
+            const real4 vv = kvs[j * DP4 + (tc ^ (j & SWV)) + c * TC];
+            #pragma unroll
+            for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
+          }
         }
       }
     }

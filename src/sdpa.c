@@ -134,33 +134,66 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
   return TABCL_OK;
 }
 
-static size_t tile_bytes(size_t es, int dp, int bq, int bk) {
-  /* Q tile and K/V tile (unpadded, swizzled), P transposed with four
-     padding columns, a rescale factor and eight partial maxima/sums per
-     query. */
-  return es * ((size_t)bq * dp + (size_t)bk * dp + (size_t)bk * (bq + 4) +
-               9 * (size_t)bq);
+/* Local memory of a tile shape: the Q tile, the larger of a K chunk and a V
+   chunk (unpadded, swizzled), P transposed with four padding columns, a
+   rescale factor and tks partial maxima/sums per query. */
+static size_t tile_bytes(size_t es, const tabcl__sdpa_tiles *t) {
+  const size_t kch = (size_t)t->bk * (size_t)t->kc, vch = (size_t)t->vk * (size_t)t->dp;
+  return es * ((size_t)t->bq * (size_t)t->dp + (kch > vch ? kch : vch) +
+               (size_t)t->bk * (size_t)(t->bq + 4) + (size_t)(1 + t->tks) * (size_t)t->bq);
+}
+
+static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* Whether the kernel's index arithmetic holds for t (see cl/sdpa.cl): every
+   work-item has whole register blocks, the swizzles stay inside a row, and
+   a work-item's share of a K or V chunk is at most 16 vectors. */
+static int shape_ok(const tabcl_context *ctx, size_t es, size_t maxwg, const tabcl__sdpa_tiles *t) {
+  if (t->nt <= 0 || (size_t)t->nt > maxwg || !pow2(t->nt) || !pow2(t->tks) || t->tks > 32)
+    return 0;
+  if (t->bk < 8 || t->bk > 64 || t->bk % t->tks || t->nt % t->tks || t->bq % (t->nt / t->tks))
+    return 0;
+  if (t->nt % t->tc || t->bq % (t->nt / t->tc)) return 0;
+  /* A chunk narrower than the row has a power of two of float4 columns, so
+     the XOR masks (powers of two less one) fit in it. */
+  if (t->kc < 4 || t->kc % 4 || t->dp % t->kc || (t->kc < t->dp && !pow2(t->kc / 4))) return 0;
+  if (t->vk < 4 || t->vk % 4 || t->bk % t->vk) return 0;
+  const int kg = t->bk * t->kc / 4, vg = t->vk * t->dp / 4;
+  if ((kg > vg ? kg : vg) > 16 * t->nt) return 0;
+  return tile_bytes(es, t) <= ctx->info.local_mem_size;
 }
 
 /* Tuning knob for benchmarks: TABCL_SDPA_TILES="64:64x32,128:64x16" makes
    padded head dim 64 use 64 queries x 32 keys, and so on; "64:64x56/4"
    also sets the work-items per query row (1, 2 or 4, at most tc; the
-   group has that many times the queries, at least 32). An entry that does
-   not fit the device (or is malformed) is ignored. */
-static void override_tiles(const tabcl_context *ctx, size_t es, int dp, int tc, size_t maxwg,
-                           int *ntf, int *bq, int *bk) {
+   group has that many times the queries, at least 32), and suffixes set
+   the chunks: "128:32x64/2t16k32v16" has 16 work-items across the keys of
+   S, K chunks of 32 head-dim columns and V chunks of 16 keys ("r128":
+   NVIDIA's compiler may use 128 registers a work-item). An entry
+   that does not fit the device (or is malformed) is ignored. */
+static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, tabcl__sdpa_tiles *t) {
   const char *env = getenv("TABCL_SDPA_TILES");
   while (env && *env) {
-    int d = 0, q = 0, k = 0, f = *ntf, n = 0;
-    if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) == 3 && env[n] == '/' &&
-        sscanf(env + n, "/%d", &f) != 1)
-      f = 0;
-    if (d == dp && q * k > 0 && (q == 16 || q == 32 || q == 64) && k >= 8 && k <= 64 &&
-        k % 8 == 0 && (f == 1 || f == 2 || f == 4) && f <= tc && q * f >= 32 &&
-        (size_t)(q * f) <= maxwg && tile_bytes(es, dp, q, k) <= ctx->info.local_mem_size) {
-      *bq = q;
-      *bk = k;
-      *ntf = f;
+    int d = 0, q = 0, k = 0, f = 0, n = 0, ok = 1;
+    tabcl__sdpa_tiles c = *t;
+    if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) != 3) ok = 0;
+    const char *p = env + (ok ? n : 0);
+    f = t->nt / (t->bq ? t->bq : 1);
+    if (ok && *p == '/') ok = sscanf(p, "/%d%n", &f, &n) == 1, p += ok ? n : 0;
+    c.bq = q, c.bk = k, c.nt = q * f, c.tks = 8, c.kc = t->dp, c.vk = k;
+    while (ok && (*p == 't' || *p == 'k' || *p == 'v' || *p == 'r')) {
+      int x = 0;
+      char which = *p;
+      ok = sscanf(p + 1, "%d%n", &x, &n) == 1;
+      if (ok)
+        *(which == 't' ? &c.tks : which == 'k' ? &c.kc : which == 'v' ? &c.vk : &c.maxreg) = x,
+            p += 1 + n;
+    }
+    if (c.maxreg && (c.maxreg < 32 || c.maxreg > 255)) ok = 0;
+    if (ok && (*p == ',' || *p == 0) && d == t->dp && (q == 16 || q == 32 || q == 64) &&
+        (f == 1 || f == 2 || f == 4) && f <= t->tc && q * f >= 32 && k % 8 == 0 &&
+        shape_ok(ctx, es, maxwg, &c)) {
+      *t = c;
       return;
     }
     env = strchr(env, ',');
@@ -177,13 +210,13 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   const int dp = (head_dim + 15) / 16 * 16;
   /* More work-items per query row for the widest heads keeps the output
      block (and so the register count) per work-item at most 64 values. */
-  int ntf = dp > 128 ? 4 : 2;
+  const int ntf = dp > 128 ? 4 : 2;
   /* The output's float4 columns split evenly over a power of two of work-items. */
   const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
   size_t maxwg = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < maxwg) maxwg = ctx->info.max_work_item_sizes[0];
   static const int bqs[] = {64, 32, 16};
-  int best_bq = 0, best_bk = 0;
+  tabcl__sdpa_tiles best = {0};
   /* First choice: the largest query tile that takes a key tile of 16 or
      more (fewer barriers and softmax passes per FLOP; each K/V tile reused
      by more queries), with the largest such key tile. On the H200 64 x 16
@@ -194,30 +227,28 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
      tiles are multiples of 8 up to 64, and small enough that a work-item's
      share of one (fetched into registers ahead of use) is at most 16
      vectors. With 48 KiB in f32 this gives 64 x 64 for head dims up to 32,
-     64 x 56 for 64, 64 x 16 for 128 and 16 x 16 for 256. */
-  for (int pass = 0; pass < 2 && !best_bq; pass++)
+     64 x 56 for 64, 64 x 16 for 128 and 16 x 16 for 256. Whole tiles go
+     through local memory (one K chunk, one V chunk). */
+  for (int pass = 0; pass < 2 && !best.bq; pass++)
     for (size_t i = 0; i < sizeof bqs / sizeof bqs[0]; i++) {
       const int bq = bqs[i], nt = bq * ntf;
       if ((size_t)nt > maxwg) continue;
       int bkmax = 64 * nt / dp < 64 ? 64 * nt / dp : 64;
       bkmax -= bkmax % 8;
       for (int bk = bkmax; bk >= (pass == 0 ? 16 : 8); bk -= 8) {
-        if (tile_bytes(es, dp, bq, bk) > ctx->info.local_mem_size) continue;
-        if (pass == 0 || bq * bk > best_bq * best_bk ||
-            (bq * bk == best_bq * best_bk && bk > best_bk))
-          best_bq = bq, best_bk = bk;
+        tabcl__sdpa_tiles c = {dp, bq, bk, nt, tc, 8, dp, bk, 0, 0};
+        if (!shape_ok(ctx, es, maxwg, &c)) continue;
+        if (pass == 0 || bq * bk > best.bq * best.bk ||
+            (bq * bk == best.bq * best.bk && bk > best.bk))
+          best = c;
         break;
       }
-      if (pass == 0 && best_bq) break;
+      if (pass == 0 && best.bq) break;
     }
-  override_tiles(ctx, es, dp, tc, maxwg, &ntf, &best_bq, &best_bk);
-  if (!best_bq) return 0;
-  t->dp = dp;
-  t->bq = best_bq;
-  t->bk = best_bk;
-  t->nt = best_bq * ntf;
-  t->tc = tc;
-  t->local_bytes = tile_bytes(es, dp, best_bq, best_bk);
+  if (!best.bq) return 0;
+  override_tiles(ctx, es, maxwg, &best);
+  best.local_bytes = tile_bytes(es, &best);
+  *t = best;
   return 1;
 }
 

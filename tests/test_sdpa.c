@@ -563,6 +563,37 @@ Test(sdpa, work_items_per_row_override) {
   tabcl_context_destroy(ctx);
 }
 
+/* K and V passing through local memory in chunks (K by head-dim columns,
+   V by keys), with other splits of S over the work-items: key counts below,
+   at and past one V chunk and one key tile, so partial and skipped chunks
+   run, each with a mask kind and causality. */
+Test(sdpa, chunked_tiles) {
+  tt_rng r = {tt_seed("sdpa.chunked_tiles")};
+  tabcl_context *ctx = tt_context();
+  setenv("TABCL_SDPA_TILES", "128:32x64/2t16k32v16,80:32x32/2t4k4v8,256:16x32/4t32k64v8", 1);
+  static const struct { int dim, bq, bk, nt, tks, kc, vk; } want[] = {
+      {128, 32, 64, 64, 16, 32, 16}, {80, 32, 32, 64, 4, 4, 8}, {256, 16, 32, 64, 32, 64, 8}};
+  static const int lks[] = {5, 16, 23, 64, 97};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    tabcl__sdpa_tiles t;
+    cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, want[i].dim, &t));
+    cr_expect(t.bq == want[i].bq && t.bk == want[i].bk && t.nt == want[i].nt &&
+                  t.tks == want[i].tks && t.kc == want[i].kc && t.vk == want[i].vk,
+              "head dim %d: %dx%d, %d work-items, t%d k%d v%d", want[i].dim, t.bq, t.bk, t.nt,
+              t.tks, t.kc, t.vk);
+    for (size_t j = 0; j < sizeof lks / sizeof lks[0]; j++) {
+      const int dt = i == 0 ? (int)(j % 2) : TABCL_F32; /* f32 and f16 at head dim 128 */
+      tabcl_sdpa_desc d = desc_of(2, 1 + (int)tt_below(&r, 70), lks[j], 2, 1,
+                                  want[i].dim - (int)(j % 2) * 3, (tabcl_dtype)dt);
+      d.causal = (int)(j % 2);
+      d.mask = (tabcl_mask_kind)(j % 3);
+      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "chunked tiles"));
+    }
+  }
+  unsetenv("TABCL_SDPA_TILES");
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- the CLBlast path ---- */
 
 Test(sdpa, fused_and_clblast_agree) {
@@ -796,6 +827,21 @@ Test(oclgrind_sdpa, four_work_items_per_row) {
   tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, 16, TABCL_F32);
   d.mask = TABCL_MASK_BOOL;
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind four per row"));
+  unsetenv("TABCL_SDPA_TILES");
+  tabcl_context_destroy(ctx);
+}
+
+/* K and V in chunks (TABCL_SDPA_TILES suffixes): K by 4 head-dim columns,
+   V by 8 keys, 4 work-items across the keys of S; a key count that leaves
+   the last V chunk partial and the second skipped. */
+Test(oclgrind_sdpa, chunked_tiles) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.chunked_tiles")};
+  tabcl_context *ctx = tt_context();
+  setenv("TABCL_SDPA_TILES", "16:16x16/2t4k4v8", 1);
+  tabcl_sdpa_desc d = desc_of(1, 3, 21, 2, 1, 16, TABCL_F32);
+  d.mask = TABCL_MASK_ADD;
+  d.causal = 1;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind chunks"));
   unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }

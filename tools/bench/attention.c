@@ -194,8 +194,11 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   printf("\n");
   for (int di = 0; di < 3; di++)
     if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, dims[di], &t))
-      printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items, "
-             "%zu bytes local\n", dims[di], t.bq, t.bk, t.nt, t.local_bytes);
-  printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim)\n");
+      printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items "
+             "(%d across keys), K chunks of %d columns, V chunks of %d keys, %zu bytes local, "
+             "register cap %d\n", dims[di], t.bq, t.bk, t.nt, t.tks, t.kc, t.vk, t.local_bytes,
+             t.maxreg);
+  printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim; "
+         "see src/sdpa.c)\n");
   return failed;
 }
