@@ -55,6 +55,18 @@
 #ifndef SDPA_VK
 #define SDPA_VK SDPA_BK
 #endif
+// Experiments (TABCL_SDPA_EXTRA_OPTS): SDPA_CUNROLL unrolls S's loop over
+// the head dim that many times; SDPA_KONE=1 loads S's K vectors one at a
+// time (fewer live registers).
+#ifndef SDPA_KONE
+#define SDPA_KONE 0
+#endif
+#define STR_(x) #x
+#ifdef SDPA_CUNROLL
+#define C_UNROLL _Pragma(STR_(unroll SDPA_CUNROLL))
+#else
+#define C_UNROLL
+#endif
 
 #if SDPA_DTYPE == 3
 typedef double real;
@@ -222,6 +234,31 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define STORE_K() STORE_(KC4, KV_K, SWK)
 #define FETCH_V(src, avail) FETCH_(src, avail, DP4, KV_V, 0)
 #define STORE_V() STORE_(DP4, KV_V, SWV)
+// SDPA_NOPRE=1 (an experiment): chunks go from global to local memory
+// where they are stored, without the registers that hold them in flight.
+#ifndef SDPA_NOPRE
+#define SDPA_NOPRE 0
+#endif
+#define DIRECT_(src, avail, W4, NG, col0, SW)                                      \
+  do {                                                                             \
+    _Pragma("unroll") for (int u = 0; u < LPT; u++) {                             \
+      const int idx = t + u * NT, r = idx / (W4), c = idx - r * (W4);              \
+      if (idx < (NG))                                                              \
+        kvs[r * (W4) + (c ^ (r & (SW)))] =                                         \
+            r < (avail) ? load4((src) + r * kstride, ((col0) + c) * 4, d, vec) : (real4)(0); \
+    }                                                                              \
+  } while (0)
+#if SDPA_NOPRE
+#define FILL_K(src, avail, cc) DIRECT_(src, avail, KC4, KV_K, (cc) * KC4, SWK)
+#define FILL_V(src, avail) DIRECT_(src, avail, DP4, KV_V, 0, SWV)
+#define PREFETCH_K(src, avail, cc) ((void)0)
+#define PREFETCH_V(src, avail) ((void)0)
+#else
+#define FILL_K(src, avail, cc) STORE_K()
+#define FILL_V(src, avail) STORE_V()
+#define PREFETCH_K(src, avail, cc) FETCH_K(src, avail, cc)
+#define PREFETCH_V(src, avail) FETCH_V(src, avail)
+#endif
 
 // One work-group per (batch entry, head, query tile): dims 0, 1 and 2, so
 // the batch, the only large extent, is in dim 0 (some devices allow only
@@ -283,8 +320,10 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   // K and V tiles are read from global memory into registers one phase
   // ahead of their use (V during S = Q K^T, the next K during softmax and
   // P V), so the reads' latency hides behind compute.
+#if !SDPA_NOPRE
   real4 pre[LPT];
-  if (kv_end > 0) FETCH_K(kb, min(BK, lk), 0);
+#endif
+  if (kv_end > 0) PREFETCH_K(kb, min(BK, lk), 0);
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     real s[RQS][RKS];
@@ -298,13 +337,13 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     const int nkb = (kn + TKS - 1) / TKS;
     for (int cc = 0; cc < NKC; cc++) {
       barrier(CLK_LOCAL_MEM_FENCE);
-      STORE_K();
+      FILL_K(kb + k0 * kstride, kn, cc);
       barrier(CLK_LOCAL_MEM_FENCE);
-      if (cc + 1 < NKC) FETCH_K(kb + k0 * kstride, kn, cc + 1);
-      else FETCH_V(vb + k0 * kstride, kn);
+      if (cc + 1 < NKC) PREFETCH_K(kb + k0 * kstride, kn, cc + 1);
+      else PREFETCH_V(vb + k0 * kstride, kn);
       __local const real4 *qc = qs + cc * KC4;
-      if (nkb == RKS) {
-        for (int c = 0; c < KC4; c++) {
+      if (nkb == RKS && !SDPA_KONE) {
+        C_UNROLL for (int c = 0; c < KC4; c++) {
           real4 qv[RQS], kv[RKS];
           #pragma unroll
           for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];
@@ -317,7 +356,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
           }
         }
       } else {
-        for (int c = 0; c < KC4; c++) {
+        C_UNROLL for (int c = 0; c < KC4; c++) {
           real4 qv[RQS];
           #pragma unroll
           for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];
@@ -375,13 +414,17 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     // The V tile, VK keys at a time; those past the last key are skipped.
     // The first chunk's store needs no barrier before it: the last reads
     // of the K chunk came before the barrier above.
+#if VK == BK
+    const int nvc = 1;    /* the loop below then compiles to straight code */
+#else
     const int nvc = (kn + VK - 1) / VK;
+#endif
     for (int vc = 0; vc < nvc; vc++) {
       if (vc > 0) barrier(CLK_LOCAL_MEM_FENCE);
-      STORE_V();
+      FILL_V(vb + (k0 + vc * VK) * kstride, kn - vc * VK);
       barrier(CLK_LOCAL_MEM_FENCE);
-      if (vc + 1 < nvc) FETCH_V(vb + (k0 + (vc + 1) * VK) * kstride, kn - (vc + 1) * VK);
-      else if (k0 + BK < kv_end) FETCH_K(kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK), 0);
+      if (vc + 1 < nvc) PREFETCH_V(vb + (k0 + (vc + 1) * VK) * kstride, kn - (vc + 1) * VK);
+      else if (k0 + BK < kv_end) PREFETCH_K(kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK), 0);
       if (vc == 0) {
         #pragma unroll
         for (int i = 0; i < RQO; i++) {
