@@ -32,7 +32,7 @@
 //
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
 // SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns),
-// SDPA_TKS (work-items across the keys of S), SDPA_KC, SDPA_VK.
+// SDPA_TKS (work-items across the keys of S), SDPA_KC, SDPA_VK, SDPA_NOPRE.
 
 // Defaults (f32, head dims up to 64) so the program also builds without
 // options, as tabcl_program_prepare does.
@@ -55,17 +55,8 @@
 #ifndef SDPA_VK
 #define SDPA_VK SDPA_BK
 #endif
-// Experiments (TABCL_SDPA_EXTRA_OPTS): SDPA_CUNROLL unrolls S's loop over
-// the head dim that many times; SDPA_KONE=1 loads S's K vectors one at a
-// time (fewer live registers).
-#ifndef SDPA_KONE
-#define SDPA_KONE 0
-#endif
-#define STR_(x) #x
-#ifdef SDPA_CUNROLL
-#define C_UNROLL _Pragma(STR_(unroll SDPA_CUNROLL))
-#else
-#define C_UNROLL
+#ifndef SDPA_NOPRE
+#define SDPA_NOPRE 0
 #endif
 
 #if SDPA_DTYPE == 3
@@ -234,11 +225,9 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define STORE_K() STORE_(KC4, KV_K, SWK)
 #define FETCH_V(src, avail) FETCH_(src, avail, DP4, KV_V, 0)
 #define STORE_V() STORE_(DP4, KV_V, SWV)
-// SDPA_NOPRE=1 (an experiment): chunks go from global to local memory
-// where they are stored, without the registers that hold them in flight.
-#ifndef SDPA_NOPRE
-#define SDPA_NOPRE 0
-#endif
+// SDPA_NOPRE=1: chunks go from global to local memory where they are
+// stored, without the registers that hold them in flight (the host sets it
+// when a work-item's share is large; see src/sdpa.c).
 #define DIRECT_(src, avail, W4, NG, col0, SW)                                      \
   do {                                                                             \
     _Pragma("unroll") for (int u = 0; u < LPT; u++) {                             \
@@ -342,8 +331,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       if (cc + 1 < NKC) PREFETCH_K(kb + k0 * kstride, kn, cc + 1);
       else PREFETCH_V(vb + k0 * kstride, kn);
       __local const real4 *qc = qs + cc * KC4;
-      if (nkb == RKS && !SDPA_KONE) {
-        C_UNROLL for (int c = 0; c < KC4; c++) {
+      if (nkb == RKS) {
+        for (int c = 0; c < KC4; c++) {
           real4 qv[RQS], kv[RKS];
           #pragma unroll
           for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];
@@ -356,7 +345,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
           }
         }
       } else {
-        C_UNROLL for (int c = 0; c < KC4; c++) {
+        for (int c = 0; c < KC4; c++) {
           real4 qv[RQS];
           #pragma unroll
           for (int i = 0; i < RQS; i++) qv[i] = qc[(tq + i * TQS) * DP4 + (c ^ kq)];

@@ -145,6 +145,22 @@ static size_t tile_bytes(size_t es, const tabcl__sdpa_tiles *t) {
 
 static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
+/* Float4 vectors of the larger chunk (K or V) per work-item. */
+static int share_of_chunk(const tabcl__sdpa_tiles *t) {
+  const int kg = t->bk * t->kc / 4, vg = t->vk * t->dp / 4, g = kg > vg ? kg : vg;
+  return (g + t->nt - 1) / t->nt;
+}
+
+/* Reading the next chunk into registers while the current one is used
+   hides the reads' latency but holds 4 registers a vector for the whole
+   pass. Up to 4 vectors a work-item it pays; past that the registers cost
+   resident groups: on the H200 64 x 56 tiles at head dim 64 (7 vectors)
+   need 168 registers a work-item with it and 128 without, which lets 4
+   groups share an SM instead of 3, and run 5% (f32) to 30% (f16) faster;
+   at head dim 128 (64 x 16, 4 vectors) dropping it saved registers but ran
+   up to 9% slower (tabcl-bench attention, 2026-11-29). */
+static int default_prefetch(const tabcl__sdpa_tiles *t) { return share_of_chunk(t) <= 4; }
+
 /* Whether the kernel's index arithmetic holds for t (see cl/sdpa.cl): every
    work-item has whole register blocks, the swizzles stay inside a row, and
    a work-item's share of a K or V chunk is at most 16 vectors. */
@@ -158,8 +174,7 @@ static int shape_ok(const tabcl_context *ctx, size_t es, size_t maxwg, const tab
      the XOR masks (powers of two less one) fit in it. */
   if (t->kc < 4 || t->kc % 4 || t->dp % t->kc || (t->kc < t->dp && !pow2(t->kc / 4))) return 0;
   if (t->vk < 4 || t->vk % 4 || t->bk % t->vk) return 0;
-  const int kg = t->bk * t->kc / 4, vg = t->vk * t->dp / 4;
-  if ((kg > vg ? kg : vg) > 16 * t->nt) return 0;
+  if (share_of_chunk(t) > 16) return 0;
   return tile_bytes(es, t) <= ctx->info.local_mem_size;
 }
 
@@ -168,8 +183,8 @@ static int shape_ok(const tabcl_context *ctx, size_t es, size_t maxwg, const tab
    also sets the work-items per query row (1, 2 or 4, at most tc; the
    group has that many times the queries, at least 32), and suffixes set
    the chunks: "128:32x64/2t16k32v16" has 16 work-items across the keys of
-   S, K chunks of 32 head-dim columns and V chunks of 16 keys ("r128":
-   NVIDIA's compiler may use 128 registers a work-item). An entry
+   S, K chunks of 32 head-dim columns and V chunks of 16 keys ("p0"/"p1":
+   without or with the register prefetch of chunks). An entry
    that does not fit the device (or is malformed) is ignored. */
 static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, tabcl__sdpa_tiles *t) {
   const char *env = getenv("TABCL_SDPA_TILES");
@@ -181,15 +196,17 @@ static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, ta
     f = t->nt / (t->bq ? t->bq : 1);
     if (ok && *p == '/') ok = sscanf(p, "/%d%n", &f, &n) == 1, p += ok ? n : 0;
     c.bq = q, c.bk = k, c.nt = q * f, c.tks = 8, c.kc = t->dp, c.vk = k;
-    while (ok && (*p == 't' || *p == 'k' || *p == 'v' || *p == 'r')) {
+    c.prefetch = -1;
+    while (ok && (*p == 't' || *p == 'k' || *p == 'v' || *p == 'p')) {
       int x = 0;
       char which = *p;
       ok = sscanf(p + 1, "%d%n", &x, &n) == 1;
       if (ok)
-        *(which == 't' ? &c.tks : which == 'k' ? &c.kc : which == 'v' ? &c.vk : &c.maxreg) = x,
+        *(which == 't' ? &c.tks : which == 'k' ? &c.kc : which == 'v' ? &c.vk : &c.prefetch) = x,
             p += 1 + n;
     }
-    if (c.maxreg && (c.maxreg < 32 || c.maxreg > 255)) ok = 0;
+    if (c.prefetch == -1) c.prefetch = default_prefetch(&c);
+    if (c.prefetch != 0 && c.prefetch != 1) ok = 0;
     if (ok && (*p == ',' || *p == 0) && d == t->dp && (q == 16 || q == 32 || q == 64) &&
         (f == 1 || f == 2 || f == 4) && f <= t->tc && q * f >= 32 && k % 8 == 0 &&
         shape_ok(ctx, es, maxwg, &c)) {
@@ -238,6 +255,7 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
       for (int bk = bkmax; bk >= (pass == 0 ? 16 : 8); bk -= 8) {
         tabcl__sdpa_tiles c = {dp, bq, bk, nt, tc, 8, dp, bk, 0, 0};
         if (!shape_ok(ctx, es, maxwg, &c)) continue;
+        c.prefetch = default_prefetch(&c);
         if (pass == 0 || bq * bk > best.bq * best.bk ||
             (bq * bk == best.bq * best.bk && bk > best.bk))
           best = c;

@@ -28,7 +28,7 @@ typedef struct tabcl__sdpa_tiles {
   int tc;      /* work-items across the output's float4 columns */
   int tks;     /* work-items across the keys of S */
   int kc, vk;  /* head-dim columns of a K chunk, keys of a V chunk (see cl/sdpa.cl) */
-  int maxreg;  /* NVIDIA: registers a work-item may use (-cl-nv-maxrregcount); 0: no cap */
+  int prefetch; /* 1: K/V chunks are read into registers one phase ahead of their use */
   size_t local_bytes;
 } tabcl__sdpa_tiles;
 

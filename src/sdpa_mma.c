@@ -56,14 +56,8 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
 }
 
 static void mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf, size_t cap) {
-  int n = snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
-                   "-DMMA_QLOCAL=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qlocal);
-  /* Benchmark knob: TABCL_SDPA_MMA_MAXREG=N caps registers a work-item
-     (NVIDIA's -cl-nv-maxrregcount), trading spills for resident groups. */
-  const char *env = getenv("TABCL_SDPA_MMA_MAXREG");
-  const int maxreg = env ? atoi(env) : 0;
-  if (maxreg >= 32 && maxreg <= 255 && n > 0 && (size_t)n < cap)
-    snprintf(buf + n, cap - (size_t)n, " -cl-nv-maxrregcount=%d", maxreg);
+  snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
+           "-DMMA_QLOCAL=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qlocal);
 }
 
 static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {

@@ -195,9 +195,9 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   for (int di = 0; di < 3; di++)
     if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, dims[di], &t))
       printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items "
-             "(%d across keys), K chunks of %d columns, V chunks of %d keys, %zu bytes local, "
-             "register cap %d\n", dims[di], t.bq, t.bk, t.nt, t.tks, t.kc, t.vk, t.local_bytes,
-             t.maxreg);
+             "(%d across keys), K chunks of %d columns, V chunks of %d keys, %s, %zu bytes "
+             "local\n", dims[di], t.bq, t.bk, t.nt, t.tks, t.kc, t.vk,
+             t.prefetch ? "prefetched" : "not prefetched", t.local_bytes);
   printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim; "
          "see src/sdpa.c)\n");
   return failed;
