@@ -570,17 +570,21 @@ Test(sdpa, work_items_per_row_override) {
 Test(sdpa, chunked_tiles) {
   tt_rng r = {tt_seed("sdpa.chunked_tiles")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES", "128:32x64/2t16k32v16,80:32x32/2t4k4v8,256:16x32/4t32k64v8", 1);
-  static const struct { int dim, bq, bk, nt, tks, kc, vk; } want[] = {
-      {128, 32, 64, 64, 16, 32, 16}, {80, 32, 32, 64, 4, 4, 8}, {256, 16, 32, 64, 32, 64, 8}};
+  /* Head dim 128 forces the register prefetch of its 8-vector shares (the
+     default reads shares past 4 vectors straight into local memory, as
+     head dim 256 does here); head dim 80 has 3-vector shares, prefetched. */
+  setenv("TABCL_SDPA_TILES", "128:32x64/2t16k32v16p1,80:32x32/2t4k4v8,256:16x32/4t32k64v8", 1);
+  static const struct { int dim, bq, bk, nt, tks, kc, vk, prefetch; } want[] = {
+      {128, 32, 64, 64, 16, 32, 16, 1}, {80, 32, 32, 64, 4, 4, 8, 1}, {256, 16, 32, 64, 32, 64, 8, 0}};
   static const int lks[] = {5, 16, 23, 64, 97};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     tabcl__sdpa_tiles t;
     cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, want[i].dim, &t));
     cr_expect(t.bq == want[i].bq && t.bk == want[i].bk && t.nt == want[i].nt &&
-                  t.tks == want[i].tks && t.kc == want[i].kc && t.vk == want[i].vk,
-              "head dim %d: %dx%d, %d work-items, t%d k%d v%d", want[i].dim, t.bq, t.bk, t.nt,
-              t.tks, t.kc, t.vk);
+                  t.tks == want[i].tks && t.kc == want[i].kc && t.vk == want[i].vk &&
+                  t.prefetch == want[i].prefetch,
+              "head dim %d: %dx%d, %d work-items, t%d k%d v%d p%d", want[i].dim, t.bq, t.bk, t.nt,
+              t.tks, t.kc, t.vk, t.prefetch);
     for (size_t j = 0; j < sizeof lks / sizeof lks[0]; j++) {
       const int dt = i == 0 ? (int)(j % 2) : TABCL_F32; /* f32 and f16 at head dim 128 */
       tabcl_sdpa_desc d = desc_of(2, 1 + (int)tt_below(&r, 70), lks[j], 2, 1,
