@@ -308,9 +308,9 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   // Top-left aligned causality: no row of this tile sees keys past its last query.
   const int kv_end = causal ? min(lk, q0 + qn) : lk;
 
-  // K and V tiles are read from global memory into registers one phase
-  // ahead of their use (V during S = Q K^T, the next K during softmax and
-  // P V), so the reads' latency hides behind compute.
+  // Unless SDPA_NOPRE, K and V chunks are read from global memory into
+  // registers one phase ahead of their use (V during S = Q K^T, the next K
+  // during softmax and P V), so the reads' latency hides behind compute.
 #if !SDPA_NOPRE
   real4 pre[LPT];
 #endif

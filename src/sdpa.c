@@ -193,7 +193,7 @@ static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, ta
     tabcl__sdpa_tiles c = *t;
     if (sscanf(env, "%d:%dx%d%n", &d, &q, &k, &n) != 3) ok = 0;
     const char *p = env + (ok ? n : 0);
-    f = t->nt / (t->bq ? t->bq : 1);
+    f = t->nt / t->bq;
     if (ok && *p == '/') ok = sscanf(p, "/%d%n", &f, &n) == 1, p += ok ? n : 0;
     c.bq = q, c.bk = k, c.nt = q * f, c.tks = 8, c.kc = t->dp, c.vk = k;
     c.prefetch = -1;
@@ -241,18 +241,16 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
      attention, 4 x 32 heads x 4096), and 64 x 56 beat 64 x 48 and 32 x 64
      at head dim 64. Else the shape with
      the most query x key pairs per tile, ties to the longer key tile. Key
-     tiles are multiples of 8 up to 64, and small enough that a work-item's
-     share of one (fetched into registers ahead of use) is at most 16
-     vectors. With 48 KiB in f32 this gives 64 x 64 for head dims up to 32,
-     64 x 56 for 64, 64 x 16 for 128 and 16 x 16 for 256. Whole tiles go
-     through local memory (one K chunk, one V chunk). */
+     tiles are multiples of 8 up to 64 that shape_ok takes (which bounds a
+     work-item's share of one at 16 vectors). With 48 KiB in f32 this gives
+     64 x 64 for head dims up to 32, 64 x 56 for 64, 64 x 16 for 128 and
+     16 x 16 for 256. Whole tiles go through local memory (one K chunk, one
+     V chunk). */
   for (int pass = 0; pass < 2 && !best.bq; pass++)
     for (size_t i = 0; i < sizeof bqs / sizeof bqs[0]; i++) {
       const int bq = bqs[i], nt = bq * ntf;
       if ((size_t)nt > maxwg) continue;
-      int bkmax = 64 * nt / dp < 64 ? 64 * nt / dp : 64;
-      bkmax -= bkmax % 8;
-      for (int bk = bkmax; bk >= (pass == 0 ? 16 : 8); bk -= 8) {
+      for (int bk = 64; bk >= (pass == 0 ? 16 : 8); bk -= 8) {
         tabcl__sdpa_tiles c = {dp, bq, bk, nt, tc, 8, dp, bk, 0, 0};
         if (!shape_ok(ctx, es, maxwg, &c)) continue;
         c.prefetch = default_prefetch(&c);
