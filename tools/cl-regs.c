@@ -2,17 +2,18 @@
  *
  * Usage: cl-regs FILE.cl KERNEL "BUILD OPTIONS"...
  *
- * Builds cl/common.cl followed by FILE.cl on the first GPU of the first
- * platform (else its first device), once per option string (after the device defines the library
- * passes; NVIDIA's -cl-nv-verbose is added on NVIDIA), and prints the
- * compiler's register and spill lines and the kernel's work-group limit.
- * Run from the project root. Register counts decide how many work-groups
- * share an SM, and NVIDIA's OpenCL offers no other way to read them. */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+ * Builds cl/common.cl followed by FILE.cl on the device a tabcl context
+ * takes by default (TABCL_DEVICE selects another), once per option string,
+ * after the device options the library itself passes (and NVIDIA's
+ * -cl-nv-verbose there), and prints the compiler's register and spill lines
+ * and the kernel's work-group limit. Run from the project root. Register
+ * counts decide how many work-groups share an SM, and NVIDIA's OpenCL
+ * offers no other way to read them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "internal.h"
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -33,25 +34,25 @@ static char *slurp(const char *path) {
   return buf;
 }
 
-static int report(cl_context ctx, cl_device_id dev, int nvidia, const char *src[2],
-                  const char *kname, const char *user) {
-  char opts[4096];
-  snprintf(opts, sizeof opts,
-           "-cl-std=CL1.2 -DTABCL_HAS_FP64=1 -DTABCL_VENDOR_NVIDIA=%d -DTABCL_VENDOR_AMD=0 "
-           "-DTABCL_VENDOR_INTEL=0 -DTABCL_IS_CPU=0 -DTABCL_MAX_WG=1024 -DTABCL_LOCAL_MEM=49152%s %s",
-           nvidia, nvidia ? " -cl-nv-verbose" : "", user);
+static int report(const tabcl_context *ctx, const char *src[2], const char *kname,
+                  const char *user) {
+  char dev[1024], opts[4096];
+  tabcl__device_build_options(&ctx->info, dev, sizeof dev);
+  snprintf(opts, sizeof opts, "%s%s %s", dev, ctx->info.is_nvidia ? " -cl-nv-verbose" : "", user);
   cl_int err;
-  cl_program p = clCreateProgramWithSource(ctx, 2, src, NULL, &err);
+  cl_program p = clCreateProgramWithSource(ctx->cl, 2, src, NULL, &err);
   if (err != CL_SUCCESS) {
     printf("== %s: clCreateProgramWithSource failed (%d)\n", user, err);
     return 1;
   }
-  cl_int built = clBuildProgram(p, 1, &dev, opts, NULL, NULL);
+  cl_int built = clBuildProgram(p, 1, &ctx->device, opts, NULL, NULL);
   printf("== %s: build %s (%d)\n", user, built == CL_SUCCESS ? "ok" : "FAILED", built);
   size_t n = 0;
-  if (clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS && n > 0) {
+  if (clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
+      n > 0) {
     char *log = malloc(n + 1);
-    if (log && clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
+    if (log &&
+        clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
       log[n] = 0;
       for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
         if (built != CL_SUCCESS || strstr(line, "Used") || strstr(line, "spill"))
@@ -59,18 +60,20 @@ static int report(cl_context ctx, cl_device_id dev, int nvidia, const char *src[
     }
     free(log);
   }
-  if (built == CL_SUCCESS) {
+  int failed = built != CL_SUCCESS;
+  if (!failed) {
     cl_kernel k = clCreateKernel(p, kname, &err);
+    failed = err != CL_SUCCESS;
     size_t wg = 0;
     if (err != CL_SUCCESS)
       printf("   clCreateKernel(%s) failed (%d)\n", kname, err);
-    else if (clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) ==
-             CL_SUCCESS)
+    else if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                      NULL) == CL_SUCCESS)
       printf("   %s: at most %zu work-items a group\n", kname, wg);
     if (err == CL_SUCCESS) clReleaseKernel(k);
   }
   clReleaseProgram(p);
-  return built != CL_SUCCESS;
+  return failed;
 }
 
 int main(int argc, char **argv) {
@@ -84,26 +87,15 @@ int main(int argc, char **argv) {
             argv[1]);
     return 2;
   }
-  cl_platform_id pl;
-  cl_device_id dev;
-  char vendor[256] = "";
-  cl_int err = clGetPlatformIDs(1, &pl, NULL);
-  if (err == CL_SUCCESS && clGetDeviceIDs(pl, CL_DEVICE_TYPE_GPU, 1, &dev, NULL) != CL_SUCCESS)
-    err = clGetDeviceIDs(pl, CL_DEVICE_TYPE_ALL, 1, &dev, NULL);
-  if (err == CL_SUCCESS) err = clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "cl-regs: no OpenCL device found (%d)\n", err);
+  tabcl_context *ctx = NULL;
+  if (tabcl_context_create(NULL, &ctx) != TABCL_OK) {
+    fprintf(stderr, "cl-regs: %s\n", tabcl_last_error());
     return 1;
   }
-  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-  if (err != CL_SUCCESS) {
-    fprintf(stderr, "cl-regs: clCreateContext failed (%d)\n", err);
-    return 1;
-  }
-  const int nvidia = strstr(vendor, "NVIDIA") != NULL;
+  printf("device: %s (%s)\n", ctx->info.name, ctx->info.vendor);
   int failed = 0;
-  for (int i = 3; i < argc; i++) failed |= report(ctx, dev, nvidia, src, argv[2], argv[i]);
-  clReleaseContext(ctx);
+  for (int i = 3; i < argc; i++) failed |= report(ctx, src, argv[2], argv[i]);
+  tabcl_context_destroy(ctx);
   free((void *)src[0]);
   free((void *)src[1]);
   return failed;
