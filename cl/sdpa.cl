@@ -362,20 +362,29 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       }
     }
     // Masked entries become -inf; each row's partial maximum goes to red.
+    // A tile with no mask, wholly inside both lengths and, if causal, wholly
+    // at or below the diagonal takes every entry as it is: the per-entry
+    // tests cost about a tenth of the kernel's instructions on the H200.
+    const int plain = mask_kind == 0 && k0 + BK <= lk && q0 + BQ <= lq && (!causal || k0 + BK <= q0 + 1);
     #pragma unroll
     for (int i = 0; i < RQS; i++) {
       const int r = tq + i * TQS, qi = q0 + r;
       real pm = -INFINITY;
-      #pragma unroll
-      for (int j = 0; j < RKS; j++) {
-        const int kj = k0 + tk + j * TKS;
-        int ok = qi < lq && kj < lk && (!causal || kj <= qi);
-        real x = s[i][j];
-        if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
-        else if (ok && mask_kind == 2)
-          x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
-        s[i][j] = ok ? x : (real)(-INFINITY);
-        pm = fmax(pm, s[i][j]);
+      if (plain) {
+        #pragma unroll
+        for (int j = 0; j < RKS; j++) pm = fmax(pm, s[i][j]);
+      } else {
+        #pragma unroll
+        for (int j = 0; j < RKS; j++) {
+          const int kj = k0 + tk + j * TKS;
+          int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+          real x = s[i][j];
+          if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+          else if (ok && mask_kind == 2)
+            x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
+          s[i][j] = ok ? x : (real)(-INFINITY);
+          pm = fmax(pm, s[i][j]);
+        }
       }
       red[r * TKS + tk] = pm;
     }
