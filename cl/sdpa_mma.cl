@@ -9,8 +9,8 @@
 // each warp owns 16 of them. K and V tiles of MMA_BK keys go through local
 // memory as raw words, rows padded by 16 bytes so that the eight rows one
 // fragment load touches fall in different banks. Per key tile, each warp:
-//   1. S = Q K^T with MMAs into f32 accumulators, Q's fragments kept in
-//      registers for the whole pass;
+//   1. S = Q K^T with MMAs into f32 accumulators, Q kept for the whole pass
+//      (in registers, or for f32 in a local tile: MMA_QMODE);
 //   2. the online softmax on S in registers: a row's values sit in the four
 //      lanes of a quad, so row maxima and sums need two butterfly shuffles;
 //   3. O += P V, with P taken straight from S's accumulator layout.
@@ -20,17 +20,21 @@
 //     (f16) or three (bf16) 16-bit parts, each the remainder of the last,
 //     which keeps about 22 (f16) or 24 (bf16) of its bits.
 //   - f32 (m16n8k8 TF32, 10-bit fractions): every operand x is split into
-//     big = tf32(x) and small = tf32(x - big), and a b is computed as
-//     big*big + big*small + small*big; what is dropped (small*small and the
-//     rounding of small) is about 2^-21 of |a b|, next to f32's 2^-24, and
-//     the sums are f32; tests on the H200 hold it to the f32 tolerance.
+//     big = x rounded to TF32 and small = x - big truncated to TF32 (SPLIT),
+//     and a b is computed as big*big + big*small + small*big; what is
+//     dropped (small*small and the truncation of small) is about 2^-21 of
+//     |a b|, next to f32's 2^-24, and the sums are f32; tests on the H200
+//     hold it to the f32 tolerance.
 //
 // Build options: MMA_DTYPE (0 f32, 1 f16, 2 bf16), MMA_DP (head dim rounded
-// up to 16; at most 128, for f32 at most 64), MMA_BK (keys per tile, a
-// multiple of 16), MMA_NW (warps), MMA_BATCH (1: a tile's global loads all
-// issued before its local stores; 0: one word at a time), MMA_QLOCAL (f32:
-// 1 keeps Q in local memory and splits its fragments as they are used,
-// which needs fewer registers than holding both TF32 parts for the pass).
+// up to 16; at most 128), MMA_BK (keys per tile, a multiple of 16), MMA_NW
+// (warps), MMA_BATCH (1: a tile's global loads all issued before its local
+// stores; 0: one word at a time), MMA_QMODE (f32 only: where Q lives for the
+// pass. 0: both TF32 parts in registers, 2 x head dim / 4 a lane, which
+// fits up to head dim 64; 1: in a local tile of its own, split as it is
+// used; 2: its f32 words in registers, head dim / 4 a lane, read straight
+// from global memory and split as they are used, which leaves local memory
+// to K and V at head dim 128).
 
 #ifndef MMA_DTYPE
 #define MMA_DTYPE 1
@@ -47,10 +51,11 @@
 #ifndef MMA_BATCH
 #define MMA_BATCH 0
 #endif
-#ifndef MMA_QLOCAL
-#define MMA_QLOCAL 0
+#ifndef MMA_QMODE
+#define MMA_QMODE 0
 #endif
-#define QLOCAL (MMA_DTYPE == 0 && MMA_QLOCAL)
+#define QLOCAL (MMA_DTYPE == 0 && MMA_QMODE == 1)
+#define QRAW (MMA_DTYPE == 0 && MMA_QMODE == 2)
 
 #if TABCL_VENDOR_NVIDIA
 
@@ -68,7 +73,8 @@
 #define NSN (BK / 8)         /* 8-key tiles of S */
 #define NPC (BK / 16)        /* 16-key chunks of P (P V) */
 #define NON (DP / 8)         /* 8-column tiles of O */
-#define VROWS (MMA_DTYPE == 0 && MMA_QLOCAL ? BK : BK > BQ ? BK : BQ)   /* Q may pass through V's tile */
+#define NG (NON % 4 == 0 ? 4 : 2)   /* of which P V takes NG at a time */
+#define VROWS (QLOCAL || QRAW ? BK : BK > BQ ? BK : BQ)   /* Q may pass through V's tile */
 #define LOG2E 1.4426950408889634f
 
 #if MMA_DTYPE == 0
@@ -92,20 +98,16 @@ typedef ushort elem_t;
           : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                        \
           : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
 
-// x rounded to TF32 (nearest, ties away), as f32 bits with the low 13 zero.
-inline uint tf32(float x) {
-  uint r;
-  __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-#define SPLIT(x, big, small) \
-  do { (big) = tf32(x); (small) = tf32((x) - as_float(big)); } while (0)
-// c += a b in three TF32 MMAs (the small terms first).
-#define MMA3(c, ab, as, bb, bs)                                         \
-  do {                                                                  \
-    MMA(c, (as)[0], (as)[1], (as)[2], (as)[3], (bb)[0], (bb)[1]);       \
-    MMA(c, (ab)[0], (ab)[1], (ab)[2], (ab)[3], (bs)[0], (bs)[1]);       \
-    MMA(c, (ab)[0], (ab)[1], (ab)[2], (ab)[3], (bb)[0], (bb)[1]);       \
+// x split into TF32 parts, as f32 bits with the low 13 zero: big is x
+// rounded to nearest (ties away from zero: half a TF32 unit added to the
+// bits, which carries into the exponent where it must), small the exact
+// remainder x - big truncated. NVIDIA's compiler has no instruction for
+// cvt.rna.tf32.f32 on this chip and spent about 8 on each; this takes 4.
+#define SPLIT(x, big, small)                                              \
+  do {                                                                    \
+    const float x_ = (x);                                                 \
+    (big) = (as_uint(x_) + 0x1000u) & 0xFFFFE000u;                        \
+    (small) = as_uint(x_ - as_float(big)) & 0xFFFFE000u;                  \
   } while (0)
 #else
 // c (four f32) += A (16 x 16, four registers of two 16-bit values) * B (16 x 8, two).
@@ -115,6 +117,8 @@ inline uint tf32(float x) {
           : "+f"((c)[0]), "+f"((c)[1]), "+f"((c)[2]), "+f"((c)[3])                        \
           : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
 #endif
+// c += a b, with A's four registers and B's two in arrays.
+#define MMA_B(c, a, b) MMA(c, (a)[0], (a)[1], (a)[2], (a)[3], (b)[0], (b)[1])
 
 // x from the lane whose id differs from this one's in the bits of m.
 inline float shfl_xor(float x, int m) {
@@ -201,22 +205,28 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
 // S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
 // maxima and partial sums move on; returns the factors (alpha) that rescale
-// what O holds so far.
+// what O holds so far. plain: the tile needs no per-entry tests (no mask,
+// inside both lengths, at or below a causal diagonal).
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
-                           __global const uchar *mask, long mbase, float scale2) {
+                           __global const uchar *mask, long mbase, float scale2, int plain) {
   float mx0 = -INFINITY, mx1 = -INFINITY;
   #pragma unroll
   for (int j = 0; j < NSN; j++) {
-    #pragma unroll
-    for (int e = 0; e < 4; e++) {
-      const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
-      int ok = qi < lq && kj < lk && (!causal || kj <= qi);
-      float x = s[j][e] * scale2;
-      if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
-      else if (ok && mask_kind == 2)
-        x += scalar_of(((__global const elem_t *)mask)[mbase + (long)qi * lk + kj]) * LOG2E;
-      s[j][e] = ok ? x : -INFINITY;
+    if (plain) {
+      #pragma unroll
+      for (int e = 0; e < 4; e++) s[j][e] *= scale2;
+    } else {
+      #pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
+        int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+        float x = s[j][e] * scale2;
+        if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+        else if (ok && mask_kind == 2)
+          x += scalar_of(((__global const elem_t *)mask)[mbase + (long)qi * lk + kj]) * LOG2E;
+        s[j][e] = ok ? x : -INFINITY;
+      }
     }
     mx0 = fmax(mx0, fmax(s[j][0], s[j][1]));
     mx1 = fmax(mx1, fmax(s[j][2], s[j][3]));
@@ -279,6 +289,20 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   if (mask_kind)
     mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
 
+  const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
+#if QRAW
+  // The lane's own words of Q's A fragments, once a pass: scattered 4-byte
+  // reads, but no local memory (zeros past the last query or column).
+  uint qw[NKC][4];
+  #pragma unroll
+  for (int kc = 0; kc < NKC; kc++) {
+    #pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const int r = r0 + 8 * (u & 1), c = kc * 8 + tq + 4 * (u >> 1);
+      qw[kc][u] = r < qn && c < d ? qb[r * qstride + c] : 0u;
+    }
+  }
+#else
   // Q passes through the V tile's space into registers, once (or stays in
   // a tile of its own: QLOCAL).
   if (MMA_BATCH && vec) {
@@ -289,8 +313,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     load_tile(qt_, qb, qstride, BQ, qn, d, vec, t);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
-#if QLOCAL
+#endif
+#if QLOCAL || QRAW
 #elif MMA_DTYPE == 0
   uint qa[NKC][4], qs[NKC][4];   /* TF32 big and small parts */
   #pragma unroll
@@ -337,52 +361,63 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
+    // S = Q K^T, head-dim chunks outside and 8-key tiles inside: the MMAs
+    // that follow one another add into different accumulators, so none
+    // waits for the last one's result (with the key tiles inside, the
+    // tensor-core f32 kernel spent half its time in such waits on the H200).
+    // Tiles wholly past the last key are skipped (uniform) and stay zero.
     float s[NSN][4];
-#if QLOCAL
     #pragma unroll
     for (int j = 0; j < NSN; j++) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
     #pragma unroll
     for (int kc = 0; kc < NKC; kc++) {
+#if MMA_DTYPE == 0
       const int c = kc * 8 + tq;
-      uint qa[4], qs[4];
-      SPLIT(as_float(W32(qt_, r0, c)), qa[0], qs[0]);
-      SPLIT(as_float(W32(qt_, r0 + 8, c)), qa[1], qs[1]);
-      SPLIT(as_float(W32(qt_, r0, c + 4)), qa[2], qs[2]);
-      SPLIT(as_float(W32(qt_, r0 + 8, c + 4)), qa[3], qs[3]);
+#if QRAW || QLOCAL
+      uint qa_[4], qs_[4];
+#if QRAW
+      #pragma unroll
+      for (int u = 0; u < 4; u++) SPLIT(as_float(qw[kc][u]), qa_[u], qs_[u]);
+#else
+      SPLIT(as_float(W32(qt_, r0, c)), qa_[0], qs_[0]);
+      SPLIT(as_float(W32(qt_, r0 + 8, c)), qa_[1], qs_[1]);
+      SPLIT(as_float(W32(qt_, r0, c + 4)), qa_[2], qs_[2]);
+      SPLIT(as_float(W32(qt_, r0 + 8, c + 4)), qa_[3], qs_[3]);
+#endif
+#else
+      const uint *qa_ = qa[kc], *qs_ = qs[kc];
+#endif
+      uint kbig[NSN][2], ksmall[NSN][2];
       #pragma unroll
       for (int j = 0; j < NSN; j++) {
-        if (j * 8 >= kn) continue;   /* uniform: tiles wholly past the last key stay zero */
-        uint kbig[2], ksmall[2];
-        SPLIT(as_float(W32(ks, j * 8 + g, c)), kbig[0], ksmall[0]);
-        SPLIT(as_float(W32(ks, j * 8 + g, c + 4)), kbig[1], ksmall[1]);
-        MMA3(s[j], qa, qs, kbig, ksmall);
+        SPLIT(as_float(W32(ks, j * 8 + g, c)), kbig[j][0], ksmall[j][0]);
+        SPLIT(as_float(W32(ks, j * 8 + g, c + 4)), kbig[j][1], ksmall[j][1]);
       }
-    }
+      // The three products of the split, the small terms first.
+      #pragma unroll
+      for (int j = 0; j < NSN; j++)
+        if (j * 8 < kn) MMA_B(s[j], qs_, kbig[j]);
+      #pragma unroll
+      for (int j = 0; j < NSN; j++)
+        if (j * 8 < kn) MMA_B(s[j], qa_, ksmall[j]);
+      #pragma unroll
+      for (int j = 0; j < NSN; j++)
+        if (j * 8 < kn) MMA_B(s[j], qa_, kbig[j]);
 #else
-    #pragma unroll
-    for (int j = 0; j < NSN; j++) {
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0;
-      if (j * 8 < kn) {   /* uniform: tiles wholly past the last key stay zero */
-        #pragma unroll
-        for (int kc = 0; kc < NKC; kc++) {
-#if MMA_DTYPE == 0
-          const int c = kc * 8 + tq;
-          uint kbig[2], ksmall[2];
-          SPLIT(as_float(W32(ks, j * 8 + g, c)), kbig[0], ksmall[0]);
-          SPLIT(as_float(W32(ks, j * 8 + g, c + 4)), kbig[1], ksmall[1]);
-          MMA3(s[j], qa[kc], qs[kc], kbig, ksmall);
-#else
-          const int c = kc * 16 + 2 * tq;
-          const uint kb0 = W32(ks, j * 8 + g, c), kb1 = W32(ks, j * 8 + g, c + 8);
-          MMA(s[j], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], kb0, kb1);
+      const int c = kc * 16 + 2 * tq;
+      #pragma unroll
+      for (int j = 0; j < NSN; j++) {
+        if (j * 8 >= kn) continue;
+        const uint kb0 = W32(ks, j * 8 + g, c), kb1 = W32(ks, j * 8 + g, c + 8);
+        MMA(s[j], qa[kc][0], qa[kc][1], qa[kc][2], qa[kc][3], kb0, kb1);
+      }
 #endif
-        }
-      }
     }
 
-#endif
+    const int plain = mask_kind == 0 && k0 + BK <= lk && q0 + BQ <= lq &&
+                      (!causal || k0 + BK <= q0 + 1);
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
-                                      mask_kind, mask, mbase, scale2);
+                                      mask_kind, mask, mbase, scale2, plain);
     #pragma unroll
     for (int n = 0; n < NON; n++)
       o[n][0] *= alpha.x, o[n][1] *= alpha.x, o[n][2] *= alpha.y, o[n][3] *= alpha.y;
@@ -390,7 +425,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #if MMA_DTYPE == 0
     // P V over 8-key chunks. The lane's S values are keys 2tq and 2tq + 1 of
     // a chunk; as TF32 A columns tq and tq + 4 they stand for those keys, so
-    // B's rows tq and tq + 4 are V's rows 2tq and 2tq + 1.
+    // B's rows tq and tq + 4 are V's rows 2tq and 2tq + 1. O's column tiles
+    // go NG at a time, for the same reason as S's key tiles above.
     #pragma unroll
     for (int j = 0; j < NSN; j++) {
       if (j * 8 >= kn) continue;   /* uniform; those p are all zero */
@@ -401,17 +437,26 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       SPLIT(s[j][3], pb[3], ps[3]);
       const int kr = j * 8 + 2 * tq;
       #pragma unroll
-      for (int n = 0; n < NON; n++) {
-        const int c = n * 8 + g;
-        uint vbig[2], vsmall[2];
-        SPLIT(as_float(vs[kr * RS + c]), vbig[0], vsmall[0]);
-        SPLIT(as_float(vs[(kr + 1) * RS + c]), vbig[1], vsmall[1]);
-        MMA3(o[n], pb, ps, vbig, vsmall);
+      for (int n0 = 0; n0 < NON; n0 += NG) {
+        uint vbig[NG][2], vsmall[NG][2];
+        #pragma unroll
+        for (int u = 0; u < NG; u++) {
+          const int c = (n0 + u) * 8 + g;
+          SPLIT(as_float(vs[kr * RS + c]), vbig[u][0], vsmall[u][0]);
+          SPLIT(as_float(vs[(kr + 1) * RS + c]), vbig[u][1], vsmall[u][1]);
+        }
+        #pragma unroll
+        for (int u = 0; u < NG; u++) MMA_B(o[n0 + u], ps, vbig[u]);
+        #pragma unroll
+        for (int u = 0; u < NG; u++) MMA_B(o[n0 + u], pb, vsmall[u]);
+        #pragma unroll
+        for (int u = 0; u < NG; u++) MMA_B(o[n0 + u], pb, vbig[u]);
       }
     }
 #else
     // P V over 16-key chunks: the C fragments of S's 8-key tiles 2pc and
-    // 2pc + 1 are the A fragment of chunk pc.
+    // 2pc + 1 are the A fragment of chunk pc. O's column tiles go NG at a
+    // time, as above.
     #pragma unroll
     for (int pc = 0; pc < NPC; pc++) {
       if (pc * 16 >= kn) continue;   /* uniform; those p are all zero */
@@ -430,13 +475,19 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       }
       const int kr = pc * 16 + 2 * tq;
       #pragma unroll
-      for (int n = 0; n < NON; n++) {
-        const int c = n * 8 + g;
-        const uint vb0 = (uint)vs[kr * RS + c] | ((uint)vs[(kr + 1) * RS + c] << 16);
-        const uint vb1 = (uint)vs[(kr + 8) * RS + c] | ((uint)vs[(kr + 9) * RS + c] << 16);
+      for (int n0 = 0; n0 < NON; n0 += NG) {
+        uint vb[NG][2];
         #pragma unroll
-        for (int sp = 0; sp < NSPLIT; sp++)
-          MMA(o[n], pa[sp][0], pa[sp][1], pa[sp][2], pa[sp][3], vb0, vb1);
+        for (int u = 0; u < NG; u++) {
+          const int c = (n0 + u) * 8 + g;
+          vb[u][0] = (uint)vs[kr * RS + c] | ((uint)vs[(kr + 1) * RS + c] << 16);
+          vb[u][1] = (uint)vs[(kr + 8) * RS + c] | ((uint)vs[(kr + 9) * RS + c] << 16);
+        }
+        #pragma unroll
+        for (int sp = 0; sp < NSPLIT; sp++) {
+          #pragma unroll
+          for (int u = 0; u < NG; u++) MMA_B(o[n0 + u], pa[sp], vb[u]);
+        }
       }
     }
 #endif

@@ -102,14 +102,14 @@ void tabcl__sdpa_expect_row(const tabcl_sdpa_desc *d, const double *q, const dou
 
 /* ---- the NVIDIA tensor-core path for f32/f16/bf16 (sdpa_mma.c) ---- */
 typedef struct tabcl__sdpa_mma_shape {
-  int dp;   /* head dim rounded up to a multiple of 16 (at most 128; f32: 64) */
+  int dp;   /* head dim rounded up to a multiple of 16 (at most 128) */
   int bk;   /* keys per tile */
   int nw;   /* warps per work-group, 16 queries each */
-  int qlocal;  /* f32: Q stays in local memory (MMA_QLOCAL) */
+  int qmode;   /* f32: where Q lives for the pass (MMA_QMODE) */
   int batch;   /* a tile's global loads issued together (MMA_BATCH) */
 } tabcl__sdpa_mma_shape;
 /* 1 and fills m when the kernel may run this call on this device (NVIDIA,
-   f16 or bf16 with head dim <= 128, f32 with head dim <= 64, and
+   f32, f16 or bf16 with head dim <= 128, and
    TABCL_SDPA_MMA is not "0"); says nothing about the device check. */
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m);

@@ -11,9 +11,12 @@
 /* Keys per tile: 64 keeps short sequences (the tabular case) to one tile
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
-   32. TABCL_SDPA_MMA_BK overrides it for benchmarks (16, 32 or 64),
-   TABCL_SDPA_MMA_NW the warps a group (2, 4 or 8), TABCL_SDPA_MMA_QLOCAL=0|1
-   where f32's Q lives (registers or local memory), TABCL_SDPA_MMA_BATCH=0|1
+   32. f32 at head dim 128 on the H200 (4 x 32 heads x 4,096 tokens): 32
+   keys and 4 warps 26.4 ms, 16 keys 27.5, 8 warps 26.9, 2 warps 42.0.
+   TABCL_SDPA_MMA_BK overrides it for benchmarks (16, 32 or 64),
+   TABCL_SDPA_MMA_NW the warps a group (2, 4 or 8), TABCL_SDPA_MMA_QMODE=0|1|2
+   where f32's Q lives (its TF32 parts in registers, a local tile, or its
+   words in registers: MMA_QMODE in cl/sdpa_mma.cl), TABCL_SDPA_MMA_BATCH=0|1
    how tiles move (a word or a tile at a time). */
 static int keys_per_tile(tabcl_dtype dt, int dp) {
   const char *env = getenv("TABCL_SDPA_MMA_BK");
@@ -28,36 +31,46 @@ static int warps_per_group(void) {
   return nw == 2 || nw == 8 ? nw : 4;
 }
 
+/* f32's Q: on the H200 (tabcl-bench attention, 60,000 x 54 tokens x 8
+   heads) a local tile took 16.4 ms at head dim 64 against 17.8 ms with
+   the TF32 parts in registers. Past head dim 64 neither fits (registers;
+   48 KB of local memory beside K and V), so Q's words stay in registers. */
+static int q_mode(tabcl_dtype dt, int dp) {
+  if (dt != TABCL_F32) return 0;
+  const char *env = getenv("TABCL_SDPA_MMA_QMODE");
+  const int m = env ? atoi(env) : -1;
+  if (m >= 0 && m <= 2) return m;
+  return dp <= 64 ? 1 : 2;
+}
+
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m) {
   const char *env = getenv("TABCL_SDPA_MMA");
   if (env && strcmp(env, "0") == 0) return 0;
-  /* f32 holds Q's two TF32 parts in registers, or Q in a local tile of its
-     own: either fits up to head dim 64 (registers; 48 KB of local memory). */
-  const int most = d->dtype == TABCL_F32 ? 64 : 128;
-  if (!ctx->info.is_nvidia || d->dtype == TABCL_F64 || d->head_dim > most) return 0;
+  if (!ctx->info.is_nvidia || d->dtype == TABCL_F64 || d->head_dim > 128) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
   m->bk = keys_per_tile(d->dtype, m->dp);
   m->nw = warps_per_group();
-  /* On the H200 (tabcl-bench attention, 60,000 x 54 tokens x 8 heads) f32
-     with Q in local memory took 16.4 ms at head dim 64 against 17.8 ms
-     with Q's split in registers; loads issued a tile at a time helped f32
-     (16.4 against 16.7 ms) and cost f16 (8.5 against 8.1 ms). */
-  const char *ql = getenv("TABCL_SDPA_MMA_QLOCAL");
-  m->qlocal = d->dtype == TABCL_F32 && !(ql && strcmp(ql, "0") == 0);
+  m->qmode = q_mode(d->dtype, m->dp);
+  /* Both TF32 parts of Q in registers take 2 x dp / 4 a lane beside O's
+     dp / 2: past head dim 64 that is more than a work-item may hold. */
+  if (m->qmode == 0 && d->dtype == TABCL_F32 && m->dp > 64) return 0;
+  /* On the same shape, loads issued a tile at a time helped f32 (16.4
+     against 16.7 ms) and cost f16 (8.5 against 8.1 ms). */
   const char *batch = getenv("TABCL_SDPA_MMA_BATCH");
   m->batch = batch ? strcmp(batch, "0") != 0 : d->dtype == TABCL_F32;
-  /* Q passes through the V tile unless it has its own. */
-  const int vrows = m->qlocal || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
+  /* Q passes through the V tile unless it has its own or stays out of
+     local memory. */
+  const int vrows = m->qmode || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
   const size_t local = es * (size_t)(m->dp + 16 / es) *
-                       (size_t)(m->bk + vrows + (m->qlocal ? 16 * m->nw : 0));
+                       (size_t)(m->bk + vrows + (m->qmode == 1 ? 16 * m->nw : 0));
   return local <= ctx->info.local_mem_size && (size_t)(32 * m->nw) <= ctx->info.max_work_group_size;
 }
 
 static void mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf, size_t cap) {
   snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
-           "-DMMA_QLOCAL=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qlocal);
+           "-DMMA_QMODE=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qmode);
 }
 
 static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {
@@ -83,7 +96,7 @@ static tabcl_status mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
 
 /* ---- the device check ---------------------------------------------------- */
 
-enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40 };
+enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40, CD_WIDE = 104 };
 
 /* Values k / 128 with -128 <= k < 128 for the 16-bit dtypes (exact in f16 and
    bf16 alike, so the host loop sees exactly what the device does); for
@@ -135,13 +148,14 @@ static const char *dtype_name(tabcl_dtype dt) {
 }
 
 /* One call of the given dtype with grouped heads, a key tile and a half,
-   a head dim of 40 (a padded last chunk), a boolean mask that leaves one
-   row nothing, through the given path, against a double host loop. */
-static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
-  enum { NQ = CB * CLQ * CHQ * CD, NKV = CB * CLK * CHKV * CD, NM = CHQ * CLQ * CLK };
+   head dim hd (40 and 104 leave a padded last chunk), a boolean mask that
+   leaves one row nothing, through the given path, against a double host
+   loop. */
+static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int path) {
+  const int NQ = CB * CLQ * CHQ * hd, NKV = CB * CLK * CHKV * hd, NM = CHQ * CLQ * CLK;
   const size_t es = tabcl__sdpa_elem_size(dt);
-  unsigned char *q = tabcl__malloc(es * (2 * NQ + 2 * NKV));
-  double *ref = tabcl__malloc(sizeof(double) * (NQ + 2 * NKV + CLK + CD));
+  unsigned char *q = tabcl__malloc(es * (2 * (size_t)NQ + 2 * (size_t)NKV));
+  double *ref = tabcl__malloc(sizeof(double) * ((size_t)NQ + 2 * (size_t)NKV + CLK + (size_t)hd));
   uint8_t *mask = tabcl__malloc(NM);
   tabcl_status s = TABCL_OK;
   if (!q || !ref || !mask) {
@@ -157,7 +171,7 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
   for (int i = 0; i < NM; i++) mask[i] = (uint8_t)((i * 7) % 5 != 0);
   for (int j = 0; j < CLK; j++) mask[(2 * CLQ + 30) * CLK + j] = 0; /* head 2, row 30: nothing */
   memset(out, 0xFF, es * NQ); /* NaN: an unwritten element fails */
-  tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
+  tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, hd, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
   s = tabcl__sdpa_host_path(ctx, &d, q, k, v, mask, out, path);
   /* f32: f32 sums and the TF32 split's ~2^-21; 16-bit: one rounding of the output too. */
   const double rel = dt == TABCL_F32 ? 2e-5 : dt == TABCL_BF16 ? 8e-3 : 1e-3;
@@ -166,18 +180,26 @@ static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
     for (int h = 0; h < CHQ && !s; h++)
       for (int i = 0; i < CLQ && !s; i++) {
         tabcl__sdpa_expect_row(&d, rq, rk, rv, mask, b, h, i, w, o);
-        for (int c = 0; c < CD && !s; c++) {
-          const double got = get(dt, out, (size_t)(((b * CLQ + i) * CHQ + h) * CD + c));
+        for (int c = 0; c < hd && !s; c++) {
+          const double got = get(dt, out, (size_t)(((b * CLQ + i) * CHQ + h) * hd + c));
           if (!(fabs(got - o[c]) <= rel * fabs(o[c]) + abs_tol))
             s = tabcl__fail(TABCL_OPENCL_ERROR, "tensor-core attention check (%s): batch %d "
-                            "head %d query %d column %d is %.9g, expected %.9g", dtype_name(dt),
-                            b, h, i, c, got, o[c]);
+                            "head dim %d head %d query %d column %d is %.9g, expected %.9g",
+                            dtype_name(dt), b, hd, h, i, c, got, o[c]);
         }
       }
 done:
   tabcl__free(q);
   tabcl__free(ref);
   tabcl__free(mask);
+  return s;
+}
+
+/* The check of a dtype covers each way its kernel is built: f32 keeps Q
+   in a local tile up to head dim 64 and in registers past it (q_mode). */
+static tabcl_status check_dtype(tabcl_context *ctx, tabcl_dtype dt, int path) {
+  tabcl_status s = check_shape(ctx, dt, CD, path);
+  if (!s && dt == TABCL_F32) s = check_shape(ctx, dt, CD_WIDE, path);
   return s;
 }
 

@@ -861,7 +861,7 @@ Test(oclgrind_sdpa, softmax_and_conversions) {
   tabcl_context_destroy(ctx);
 }
 
-/* ---- the NVIDIA tensor-core path (f16, bf16; sdpa_mma.c) ---- */
+/* ---- the NVIDIA tensor-core path (f32, f16, bf16; sdpa_mma.c) ---- */
 
 /* Where the tensor-core kernel may run (an NVIDIA device) it must pass its
    device check in f32, f16 and bf16, match the host loop on every shape
@@ -893,7 +893,6 @@ Test(sdpa, tensor_core_path) {
   for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
       for (int dt = TABCL_F32; dt <= TABCL_BF16; dt++, n++) {
-        if (dt == TABCL_F32 && dims[di] > 64) continue;   /* f32 runs up to head dim 64 */
         const int g = groups[n % 3], lk = n % 4 == 3 ? lens[(li + 2) % 6] : lens[li];
         tabcl_sdpa_desc d = desc_of(1 + n % 3, lens[li], lk, 2 * g, 2, dims[di], (tabcl_dtype)dt);
         d.causal = n % 5 == 1;

@@ -8,7 +8,10 @@
  * -cl-nv-verbose there), and prints the compiler's register and spill lines
  * and the kernel's work-group limit. Run from the project root. Register
  * counts decide how many work-groups share an SM, and NVIDIA's OpenCL
- * offers no other way to read them. */
+ * offers no other way to read them. With CL_REGS_SAVE=PREFIX set, each
+ * built program's binary (PTX on NVIDIA) is also written to PREFIXi.bin,
+ * i counting the option strings from 1, for ptxas and a disassembler or a
+ * profiler run through the CUDA driver. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +37,30 @@ static char *slurp(const char *path) {
   return buf;
 }
 
+/* The program's binary for the context's device, to path. */
+static void save_binary(cl_program p, const char *path) {
+  cl_uint ndev = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_NUM_DEVICES, sizeof ndev, &ndev, NULL) != CL_SUCCESS ||
+      ndev != 1) {
+    printf("   cannot save %s: the program is not for one device\n", path);
+    return;
+  }
+  size_t n = 0;
+  unsigned char *bin = NULL;
+  FILE *f = NULL;
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) == CL_SUCCESS && n > 0 &&
+      (bin = malloc(n)) != NULL &&
+      clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS &&
+      (f = fopen(path, "wb")) != NULL && fwrite(bin, 1, n, f) == n)
+    printf("   binary: %s (%zu bytes)\n", path, n);
+  else
+    printf("   cannot save %s\n", path);
+  if (f) fclose(f);
+  free(bin);
+}
+
 static int report(const tabcl_context *ctx, const char *src[2], const char *kname,
-                  const char *user) {
+                  const char *user, int index) {
   char dev[1024], opts[4096];
   tabcl__device_build_options(&ctx->info, dev, sizeof dev);
   snprintf(opts, sizeof opts, "%s%s %s", dev, ctx->info.is_nvidia ? " -cl-nv-verbose" : "", user);
@@ -61,6 +86,12 @@ static int report(const tabcl_context *ctx, const char *src[2], const char *knam
     free(log);
   }
   int failed = built != CL_SUCCESS;
+  const char *save = getenv("CL_REGS_SAVE");
+  if (!failed && save) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s%d.bin", save, index);
+    save_binary(p, path);
+  }
   if (!failed) {
     cl_kernel k = clCreateKernel(p, kname, &err);
     failed = err != CL_SUCCESS;
@@ -94,7 +125,7 @@ int main(int argc, char **argv) {
   }
   printf("device: %s (%s)\n", ctx->info.name, ctx->info.vendor);
   int failed = 0;
-  for (int i = 3; i < argc; i++) failed |= report(ctx, src, argv[2], argv[i]);
+  for (int i = 3; i < argc; i++) failed |= report(ctx, src, argv[2], argv[i], i - 2);
   tabcl_context_destroy(ctx);
   free((void *)src[0]);
   free((void *)src[1]);
