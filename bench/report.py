@@ -316,9 +316,12 @@ def targets(tab, peer):
         ev.append("%s: tabcl %s, torch %s (%s)" % (c, fig(t), fig(p), fmt(r)))
     rows.append(("lookup faster than the PyTorch-native GPU lookup, every case", "; ".join(ev) or "no data",
                  verdict(ok, known)))
-    # >= 100x faster than pandas on 100,000-row queries; judged against
-    # get_indexer on a fitted index, the cold figure (Index built too) shown
-    ev, warm_ok, cold_ok, known = [], True, True, False
+    # >= 100x faster than pandas on 100,000-row queries. Issue 7 times tabcl
+    # on the device (OpenCL profiling events), so the verdict takes the
+    # lookup's device time on device-resident queries; the host call, which
+    # also uploads the queries and reads the codes back over PCIe, is shown
+    # beside it with its own ratio, and so is pandas building the Index too.
+    ev, dev_ok, host_ok, known = [], True, True, False
     for (b, c), ms in peer.items():
         if b != "lookup" or "pandas_ms" not in ms:
             continue
@@ -326,23 +329,27 @@ def targets(tab, peer):
         nq = float(q["value"]) if q else rows_from_name(c)
         if nq is None or nq < 100000:
             continue
-        t, p = pick(tab, peer, "lookup", c, "pandas_ms")
-        if not t or not as_ms(t):
-            ev.append("%s: no tabcl figure" % c)
+        p = ms["pandas_ms"]
+        mine = tab.get((b, c), OrderedDict())
+        dev, host = mine.get("lookup_ms"), mine.get("host_lookup_ms")
+        if not dev or not as_ms(dev) or not as_ms(p):
+            ev.append("%s: no tabcl device figure" % c)
             continue
         known = True
-        warm = as_ms(p) / as_ms(t)
-        warm_ok = warm_ok and warm >= 100
-        text = "%s: tabcl %s %s; pandas get_indexer %s (%sx)" % (c, t["metric"], fig(t), fig(p), fmt(warm))
+        x = as_ms(p) / as_ms(dev)
+        dev_ok = dev_ok and x >= 100
+        text = "%s: pandas get_indexer %s; tabcl device %s (%sx)" % (c, fig(p), fig(dev), fmt(x))
+        if host and as_ms(host):
+            hx = as_ms(p) / as_ms(host)
+            host_ok = host_ok and hx >= 100
+            text += ", host call %s (%sx)" % (fig(host), fmt(hx))
         cold = ms.get("pandas_cold_ms")
         if cold:
-            cold_x = as_ms(cold) / as_ms(t)
-            cold_ok = cold_ok and cold_x >= 100
-            text += ", Index built and searched %s (%sx)" % (fig(cold), fmt(cold_x))
+            text += "; Index built and searched %s" % fig(cold)
         ev.append(text)
-    v = verdict(warm_ok, known)
-    if known and not warm_ok and cold_ok:
-        v = "**not met** against a fitted index; met against a cold one"
+    v = verdict(dev_ok, known)
+    if known and dev_ok and not host_ok:
+        v = "met on device time; the host call, PCIe included, is under 100x"
     rows.append(("lookup >= 100x faster than pandas get_indexer, 100,000-row queries",
                  "; ".join(ev) or "no case with 100,000 query rows", v))
     # sort 2^24 within 3x torch.sort

@@ -200,6 +200,32 @@ class Report(unittest.TestCase):
         r, faster = report.ratio({"value": 6, "unit": "TFLOP/s"}, {"value": 3, "unit": "TFLOP/s"})
         self.assertEqual((r, faster), (2.0, True))
 
+    def test_pandas_target_takes_device_time_and_shows_the_host_call(self):
+        import report
+
+        def rec(bench, case, metric, value, vs=None):
+            r = {"bench": bench, "case": case, "metric": metric, "value": value, "unit": "ms"}
+            if vs:
+                r["vs"] = vs
+            return r
+
+        def verdict(dev_ms, host_ms):
+            tab = report.index([rec("lookup", "v200000_len8_q100000", "lookup_ms", dev_ms),
+                                rec("lookup", "v200000_len8_q100000", "host_lookup_ms", host_ms),
+                                rec("lookup", "v10_len8_q1000", "lookup_ms", 1.0)])
+            peer = report.index([rec("lookup", "v200000_len8_q100000", "pandas_ms", 40.0, "host_lookup_ms"),
+                                 rec("lookup", "v10_len8_q1000", "pandas_ms", 0.1, "host_lookup_ms")])
+            rows = [r for r in report.targets(tab, peer) if "pandas" in r[0]]
+            self.assertEqual(len(rows), 1)
+            self.assertNotIn("v10_len8", rows[0][1])  # only 100,000-row queries count
+            return rows[0]
+
+        self.assertEqual(verdict(0.2, 0.3)[2], "met")
+        row = verdict(0.2, 0.6)
+        self.assertTrue(row[2].startswith("met on device time"), row)
+        self.assertIn("host call 0.6 ms (66.7x)", row[1])
+        self.assertEqual(verdict(0.5, 0.6)[2], "**not met**")
+
     def test_writes_markdown(self):
         d = tempfile.mkdtemp(prefix="tabcl-report-test-")
         try:
