@@ -835,6 +835,26 @@ Test(oclgrind_sdpa, four_work_items_per_row) {
   tabcl_context_destroy(ctx);
 }
 
+/* Key tiles that skip the per-entry tests (no mask, inside both lengths,
+   at or below the causal diagonal) beside ones that need them: 16 x 16
+   tiles over 40 queries and keys, causal, so each query tile has a plain
+   key tile, a diagonal one and, for the last, a partial one. */
+Test(oclgrind_sdpa, unmasked_full_tiles) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.unmasked_full_tiles")};
+  tabcl_context *ctx = tt_context();
+  setenv("TABCL_SDPA_TILES", "16:16x16/2", 1);
+  tabcl__sdpa_tiles t;
+  cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
+  cr_assert(t.bq == 16 && t.bk == 16, "tiles %d x %d, not the override's", t.bq, t.bk);
+  tabcl_sdpa_desc d = desc_of(1, 40, 40, 2, 1, 16, TABCL_F32);
+  d.causal = 1;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind plain tiles"));
+  d.causal = 0;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind plain tiles"));
+  unsetenv("TABCL_SDPA_TILES");
+  tabcl_context_destroy(ctx);
+}
+
 /* K and V in chunks (TABCL_SDPA_TILES suffixes): K by 4 head-dim columns,
    V by 8 keys, 4 work-items across the keys of S; a key count that leaves
    the last V chunk partial and the second skipped. */
