@@ -268,7 +268,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #if QLOCAL
   __local uint4 qs4[BQ * RS / VECN];
   __local elem_t *qt_ = (__local elem_t *)qs4;   /* Q for the whole pass */
-#else
+#elif !QRAW
   __local elem_t *qt_ = vs;                      /* Q on its way into registers */
 #endif
 
