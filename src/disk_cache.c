@@ -11,6 +11,7 @@
  * allocates with plain malloc: failure injection aims at paths that must
  * report an error, and every failure here is absorbed. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +111,10 @@ void tabcl__disk_cache_store(const char *dir, const char *key, const unsigned ch
     free(path);
     return;
   }
-  static _Thread_local unsigned counter;
-  snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+  /* One counter for the whole process: two contexts building the same
+     program on two threads must not write through one temporary name. */
+  static atomic_uint counter;
+  snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
   FILE *f = fopen(tmp, "wb");
   if (f) {
     header h;

@@ -4,8 +4,10 @@
  * (which are checked against host references first). Also: fits, saves and
  * loads from many threads on one context; first use of a fresh context from
  * many threads (each program built once); saving the shared index while
- * others use it; tabcl_last_error per thread; the
+ * others use it; eight contexts filling one disk-cache folder at once;
+ * tabcl_last_error per thread; the
  * self-checks from many threads at once. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +420,71 @@ Test(threads, fresh_context_first_use) {
                (unsigned long long)many.kernel_launches, (unsigned long long)one.kernel_launches);
   pthread_barrier_destroy(&b);
   tabcl_context_destroy(c8);
+  free_tasks(&sh);
+  teardown(&sh);
+}
+
+/* Eight contexts on one fresh disk-cache folder, first used from eight
+   threads at once, all build and store the same programs together: the
+   folder must end with whole entries only (no temporary file left, and a
+   ninth context loads every program from it, building none). */
+static int has_temp_file(const char *dir) {
+  DIR *d = opendir(dir);
+  int found = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strstr(e->d_name, ".tmp.")) found = 1;
+  if (d) closedir(d);
+  return found;
+}
+
+Test(threads, contexts_share_cache_folder) {
+  tt_rng r = {tt_seed("threads/contexts_share_cache_folder")};
+  shared sh;
+  setup(&sh, &r);
+  make_tasks(&sh, &r);
+  single_thread_pass(&sh);
+  char *dir = tt_temp_dir("threads-cache");
+  tabcl_options o = {0};
+  o.cache_dir = dir;
+  tabcl_context *ctx[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) ctx[i] = tt_context_with(&o);
+  pthread_barrier_t b;
+  pthread_barrier_init(&b, NULL, NTHREADS);
+  first_use f[NTHREADS];
+  pthread_t th[NTHREADS];
+  for (int i = 0; i < NTHREADS; i++) {
+    f[i] = (first_use){ctx[i], &sh, &sh.tasks[0], &b, 0, ""};
+    cr_assert_eq(pthread_create(&th[i], NULL, first_use_work, &f[i]), 0);
+  }
+  for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+  tabcl_stats first;
+  tabcl_context_stats(ctx[0], &first);
+  for (int i = 0; i < NTHREADS; i++) {
+    cr_expect(f[i].ok, "thread %d: %s", i, f[i].msg);
+    tabcl_context_destroy(ctx[i]);
+  }
+  pthread_barrier_destroy(&b);
+  cr_expect(!has_temp_file(dir), "a temporary file was left in %s", dir);
+
+  tabcl_context *again = tt_context_with(&o);
+  pthread_barrier_t one;
+  pthread_barrier_init(&one, NULL, 1);
+  first_use g = {again, &sh, &sh.tasks[0], &one, 0, ""};
+  first_use_work(&g);
+  cr_expect(g.ok, "ninth context: %s", g.msg);
+  tabcl_stats st;
+  tabcl_context_stats(again, &st);
+  cr_expect_eq(st.programs_built, 0, "the ninth context built %llu programs; the cache should "
+               "have held them all", (unsigned long long)st.programs_built);
+  cr_expect_eq(st.programs_from_cache, first.programs_built + first.programs_from_cache,
+               "the ninth context loaded %llu programs, the first needed %llu",
+               (unsigned long long)st.programs_from_cache,
+               (unsigned long long)(first.programs_built + first.programs_from_cache));
+  pthread_barrier_destroy(&one);
+  tabcl_context_destroy(again);
+  tt_remove_tree(dir);
+  free(dir);
   free_tasks(&sh);
   teardown(&sh);
 }

@@ -17,10 +17,23 @@ mkdir -p "$logs"
 fail=0
 jobs=$(nproc)
 step() { echo; echo "=== $* ==="; }
+# What a failed test printed (its assertion lines, seed and any crash), cut
+# out of a ctest log and collected for the end of the run, where a short
+# view of CI's output still shows it.
+details=$logs/failures.txt
+: >"$details"
+failed_output() {
+  awk -v tag="$2" '
+    /Test +#[0-9]+: / { on = ($0 ~ /(Failed|Exception|Timeout|Not Run)/); n = 0
+                        if (on) print "--- " tag ": " $0; next }
+    /^ *Start +[0-9]+: / { on = 0; next }
+    on && n++ < 80 { print }' "$1" >>"$details"
+}
 
 step "ctest on the default device"
 if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$logs/ctest.log"; then
   echo "FAIL: ctest"; fail=1
+  failed_output "$logs/ctest.log" "ctest"
 fi
 
 step "ctest under AddressSanitizer and UndefinedBehaviorSanitizer"
@@ -33,6 +46,7 @@ export LSAN_OPTIONS=suppressions=$root/tools/ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if ! ctest --test-dir "$asan" --output-on-failure -j"$jobs" -E install_consumer >"$logs/asan.log" 2>&1; then
   echo "FAIL: ctest under sanitizers"; fail=1
+  failed_output "$logs/asan.log" "under sanitizers"
 fi
 # A leak in a forked Criterion child is reported but does not fail the test.
 if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$logs/asan.log"; then
@@ -54,5 +68,9 @@ if [ -x "$root/tools/ci/fuzz.sh" ]; then
 fi
 
 echo
+if [ -s "$details" ]; then
+  step "output of the failed tests"
+  cat "$details"
+fi
 if [ $fail -ne 0 ]; then echo "TESTS FAILED (logs in $logs)"; exit 1; fi
 echo "ALL TESTS PASSED"
