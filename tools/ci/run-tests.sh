@@ -41,7 +41,13 @@ asan=${build}-asan
 cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DTABCL_WERROR=ON \
   -DTABCL_SANITIZE=address,undefined -DTABCL_BUILD_TOOLS=ON >/dev/null && \
   cmake --build "$asan" -j"$jobs" >"$logs/asan-build.log" 2>&1 || { echo "FAIL: sanitizer build"; tail -50 "$logs/asan-build.log"; fail=1; }
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# intercept_tls_get_addr=0: the sanitizer runtimes of GCC up to 13 and LLVM
+# up to 16 take a malloc'd block that happens to start 16 bytes into a page
+# for a pre-2.25 glibc TLS header and follow garbage from it, so the leak
+# check at exit sometimes dies with "Tracer caught signal 11" (seen here in
+# test_threads, PoCL's dynamic TLS in play, about 1 run in 20 under load).
+# Only dlopen'd modules' TLS goes unscanned this way; tabcl's own is static.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0
 export LSAN_OPTIONS=suppressions=$root/tools/ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if ! ctest --test-dir "$asan" --output-on-failure -j"$jobs" -E install_consumer >"$logs/asan.log" 2>&1; then
