@@ -55,7 +55,7 @@ if ! ctest --test-dir "$asan" --output-on-failure -j"$jobs" -E install_consumer 
   failed_output "$logs/asan.log" "under sanitizers"
 fi
 # A leak in a forked Criterion child is reported but does not fail the test.
-if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$logs/asan.log"; then
+if grep -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal error|runtime error:" "$logs/asan.log"; then
   echo "FAIL: sanitizer reports (see $logs/asan.log)"; fail=1
 fi
 tail -5 "$logs/asan.log"
