@@ -3,9 +3,10 @@
 #  1. the Criterion suite through ctest on the default device (PoCL in CI);
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
 #     failing on any sanitizer report (leaks in forked test children included);
-#  3. every test's oclgrind_* suite under oclgrind --data-races --uninitialized,
+#  3. tests/race_check.c built with ThreadSanitizer, failing on any report;
+#  4. every test's oclgrind_* suite under oclgrind --data-races --uninitialized,
 #     failing on any report (oclgrind itself exits 0 after reporting);
-#  4. the fuzz targets' seed corpora replayed, and each target fuzzed briefly
+#  5. the fuzz targets' seed corpora replayed, and each target fuzzed briefly
 #     (tools/ci/fuzz.sh; it fails when clang's libFuzzer is missing, which
 #     tools/setup.sh test installs).
 set -uo pipefail
@@ -60,6 +61,23 @@ if grep -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal err
 fi
 tail -5 "$logs/asan.log"
 unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+
+step "host code under ThreadSanitizer (tests/race_check.c)"
+tsan=${build}-tsan
+if cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=Debug -DTABCL_WERROR=ON -DTABCL_SANITIZE=thread \
+     >"$logs/tsan-build.log" 2>&1 && \
+   cmake --build "$tsan" -j"$jobs" --target race_check >>"$logs/tsan-build.log" 2>&1; then
+  # the suite's disk cache, filled by the first step, spares most compiles
+  if ! TSAN_OPTIONS=halt_on_error=1 TABCL_CACHE_DIR="$build/test-cache" \
+       "$tsan/tests/race_check" >"$logs/tsan.log" 2>&1 ||
+     grep -q "WARNING: ThreadSanitizer" "$logs/tsan.log"; then
+    echo "FAIL: race_check under ThreadSanitizer"; fail=1
+    { echo "--- race_check under ThreadSanitizer"; head -80 "$logs/tsan.log"; } >>"$details"
+  fi
+  tail -1 "$logs/tsan.log"
+else
+  echo "FAIL: ThreadSanitizer build"; tail -30 "$logs/tsan-build.log"; fail=1
+fi
 
 step "kernels under oclgrind"
 if command -v oclgrind >/dev/null; then

@@ -1,0 +1,237 @@
+/* A plain program, not a Criterion test, so that it runs under
+ * ThreadSanitizer: Criterion's forking arena does not start there
+ * ("Could not initialize inheritable arena"). tools/ci/run-tests.sh builds
+ * it with -fsanitize=thread and fails on any report; ctest runs it in the
+ * other builds as one more concurrency check.
+ *
+ * What it shares between threads, through the public API only:
+ *  - one context and one index, used by 8 threads at once for lookups,
+ *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
+ *    and a failing call each (tabcl_last_error is per thread);
+ *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
+ *    at once.
+ * Every result must equal the same call's result from one thread. The
+ * data are fixed, not random: the point is the interleaving. */
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tabcl/tabcl.h"
+
+#define NT 8
+#define ROUNDS 4
+#define NVOCAB 300
+#define NQUERY 600
+#define NALIGN 200
+
+static char folder[256];
+static tabcl_context *shared_ctx;
+static tabcl_category_index *shared_idx;
+static atomic_int problems;
+
+static int64_t voff[NVOCAB + 1], qoff[NQUERY + 1];
+static uint8_t vdata[NVOCAB * 16], qdata[NQUERY * 16];
+static int32_t align_in[NALIGN];
+static int32_t want_lookup[NQUERY], want_align[NALIGN];
+
+/* Attention: [B=2, L, H=2, D=32], f32 and f16 (bit patterns of f32 values
+   rounded by hand), no mask, causal. */
+static tabcl_sdpa_desc d32 = {2, 20, 30, 2, 2, 32, TABCL_F32, 0, 1, TABCL_MASK_NONE, 0, 0};
+static tabcl_sdpa_desc d16 = {2, 20, 30, 2, 2, 32, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
+#define QN (2 * 20 * 2 * 32)
+#define KN (2 * 30 * 2 * 32)
+static float q32[QN], k32[KN], v32[KN], want32[QN];
+static uint16_t q16[QN], k16[KN], v16[KN], want16[QN];
+
+static void problem(const char *what, long thread) {
+  if (atomic_fetch_add(&problems, 1) < 20)
+    fprintf(stderr, "race_check: thread %ld: %s: %s\n", thread, what, tabcl_last_error());
+}
+
+/* f32 to f16 bits, round to nearest even; the values here are normal
+   numbers of magnitude below 2, so no overflow or subnormal case arises. */
+static uint16_t to_half(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return (uint16_t)sign;
+  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static void make_data(void) {
+  int64_t o = 0;
+  for (int i = 0; i < NVOCAB; i++) {
+    voff[i] = o;
+    o += sprintf((char *)vdata + o, "v%d", i * 7);
+  }
+  voff[NVOCAB] = o;
+  o = 0;
+  for (int i = 0; i < NQUERY; i++) {   /* about a third of them in the vocabulary */
+    qoff[i] = o;
+    o += sprintf((char *)qdata + o, "v%d", i * 3);
+  }
+  qoff[NQUERY] = o;
+  for (int i = 0; i < NALIGN; i++) align_in[i] = (i * 37) % (NQUERY + 1) - 1;
+  for (int i = 0; i < QN; i++) q32[i] = sinf((float)i), q16[i] = to_half(q32[i]);
+  for (int i = 0; i < KN; i++) {
+    k32[i] = cosf((float)i), k16[i] = to_half(k32[i]);
+    v32[i] = sinf(0.3f * (float)i), v16[i] = to_half(v32[i]);
+  }
+}
+
+static tabcl_strings_view vocab(void) { return (tabcl_strings_view){NVOCAB, voff, vdata, NULL}; }
+static tabcl_strings_view queries(void) { return (tabcl_strings_view){NQUERY, qoff, qdata, NULL}; }
+
+static tabcl_status lookup(tabcl_category_index *idx, int32_t *codes) {
+  tabcl_strings_view q = queries();
+  int32_t *out[1] = {codes};
+  return tabcl_category_index_lookup(idx, 1, &q, out);
+}
+
+static tabcl_status align(tabcl_category_index *idx, int32_t *codes) {
+  tabcl_dictionary_view dv = {queries(), NALIGN, align_in};
+  int32_t *out[1] = {codes};
+  return tabcl_category_index_align(idx, 1, &dv, out);
+}
+
+static void *shared_work(void *arg) {
+  long id = (long)arg;
+  int32_t codes[NQUERY];
+  float out32[QN];
+  uint16_t out16[QN];
+  for (int r = 0; r < ROUNDS; r++) {
+    /* neighbours start on different calls */
+    for (int j = 0; j < 4; j++) {
+      switch ((j + id + r) % 4) {
+        case 0:
+          if (lookup(shared_idx, codes) || memcmp(codes, want_lookup, sizeof want_lookup))
+            problem("lookup", id);
+          break;
+        case 1:
+          if (align(shared_idx, codes) || memcmp(codes, want_align, sizeof want_align))
+            problem("align", id);
+          break;
+        case 2:
+          if (tabcl_sdpa_host(shared_ctx, &d32, q32, k32, v32, NULL, out32) ||
+              memcmp(out32, want32, sizeof want32))
+            problem("attention f32", id);
+          break;
+        default:
+          if (tabcl_sdpa_host(shared_ctx, &d16, q16, k16, v16, NULL, out16) ||
+              memcmp(out16, want16, sizeof want16))
+            problem("attention f16", id);
+      }
+    }
+  }
+  /* a failing call: its message is this thread's own */
+  tabcl_strings_view q = queries();
+  int32_t *out[1] = {codes};
+  char expect[64];
+  snprintf(expect, sizeof expect, "ncols is %ld;", 10 + id);
+  if (tabcl_category_index_lookup(shared_idx, (int)(10 + id), &q, out) != TABCL_INVALID_ARGUMENT ||
+      !strstr(tabcl_last_error(), expect))
+    problem("the thread's last error", id);
+
+  tabcl_strings_view v = vocab();
+  tabcl_category_index *mine = NULL, *back = NULL;
+  char path[300];
+  snprintf(path, sizeof path, "%s/t%ld.idx", folder, id);
+  if (tabcl_category_index_fit(shared_ctx, 1, &v, TABCL_CODES_BY_VALUE, &mine) ||
+      tabcl_category_index_save(id % 2 ? shared_idx : mine, path) ||
+      tabcl_category_index_load(shared_ctx, path, &back) || lookup(back, codes) ||
+      memcmp(codes, want_lookup, sizeof want_lookup))
+    problem("fit, save, load", id);
+  tabcl_category_index_destroy(mine);
+  tabcl_category_index_destroy(back);
+  remove(path);
+  for (int i = 0; i < tabcl_selfcheck_count(); i++) {
+    tabcl_status s = tabcl_selfcheck_run(shared_ctx, i);
+    if (s != TABCL_OK && s != TABCL_UNSUPPORTED) problem(tabcl_selfcheck_name(i), id);
+  }
+  return NULL;
+}
+
+static void *first_use(void *arg) {
+  tabcl_context *ctx = arg;
+  tabcl_strings_view v = vocab();
+  tabcl_category_index *idx = NULL;
+  int32_t codes[NQUERY];
+  if (tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_VALUE, &idx) || lookup(idx, codes) ||
+      memcmp(codes, want_lookup, sizeof want_lookup))
+    problem("first use of a fresh context", -1);
+  tabcl_category_index_destroy(idx);
+  return NULL;
+}
+
+/* The folders made here hold only files. */
+static void remove_flat(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char path[600];
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    remove(path);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+static int run_threads(void *(*fn)(void *), void **args) {
+  pthread_t th[NT];
+  int started = 0;
+  for (; started < NT; started++)
+    if (pthread_create(&th[started], NULL, fn, args[started]) != 0) break;
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  return started == NT;
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(folder, sizeof folder, "%s/tabcl-race-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(folder)) {
+    perror("race_check: mkdtemp");
+    return 1;
+  }
+  make_data();
+  tabcl_strings_view v = vocab();
+  if (tabcl_context_create(NULL, &shared_ctx) ||
+      tabcl_category_index_fit(shared_ctx, 1, &v, TABCL_CODES_BY_VALUE, &shared_idx) ||
+      lookup(shared_idx, want_lookup) || align(shared_idx, want_align) ||
+      tabcl_sdpa_host(shared_ctx, &d32, q32, k32, v32, NULL, want32) ||
+      tabcl_sdpa_host(shared_ctx, &d16, q16, k16, v16, NULL, want16)) {
+    fprintf(stderr, "race_check: one thread: %s\n", tabcl_last_error());
+    return 1;
+  }
+  void *ids[NT];
+  for (long i = 0; i < NT; i++) ids[i] = (void *)i;
+  int ok = run_threads(shared_work, ids);
+  tabcl_category_index_destroy(shared_idx);
+  tabcl_context_destroy(shared_ctx);
+
+  char cache[300];
+  snprintf(cache, sizeof cache, "%s/cache", folder);
+  tabcl_options o = {0};
+  o.cache_dir = cache;
+  tabcl_context *fresh[NT] = {0};
+  for (int i = 0; i < NT; i++)
+    if (tabcl_context_create(&o, &fresh[i])) problem("creating a context", -1);
+  for (int i = 0; i < NT; i++) ids[i] = fresh[i];
+  if (!atomic_load(&problems)) ok = run_threads(first_use, ids) && ok;
+  for (int i = 0; i < NT; i++) tabcl_context_destroy(fresh[i]);
+
+  remove_flat(cache);
+  remove_flat(folder);
+  if (!ok) fprintf(stderr, "race_check: could not start %d threads\n", NT);
+  int n = atomic_load(&problems);
+  printf("race_check: %d threads, %d problems\n", NT, n);
+  return ok && n == 0 ? 0 : 1;
+}
