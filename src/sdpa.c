@@ -195,7 +195,7 @@ static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, ta
     const char *p = env + (ok ? n : 0);
     f = t->nt / t->bq;
     if (ok && *p == '/') ok = sscanf(p, "/%d%n", &f, &n) == 1, p += ok ? n : 0;
-    c.bq = q, c.bk = k, c.nt = q * f, c.tks = 8, c.kc = t->dp, c.vk = k;
+    c.bq = q, c.bk = k, c.tks = 8, c.kc = t->dp, c.vk = k;
     c.prefetch = -1;
     while (ok && (*p == 't' || *p == 'k' || *p == 'v' || *p == 'p')) {
       int x = 0;
@@ -205,13 +205,17 @@ static void override_tiles(const tabcl_context *ctx, size_t es, size_t maxwg, ta
         *(which == 't' ? &c.tks : which == 'k' ? &c.kc : which == 'v' ? &c.vk : &c.prefetch) = x,
             p += 1 + n;
     }
-    if (c.prefetch == -1) c.prefetch = default_prefetch(&c);
-    if (c.prefetch != 0 && c.prefetch != 1) ok = 0;
-    if (ok && (*p == ',' || *p == 0) && d == t->dp && (q == 16 || q == 32 || q == 64) &&
-        (f == 1 || f == 2 || f == 4) && f <= t->tc && q * f >= 32 && k % 8 == 0 &&
-        shape_ok(ctx, es, maxwg, &c)) {
-      *t = c;
-      return;
+    ok = ok && (*p == ',' || *p == 0) && d == t->dp && (q == 16 || q == 32 || q == 64) &&
+         (f == 1 || f == 2 || f == 4) && f <= t->tc && q * f >= 32 && k % 8 == 0;
+    if (ok) c.nt = q * f;
+    /* The default prefetch divides by the work-items and multiplies the
+       chunk sizes: it is judged only on a shape that shape_ok has taken. */
+    if (ok && shape_ok(ctx, es, maxwg, &c)) {
+      if (c.prefetch == -1) c.prefetch = default_prefetch(&c);
+      if (c.prefetch == 0 || c.prefetch == 1) {
+        *t = c;
+        return;
+      }
     }
     env = strchr(env, ',');
     if (env) env++;

@@ -537,6 +537,24 @@ Test(sdpa, two_hundred_shapes_build_nothing_new) {
   tabcl_context_destroy(ctx);
 }
 
+/* Malformed TABCL_SDPA_TILES entries are skipped without arithmetic on
+   their numbers (no query tile, no work-items, an absurd chunk or prefetch
+   value; the sanitizer build fails on a division by zero or an overflow),
+   and the first sound entry after them is taken. */
+Test(sdpa, malformed_tile_overrides_ignored) {
+  tabcl_context *ctx = tt_context();
+  setenv("TABCL_SDPA_TILES",
+         "16:0x16,16:64x16/0,16:64x16p7,16:64x16k2000000000,16:64x16t0,16:2000000000x16/4,"
+         "16:32x16/2p0", 1);
+  tabcl__sdpa_tiles t;
+  cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
+  cr_expect(t.bq == 32 && t.bk == 16 && t.nt == 64 && t.prefetch == 0,
+            "head dim 16: %dx%d, %d work-items, p%d; the last entry's 32x16, 64, p0 expected",
+            t.bq, t.bk, t.nt, t.prefetch);
+  unsetenv("TABCL_SDPA_TILES");
+  tabcl_context_destroy(ctx);
+}
+
 /* TABCL_SDPA_TILES may also set the work-items per query row ("/f"): four
    (small register blocks) and one (large ones) compute the same attention;
    entries that cannot run are ignored. */
