@@ -147,6 +147,10 @@ extern const size_t tabcl__embedded_source_count;
 
 /* The build options that come from the device (fp64, vendor, limits). */
 void tabcl__device_build_options(const tabcl_device_info *info, char *buf, size_t cap);
+/* The full text handed to the compiler for program `name`: common.cl, then
+   name.cl, each from the context's kernel_dir when it holds that file, else
+   the copy built into the library. *out is freed with tabcl__free. */
+tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, char **out);
 
 /* Returns the context's program `name` (cl/<name>.cl, with cl/common.cl in
    front), built with the device options plus `extra` (NULL = none). The

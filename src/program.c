@@ -73,8 +73,7 @@ static tabcl_status read_override(const char *dir, const char *name, char **text
   return TABCL_OK;
 }
 
-/* The full text handed to the compiler: common.cl, then name.cl. */
-static tabcl_status assemble_source(const tabcl_context *ctx, const char *name, char **out) {
+tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, char **out) {
   const char *parts[2] = {"common", name};
   char *texts[2] = {NULL, NULL};
   size_t lens[2] = {0, 0};
@@ -199,7 +198,7 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
                           cl_program *out, int *from_cache) {
   char *source = NULL, *key = NULL, *options = NULL;
   cl_program p = NULL;
-  tabcl_status s = assemble_source(ctx, name, &source);
+  tabcl_status s = tabcl__program_source(ctx, name, &source);
   if (s) return s;
   char devopts[512];
   tabcl__device_build_options(&ctx->info, devopts, sizeof devopts);

@@ -2,11 +2,13 @@
  *
  * Usage: cl-regs FILE.cl KERNEL "BUILD OPTIONS"...
  *
- * Builds cl/common.cl followed by FILE.cl on the device a tabcl context
+ * Builds FILE.cl as the library builds a program (tabcl__program_source:
+ * common.cl in front, each file taken from FILE's folder when it is there,
+ * else the copy built into the library) on the device a tabcl context
  * takes by default (TABCL_DEVICE selects another), once per option string,
  * after the device options the library itself passes (and NVIDIA's
  * -cl-nv-verbose there), and prints the compiler's register and spill lines
- * and the kernel's work-group limit. Run from the project root. Register
+ * and the kernel's work-group limit. Register
  * counts decide how many work-groups share an SM, and NVIDIA's OpenCL
  * offers no other way to read them. With CL_REGS_SAVE=PREFIX set, each
  * built program's binary (PTX on NVIDIA) is also written to PREFIXi.bin,
@@ -17,25 +19,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
-      if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-      } else {
-        buf[n] = 0;
-      }
-    }
-  }
-  fclose(f);
-  return buf;
-}
 
 /* The program's binary for the context's device, to path. */
 static void save_binary(cl_program p, const char *path) {
@@ -59,13 +42,13 @@ static void save_binary(cl_program p, const char *path) {
   free(bin);
 }
 
-static int report(const tabcl_context *ctx, const char *src[2], const char *kname,
+static int report(const tabcl_context *ctx, const char *src, const char *kname,
                   const char *user, int index) {
   char dev[1024], opts[4096];
   tabcl__device_build_options(&ctx->info, dev, sizeof dev);
   snprintf(opts, sizeof opts, "%s%s %s", dev, ctx->info.is_nvidia ? " -cl-nv-verbose" : "", user);
   cl_int err;
-  cl_program p = clCreateProgramWithSource(ctx->cl, 2, src, NULL, &err);
+  cl_program p = clCreateProgramWithSource(ctx->cl, 1, &src, NULL, &err);
   if (err != CL_SUCCESS) {
     printf("== %s: clCreateProgramWithSource failed (%d)\n", user, err);
     return 1;
@@ -112,22 +95,29 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: cl-regs FILE.cl KERNEL \"BUILD OPTIONS\"...\n");
     return 2;
   }
-  const char *src[2] = {slurp("cl/common.cl"), slurp(argv[1])};
-  if (!src[0] || !src[1]) {
-    fprintf(stderr, "cl-regs: cannot read cl/common.cl or %s (run from the project root)\n",
-            argv[1]);
+  /* FILE.cl names the program (its base name) and the kernel folder */
+  char dir[4096], name[256];
+  const char *slash = strrchr(argv[1], '/'), *base = slash ? slash + 1 : argv[1];
+  const size_t blen = strlen(base);
+  if (blen <= 3 || strcmp(base + blen - 3, ".cl") != 0 || blen - 3 >= sizeof name) {
+    fprintf(stderr, "cl-regs: %s is not a .cl file\n", argv[1]);
     return 2;
   }
+  snprintf(name, sizeof name, "%.*s", (int)(blen - 3), base);
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - argv[1]) : 1, slash ? argv[1] : ".");
+  tabcl_options o = {0};
+  o.kernel_dir = dir;
   tabcl_context *ctx = NULL;
-  if (tabcl_context_create(NULL, &ctx) != TABCL_OK) {
+  char *src = NULL;
+  if (tabcl_context_create(&o, &ctx) != TABCL_OK || tabcl__program_source(ctx, name, &src)) {
     fprintf(stderr, "cl-regs: %s\n", tabcl_last_error());
+    tabcl_context_destroy(ctx);
     return 1;
   }
   printf("device: %s (%s)\n", ctx->info.name, ctx->info.vendor);
   int failed = 0;
   for (int i = 3; i < argc; i++) failed |= report(ctx, src, argv[2], argv[i], i - 2);
+  tabcl__free(src);
   tabcl_context_destroy(ctx);
-  free((void *)src[0]);
-  free((void *)src[1]);
   return failed;
 }
