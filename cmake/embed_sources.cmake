@@ -2,7 +2,7 @@
 # holding tabcl__embedded_sources[]. Run with cmake -P at build time so an
 # installed library needs no source tree.
 set(out "/* Generated from the cl folder by cmake/embed_sources.cmake. Do not edit. */\n")
-string(APPEND out "#include \"internal.h\"\n\n")
+string(APPEND out "#include \"runtime/internal.h\"\n\n")
 string(REPLACE "|" ";" SOURCES "${SOURCES}")
 set(table "")
 set(count 0)

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "internal.h"
+#include "runtime/internal.h"
 
 static char in_path[512], out_path[600];
 

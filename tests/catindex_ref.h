@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catindex.h"
+#include "catindex/catindex.h"
 #include "tt.h"
 
 typedef struct catref_entry {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "catindex_ref.h"
-#include "hash.h"
+#include "hash/hash.h"
 #include "tabcl/tabcl_cl.h"
 
 /* ---- data ------------------------------------------------------------ */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "hash.h"
+#include "hash/hash.h"
 #include "tt.h"
 
 static uint8_t *random_bytes(tt_rng *r, size_t n) {

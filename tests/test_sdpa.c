@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sdpa.h"
+#include "attention/sdpa.h"
 #include "tabcl/tabcl_cl.h"
 #include "tt.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sort.h"
+#include "sort/sort.h"
 #include "tt.h"
 
 typedef struct pair {

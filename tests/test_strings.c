@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strings.h"
+#include "columns/strings.h"
 #include "tt.h"
 
 static void expect_invalid(const tabcl_strings_view *v, int col, const char *part1, const char *part2) {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "rel_common.h"
-#include "sdpa.h"
+#include "attention/sdpa.h"
 
 #define NTHREADS 8
 #define NCOLS 3

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
-#include "measure.h"
+#include "runtime/internal.h"
+#include "probe/measure.h"
 
 typedef struct probe_opts {
   int json, quick;

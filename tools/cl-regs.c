@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "runtime/internal.h"
 
 /* The program's binary for the context's device, to path. */
 static void save_binary(cl_program p, const char *path) {

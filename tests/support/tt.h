@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "runtime/internal.h"
 #include "tabcl/tabcl.h"
 
 /* A context on the default device (or $TABCL_DEVICE), with the suite's

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "sdpa.h"
+#include "attention/sdpa.h"
 
 typedef struct att_case {
   char name[96];

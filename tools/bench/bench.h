@@ -3,7 +3,7 @@
 #ifndef TABCL_BENCH_H
 #define TABCL_BENCH_H
 
-#include "internal.h"
+#include "runtime/internal.h"
 
 typedef struct bench_args {
   const char *device;

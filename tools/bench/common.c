@@ -2,7 +2,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "measure.h"
+#include "probe/measure.h"
 
 double bench_event_seconds(cl_event start, cl_event end) { return tabcl__event_seconds(start, end); }
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "hash.h"
+#include "hash/hash.h"
 #ifdef TABCL_BENCH_WITH_XXHASH
 #include <xxhash.h>
 #endif

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
-#include "catindex.h"
+#include "catindex/catindex.h"
 #include "tabcl/tabcl_cl.h"
 
 typedef struct lk_case {

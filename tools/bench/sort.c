@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "sort.h"
+#include "sort/sort.h"
 
 /* Random 64-bit keys like the index's hashes, values = slot numbers. */
 static void make_input(uint64_t *k, uint32_t *v, size_t n, uint64_t seed) {

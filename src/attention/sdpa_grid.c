@@ -1,0 +1,53 @@
+/* Launching the attention kernels that own one query tile of one (batch
+ * entry, head) per work-group: the fused kernel (cl/sdpa.cl) and the
+ * tensor-core kernel (cl/sdpa_mma.cl) take the same arguments and grid. */
+#include "attention/sdpa.h"
+
+tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                     const tabcl__sdpa_bufs *b, const char *program,
+                                     const char *opts, const char *kname, const char *what,
+                                     size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
+                                     const cl_event *wait, tabcl__sdpa_events *ev) {
+  cl_kernel k = NULL;
+  tabcl_status s = tabcl__kernel_create(ctx, program, opts, kname, &k);
+  if (s) return s;
+  size_t kmax = 0;
+  if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                               NULL) == CL_SUCCESS && kmax > 0 && kmax < nt) {
+    tabcl__kernel_release(k);
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: %s runs the %s with at most %zu "
+                       "work-items per group; it needs %zu", ctx->info.name, what, kmax, nt);
+  }
+  /* Scores are kept in the log2 domain: exp2 of scale * log2(e) * q.k. */
+  const double scale2 = tabcl__sdpa_scale(d) * 1.4426950408889634;
+  const float scale2f = (float)scale2;
+  const cl_long first = b0;
+  const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
+               hkv = d->kv_heads, hd = d->head_dim, causal = d->causal != 0,
+               mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
+               mhb = d->mask_head_broadcast != 0;
+  cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
+  tabcl_arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale2) : TABCL_ARG(scale2f);
+  s = TABCL_SET_ARGS(k, kname, TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
+                     TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
+                     TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
+                     TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
+  /* Heads and query tiles go in dims 1 and 2, which may be limited to
+     65535 groups: larger extents take several launches. */
+  const cl_int most = tabcl__sdpa_max_groups_yz;
+  for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += most)
+    for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
+      s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
+      if (s) break;
+      size_t local[3] = {nt, 1, 1};
+      size_t global[3] = {nt * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
+                          (size_t)(nqt - qt0 < most ? nqt - qt0 : most)};
+      cl_event e = NULL;
+      const int first_launch = qt0 == 0 && h0 == 0;
+      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                        first_launch ? wait : NULL, ev ? &e : NULL, kname);
+      if (!s) tabcl__sdpa_track(ev, e);
+    }
+  tabcl__kernel_release(k);
+  return s;
+}

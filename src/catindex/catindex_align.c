@@ -1,0 +1,123 @@
+/* Aligning dictionary-encoded columns with a fitted index: look up each
+ * column's own categories, then map its codes through one gather over a
+ * concatenated table whose per-column blocks end in a -1 slot. */
+#include <string.h>
+
+#include "catindex/catindex.h"
+
+tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
+                                        const tabcl_dictionary_view *inputs,
+                                        int32_t *const *codes) {
+  static const char fn[] = "tabcl_category_index_align";
+  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
+  if (st) return st;
+  if (!inputs || !codes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !inputs ? "inputs" : "codes");
+  int64_t rows = 0, tsize = 0;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_dictionary_view *in = &inputs[c];
+    if ((st = tabcl__strings_validate(&in->categories, fn, c))) return st;
+    if (in->length < 0)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: length is %lld", fn, c,
+                         (long long)in->length);
+    if (in->length && !in->codes)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: input codes are NULL for %lld rows",
+                         fn, c, (long long)in->length);
+    if (in->length && !codes[c])
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
+                         c, (long long)in->length);
+    for (int64_t i = 0; i < in->length; i++) {
+      int32_t k = in->codes[i];
+      if (k < -1 || (int64_t)k >= in->categories.length)
+        return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                           "%s: column %d: code %d at row %lld is outside [-1, %lld)", fn, c, k,
+                           (long long)i, (long long)in->categories.length);
+    }
+    rows += in->length;
+    tsize += in->categories.length + 1;
+  }
+  tabcl__clear_error();
+  if (!rows) return TABCL_OK;
+  tabcl_context *ctx = idx->ctx;
+  tabcl_dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
+  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
+  int64_t *tbase = tabcl__calloc((size_t)ncols + 1, sizeof *tbase);
+  int64_t *rowstart = tabcl__calloc((size_t)ncols + 1, sizeof *rowstart);
+  int32_t *in_codes = tabcl__malloc((size_t)rows * sizeof *in_codes);
+  int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
+  cl_mem table = NULL, din = NULL, dout = NULL, drow = NULL, dtb = NULL;
+  cl_kernel k = NULL;
+  if (!dev || !q || !outs || !tbase || !rowstart || !in_codes || !host) {
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    goto done;
+  }
+  for (int c = 0; c < ncols; c++) {
+    tbase[c + 1] = tbase[c] + inputs[c].categories.length + 1;
+    rowstart[c + 1] = rowstart[c] + inputs[c].length;
+    if (inputs[c].length)
+      memcpy(in_codes + rowstart[c], inputs[c].codes, (size_t)inputs[c].length * sizeof *in_codes);
+  }
+  /* -1 everywhere first, from the host: the lookup overwrites every slot
+     but each block's last */
+  {
+    int32_t *minus = tabcl__malloc((size_t)tsize * sizeof *minus);
+    if (!minus) {
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+      goto done;
+    }
+    for (int64_t i = 0; i < tsize; i++) minus[i] = -1;
+    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)tsize * 4,
+                              minus, &table, "align table");
+    tabcl__free(minus);
+    if (st) goto done;
+  }
+  for (int c = 0; c < ncols; c++) {
+    if ((st = tabcl__strings_upload(ctx, &inputs[c].categories, &dev[c]))) goto done;
+    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
+                             dev[c].offsets, dev[c].validity};
+    outs[c] = table;
+  }
+  if ((st = tabcl__catindex_lookup_dev(idx, q, outs, tbase, 0, NULL, NULL))) goto done;
+  const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
+  if ((st = tabcl__buffer_create(ctx, ro, (size_t)rows * 4, in_codes, &din, "align input codes")) ||
+      (st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &dout,
+                                 "align codes")) ||
+      (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, rowstart, &drow,
+                                 "align row starts")) ||
+      (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, tbase, &dtb, "align blocks")) ||
+      (st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_align_gather", &k)))
+    goto done;
+  size_t wg = tabcl__wg_size(ctx, k, 256);
+  int64_t step = tabcl__slice_items(ctx, 0, 1);
+  cl_int nc = ncols;
+  for (int64_t first = 0; first < rows && !st; first += step) {
+    int64_t count = rows - first < step ? rows - first : step;
+    st = TABCL_SET_ARGS(k, "catindex_align_gather", TABCL_ARG(din), TABCL_ARG(drow),
+                        TABCL_ARG(dtb), TABCL_ARG(nc), TABCL_ARG(table), TABCL_ARG(dout),
+                        TABCL_ARG(first), TABCL_ARG(rows));
+    size_t global = tabcl__round_up((size_t)count, wg);
+    if (!st) st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, NULL, "catindex_align_gather");
+  }
+  if (st || (st = tabcl__download(ctx, dout, 0, (size_t)rows * 4, host))) goto done;
+  for (int c = 0; c < ncols; c++)
+    if (inputs[c].length)
+      memcpy(codes[c], host + rowstart[c], (size_t)inputs[c].length * sizeof *host);
+done:
+  if (dev)
+    for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(table);
+  tabcl__buffer_release(din);
+  tabcl__buffer_release(dout);
+  tabcl__buffer_release(drow);
+  tabcl__buffer_release(dtb);
+  tabcl__free(dev);
+  tabcl__free(q);
+  tabcl__free(outs);
+  tabcl__free(tbase);
+  tabcl__free(rowstart);
+  tabcl__free(in_codes);
+  tabcl__free(host);
+  return st;
+}

@@ -1,0 +1,361 @@
+/* Saving and loading a categorical index. The file holds the vocabularies
+ * and the code order, never hashes or the seed: loading fits again.
+ *
+ * Layout, all integers little-endian:
+ *   "TABCLIDX"              8 bytes
+ *   u32 version (1), u32 code order, u32 column count (>= 1), u32 zero
+ *   per column: u64 length, u64 bytes, u64 has_validity (0 or 1),
+ *               (length + 1) u64 offsets (from 0, non-decreasing, last = bytes),
+ *               bytes of label data, (length + 7) / 8 validity bytes if has_validity
+ *   u64 checksum of everything before it: XXH3-64 chained over 1 MiB blocks
+ *       (each block's seed is the previous block's digest), then over the
+ *       total length, so a truncated, extended or altered file fails it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catindex/catindex.h"
+#include "hash/hash.h"
+
+static const char MAGIC[8] = {'T', 'A', 'B', 'C', 'L', 'I', 'D', 'X'};
+#define FORMAT_VERSION 1u
+#define BLOCK ((size_t)1 << 20)
+#define CHECK_SEED 0x7461626c63696478ULL   /* "tablcidx" */
+
+static uint64_t check_block(const uint8_t *p, size_t n, uint64_t h) {
+  return tabcl__xxh3_64(p, n, h);
+}
+
+static uint64_t check_finish(uint64_t h, uint64_t total) {
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(total >> (8 * i));
+  return tabcl__xxh3_64(le, 8, h);
+}
+
+uint64_t tabcl__catindex_file_checksum(const uint8_t *p, size_t n) {
+  uint64_t h = CHECK_SEED;
+  for (size_t at = 0; at < n; at += BLOCK) h = check_block(p + at, n - at < BLOCK ? n - at : BLOCK, h);
+  return check_finish(h, n);
+}
+
+/* ---- save --------------------------------------------------------------- */
+
+typedef struct writer {
+  FILE *f;
+  uint8_t *buf;
+  size_t fill;
+  uint64_t h, total;
+  int failed;
+} writer;
+
+static void w_flush(writer *w) {
+  if (!w->fill || w->failed) return;
+  w->h = check_block(w->buf, w->fill, w->h);
+  if (fwrite(w->buf, 1, w->fill, w->f) != w->fill) w->failed = errno ? errno : EIO;
+  w->fill = 0;
+}
+
+static void w_put(writer *w, const void *p, size_t n) {
+  const uint8_t *b = p;
+  w->total += n;
+  while (n && !w->failed) {
+    size_t take = BLOCK - w->fill < n ? BLOCK - w->fill : n;
+    memcpy(w->buf + w->fill, b, take);
+    w->fill += take;
+    b += take;
+    n -= take;
+    if (w->fill == BLOCK) w_flush(w);
+  }
+}
+
+static void w_u64(writer *w, uint64_t v) {
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(v >> (8 * i));
+  w_put(w, le, 8);
+}
+
+static void w_u32(writer *w, uint32_t v) {
+  uint8_t le[4];
+  for (int i = 0; i < 4; i++) le[i] = (uint8_t)(v >> (8 * i));
+  w_put(w, le, 4);
+}
+
+static void write_index(writer *w, const tabcl_category_index *idx) {
+  w_put(w, MAGIC, 8);
+  w_u32(w, FORMAT_VERSION);
+  w_u32(w, (uint32_t)idx->order);
+  w_u32(w, (uint32_t)idx->ncols);
+  w_u32(w, 0);
+  for (int c = 0; c < idx->ncols && !w->failed; c++) {
+    const tabcl__catcol *col = &idx->cols[c];
+    int64_t n = col->length;
+    w_u64(w, (uint64_t)n);
+    w_u64(w, (uint64_t)col->offsets[n]);
+    w_u64(w, col->validity ? 1 : 0);
+    for (int64_t i = 0; i <= n; i++) w_u64(w, (uint64_t)col->offsets[i]);
+    w_put(w, idx->data + col->data_base, (size_t)col->offsets[n]);
+    if (col->validity) w_put(w, col->validity, (size_t)(n + 7) / 8);
+  }
+  w_flush(w);
+  uint64_t sum = check_finish(w->h, w->total);
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(sum >> (8 * i));
+  if (!w->failed && fwrite(le, 1, 8, w->f) != 8) w->failed = errno ? errno : EIO;
+}
+
+tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const char *path) {
+  static const char fn[] = "tabcl_category_index_save";
+  if (!idx || !path || !*path)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s", fn,
+                       !idx ? "idx is NULL" : "path is NULL or empty");
+  size_t plen = strlen(path);
+  char *tmp = tabcl__malloc(plen + 16);
+  writer w = {0};
+  w.buf = tabcl__malloc(BLOCK);
+  w.h = CHECK_SEED;
+  if (!tmp || !w.buf) {
+    tabcl__free(tmp);
+    tabcl__free(w.buf);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
+  /* A temporary file in the same folder, renamed over path at the end, so
+     no reader ever sees a partial index and a failure leaves nothing. */
+  memcpy(tmp, path, plen);
+  memcpy(tmp + plen, ".tmp-XXXXXX", 12);
+  tabcl_status st = TABCL_OK;
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot create a file next to %s: %s", fn, path,
+                     strerror(errno));
+    goto done;
+  }
+  (void)fchmod(fd, 0644);
+  w.f = fdopen(fd, "wb");
+  if (!w.f) {
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot write %s: %s", fn, tmp, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    goto done;
+  }
+  errno = 0;
+  write_index(&w, idx);
+  if (!w.failed && fflush(w.f) != 0) w.failed = errno ? errno : EIO;
+  if (!w.failed && fsync(fileno(w.f)) != 0 && errno != EINVAL) w.failed = errno;
+  if (fclose(w.f) != 0 && !w.failed) w.failed = errno ? errno : EIO;
+  if (w.failed) {
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: writing %s failed: %s", fn, path, strerror(w.failed));
+    unlink(tmp);
+    goto done;
+  }
+  if (rename(tmp, path) != 0) {
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot replace %s: %s", fn, path, strerror(errno));
+    unlink(tmp);
+  }
+done:
+  tabcl__free(tmp);
+  tabcl__free(w.buf);
+  return st;
+}
+
+/* ---- load --------------------------------------------------------------- */
+
+typedef struct reader {
+  const uint8_t *p;
+  size_t left;
+} reader;
+
+static int r_u64(reader *r, uint64_t *v) {
+  if (r->left < 8) return 0;
+  uint64_t x = 0;
+  for (int i = 0; i < 8; i++) x |= (uint64_t)r->p[i] << (8 * i);
+  r->p += 8;
+  r->left -= 8;
+  *v = x;
+  return 1;
+}
+
+static int r_u32(reader *r, uint32_t *v) {
+  if (r->left < 4) return 0;
+  uint32_t x = 0;
+  for (int i = 0; i < 4; i++) x |= (uint32_t)r->p[i] << (8 * i);
+  r->p += 4;
+  r->left -= 4;
+  *v = x;
+  return 1;
+}
+
+static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
+  static const char fn[] = "tabcl_category_index_load";
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return tabcl__fail(TABCL_IO_ERROR, "%s: cannot open %s: %s", fn, path, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    close(fd);
+    return tabcl__fail(TABCL_IO_ERROR, "%s: cannot stat %s: %s", fn, path, strerror(e));
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    return tabcl__fail(TABCL_IO_ERROR, "%s: %s is %s, not a regular file", fn, path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : "something else");
+  }
+  size_t n = (size_t)sb.st_size;
+  /* a foreign file is refused before it is read whole, however large */
+  uint8_t head[8];
+  ssize_t got_head = n >= 8 ? pread(fd, head, 8, 0) : 0;
+  if (got_head < 0) {
+    int e = errno;
+    close(fd);
+    return tabcl__fail(TABCL_IO_ERROR, "%s: reading %s failed: %s", fn, path, strerror(e));
+  }
+  if (got_head == 8 && memcmp(head, MAGIC, 8) != 0) {
+    close(fd);
+    return tabcl__fail(TABCL_CORRUPT_DATA, "%s: %s: not a tabcl index file (bad magic)", fn, path);
+  }
+  uint8_t *buf = tabcl__malloc(n ? n : 1);
+  if (!buf) {
+    close(fd);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: %s holds %zu bytes; out of host memory", fn,
+                       path, n);
+  }
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = read(fd, buf + got, n - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      int e = errno;
+      close(fd);
+      tabcl__free(buf);
+      return tabcl__fail(TABCL_IO_ERROR, "%s: reading %s failed: %s", fn, path, strerror(e));
+    }
+    if (k == 0) break;   /* shrank while reading: the checks below see a short file */
+    got += (size_t)k;
+  }
+  close(fd);
+  *out = buf;
+  *size = got;
+  return TABCL_OK;
+}
+
+static tabcl_status corrupt(const char *path, const char *why) {
+  return tabcl__fail(TABCL_CORRUPT_DATA, "tabcl_category_index_load: %s: %s", path, why);
+}
+
+/* Parses the columns into views pointing at freshly decoded offsets and at
+   the file's bytes. Every size is checked against what is left of the file
+   before anything is allocated for it. */
+static tabcl_status parse(const char *path, const uint8_t *file, size_t size, int *ncols_out,
+                          tabcl_code_order *order_out, tabcl_strings_view **views_out) {
+  static const size_t HEADER = 8 + 16;
+  if (size < HEADER + 8) return corrupt(path, "too short to be a saved index");
+  if (memcmp(file, MAGIC, 8) != 0) return corrupt(path, "not a tabcl index file (bad magic)");
+  size_t body = size - 8;
+  reader ck = {file + body, 8};
+  uint64_t want = 0;
+  r_u64(&ck, &want);
+  if (tabcl__catindex_file_checksum(file, body) != want) return corrupt(path, "checksum mismatch (truncated, extended or altered)");
+  reader r = {file + 8, body - 8};
+  uint32_t version = 0, order = 0, ncols = 0, zero = 0;
+  r_u32(&r, &version);
+  r_u32(&r, &order);
+  r_u32(&r, &ncols);
+  r_u32(&r, &zero);
+  if (version != FORMAT_VERSION) {
+    char why[96];
+    snprintf(why, sizeof why, "format version %u; this library reads %u", version, FORMAT_VERSION);
+    return corrupt(path, why);
+  }
+  if (order > 1 || zero != 0) return corrupt(path, "bad header fields");
+  /* each column takes at least 32 bytes, which bounds the count before allocating */
+  if (ncols < 1 || ncols > r.left / 32) return corrupt(path, "bad column count");
+  tabcl_strings_view *views = tabcl__calloc(ncols, sizeof *views);
+  if (!views) return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_category_index_load: out of host memory");
+  tabcl_status st = TABCL_OK;
+  uint32_t c;
+  for (c = 0; c < ncols; c++) {
+    uint64_t len, bytes, hasv;
+    if (!r_u64(&r, &len) || !r_u64(&r, &bytes) || !r_u64(&r, &hasv)) {
+      st = corrupt(path, "column header cut short");
+      break;
+    }
+    if (hasv > 1 || len > (uint64_t)INT32_MAX - 1 || len + 1 > r.left / 8) {
+      st = corrupt(path, "bad column header");
+      break;
+    }
+    int64_t *off = tabcl__malloc((size_t)(len + 1) * sizeof *off);
+    if (!off) {
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_category_index_load: out of host memory");
+      break;
+    }
+    views[c].offsets = off;
+    views[c].length = (int64_t)len;
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i <= len; i++) {
+      uint64_t o = 0;
+      r_u64(&r, &o);
+      if ((i == 0 && o != 0) || o < prev || o > bytes) {
+        st = corrupt(path, "bad offsets");
+        break;
+      }
+      off[i] = (int64_t)o;
+      prev = o;
+    }
+    if (st) break;
+    if (prev != bytes || bytes > r.left) {
+      st = corrupt(path, "label data cut short or offsets disagree with it");
+      break;
+    }
+    views[c].data = r.p;
+    r.p += bytes;
+    r.left -= bytes;
+    if (hasv) {
+      size_t vb = (size_t)(len + 7) / 8;
+      if (vb > r.left) {
+        st = corrupt(path, "validity cut short");
+        break;
+      }
+      views[c].validity = r.p;
+      r.p += vb;
+      r.left -= vb;
+    }
+  }
+  if (!st && r.left != 0) st = corrupt(path, "bytes after the last column");
+  if (st) {
+    for (uint32_t i = 0; i < ncols; i++) tabcl__free((void *)views[i].offsets);
+    tabcl__free(views);
+    return st;
+  }
+  *ncols_out = (int)ncols;
+  *order_out = (tabcl_code_order)order;
+  *views_out = views;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
+                                       tabcl_category_index **out) {
+  static const char fn[] = "tabcl_category_index_load";
+  if (!ctx || !path || !out)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                       !ctx ? "ctx" : !path ? "path" : "out");
+  uint8_t *file = NULL;
+  size_t size = 0;
+  tabcl_status st = read_file(path, &file, &size);
+  if (st) return st;
+  int ncols = 0;
+  tabcl_code_order order = TABCL_CODES_BY_POSITION;
+  tabcl_strings_view *views = NULL;
+  st = parse(path, file, size, &ncols, &order, &views);
+  if (!st) {
+    tabcl__clear_error();
+    st = tabcl__catindex_build(ctx, ncols, views, order, fn, out);
+    for (int c = 0; c < ncols; c++) tabcl__free((void *)views[c].offsets);
+    tabcl__free(views);
+  }
+  tabcl__free(file);
+  return st;
+}

@@ -1,0 +1,331 @@
+/* Looking query labels up in a fitted index: hash them under the index's
+ * seed, then one kernel per (up to) four columns binary-searches each
+ * column's sorted hashes and confirms every candidate by its bytes. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "catindex/catindex.h"
+#include "hash/hash.h"
+#include "tabcl/tabcl_cl.h"
+
+/* Long labels are compared by a work-group, so its lanes read neighbouring
+   bytes; short ones by one work-item, which avoids idle lanes. */
+#define GROUP_THRESHOLD_DEFAULT 256
+static atomic_llong group_threshold = GROUP_THRESHOLD_DEFAULT;
+
+void tabcl__catindex_set_group_threshold(int64_t bytes) {
+  atomic_store(&group_threshold, bytes < 0 ? GROUP_THRESHOLD_DEFAULT : (long long)bytes);
+}
+int64_t tabcl__catindex_group_threshold(void) { return atomic_load(&group_threshold); }
+
+tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn) {
+  if (!idx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: idx is NULL", fn);
+  if (ncols != idx->ncols)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; the index has %d columns", fn,
+                       ncols, idx->ncols);
+  return TABCL_OK;
+}
+
+static atomic_size_t lanes_override;
+
+void tabcl__catindex_set_group_lanes(size_t lanes) { atomic_store(&lanes_override, lanes); }
+
+/* Lanes per query for the group kernel: enough that each reads ~16 bytes,
+   but no more than 64: on the H200 (bench/RESULTS.md, "kernel choice"),
+   4096-byte labels ran 0.50 ms with 64 lanes against 0.58 ms with 256, since
+   wider groups leave fewer queries in flight per compute unit. */
+static size_t group_lanes(int64_t avg) {
+  size_t forced = atomic_load(&lanes_override);
+  if (forced) return forced;
+  size_t w = 32;
+  while (w < 64 && (int64_t)w * 16 < avg) w *= 2;
+  return w;
+}
+
+tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__catquery *q,
+                                        cl_mem const *out, const int64_t *out_off,
+                                        cl_uint nwait, const cl_event *wait, cl_event *last) {
+  tabcl_context *ctx = idx->ctx;
+  int ncols = idx->ncols;
+  int64_t rows = 0;
+  for (int c = 0; c < ncols; c++) rows += q[c].length;
+  if (rows == 0) {
+    /* nothing to compute, but a caller waiting on *last must still see the wait list */
+    if (!last) return TABCL_OK;
+    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, last));
+    return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "lookup");
+  }
+  cl_mem qhash = NULL, cand = NULL;
+  cl_kernel kitem = NULL, kgroup = NULL, kprobe = NULL;
+  cl_event ev = NULL;
+  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &qhash,
+                                         "query hashes");
+  int64_t hoff = 0;
+  for (int c = 0; c < ncols && !st; c++) {
+    if (!q[c].length) continue;
+    tabcl_dev_strings ds = {q[c].length, q[c].bytes, q[c].max_label, q[c].data, q[c].offsets,
+                            q[c].validity};
+    st = tabcl__hash_column(ctx, &ds, c, idx->seed, idx->mask, qhash, (size_t)hoff, nwait, wait,
+                            NULL);
+    hoff += q[c].length;
+  }
+  int64_t threshold = tabcl__catindex_group_threshold();
+  hoff = 0;
+  for (int g0 = 0; g0 < ncols && !st; g0 += TABCL__CATINDEX_COLS_PER_LAUNCH) {
+    cl_long4 nrows = {{0}}, qh = {{0}}, qbytes = {{0}}, ooff = {{0}};
+    cl_int4 col = {{0}}, hasv = {{0}};
+    cl_mem bufs[TABCL__CATINDEX_COLS_PER_LAUNCH][4];
+    int64_t grows = 0, gbytes = 0;
+    for (int k = 0; k < TABCL__CATINDEX_COLS_PER_LAUNCH; k++) {
+      int c = g0 + k;
+      /* unused slots get zero rows and any valid buffer, which is never read */
+      bufs[k][0] = bufs[k][1] = bufs[k][2] = bufs[k][3] = idx->ranges;
+      if (c >= ncols) continue;
+      nrows.s[k] = q[c].length;
+      qh.s[k] = hoff;
+      qbytes.s[k] = q[c].bytes;
+      ooff.s[k] = out_off[c];
+      col.s[k] = c;
+      hasv.s[k] = q[c].validity != NULL;
+      if (q[c].length) {
+        bufs[k][0] = q[c].data;
+        bufs[k][1] = q[c].offsets;
+        if (q[c].validity) bufs[k][2] = q[c].validity;
+        bufs[k][3] = out[c];
+      }
+      hoff += q[c].length;
+      grows += q[c].length;
+      gbytes += q[c].bytes;
+    }
+    if (!grows) continue;
+    int use_group = gbytes / grows >= threshold;
+    if (use_group && !cand) {
+      /* big enough for any launch group: at most all rows */
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &cand, "candidates");
+      if (st) break;
+    }
+    /* the group path: a probe (one work-item per row), then the comparison */
+    for (int pass = use_group ? 0 : 1; pass < 2 && !st; pass++) {
+      int grouped = use_group && pass == 1;
+      cl_kernel *kp = grouped ? &kgroup : use_group ? &kprobe : &kitem;
+      const char *kname = grouped ? "catindex_lookup_group"
+                                  : use_group ? "catindex_probe" : "catindex_lookup_item";
+      if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
+      cl_kernel k = *kp;
+      size_t wg = grouped ? tabcl__wg_size(ctx, k, group_lanes(gbytes / grows))
+                          : tabcl__wg_size(ctx, k, 128);
+      int64_t step = grouped ? tabcl__slice_items(ctx, 0, wg) : tabcl__slice_items(ctx, 0, 1);
+      cl_mem cbuf = cand ? cand : idx->ranges;
+      for (int64_t first = 0; first < grows && !st; first += step) {
+        int64_t count = grows - first < step ? grows - first : step;
+        st = TABCL_SET_ARGS(k, kname, TABCL_ARG(idx->keys), TABCL_ARG(idx->spans),
+                            TABCL_ARG(idx->ecodes), TABCL_ARG(idx->ranges), TABCL_ARG(idx->vdata),
+                            TABCL_ARG(qhash), TABCL_ARG(nrows), TABCL_ARG(qh), TABCL_ARG(qbytes),
+                            TABCL_ARG(ooff), TABCL_ARG(col), TABCL_ARG(hasv), TABCL_ARG(cbuf),
+                            TABCL_ARG(first), TABCL_ARG(count), TABCL_ARG(bufs[0][0]),
+                            TABCL_ARG(bufs[0][1]), TABCL_ARG(bufs[0][2]), TABCL_ARG(bufs[0][3]),
+                            TABCL_ARG(bufs[1][0]), TABCL_ARG(bufs[1][1]), TABCL_ARG(bufs[1][2]),
+                            TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
+                            TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
+                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
+        if (st) break;
+        size_t global = grouped ? (size_t)count * wg : tabcl__round_up((size_t)count, wg);
+        if (ev) clReleaseEvent(ev);
+        ev = NULL;
+        st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, last ? &ev : NULL, kname);
+      }
+    }
+  }
+  tabcl__kernel_release(kprobe);
+  tabcl__buffer_release(cand);
+  tabcl__kernel_release(kitem);
+  tabcl__kernel_release(kgroup);
+  /* Released right after enqueueing: OpenCL frees it once the kernels using it are done. */
+  tabcl__buffer_release(qhash);
+  if (!st && last) {
+    if (ev) {
+      *last = ev;
+      ev = NULL;
+    } else {
+      /* every column was empty of rows after all: nothing launched */
+      cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, last));
+      if (err != CL_SUCCESS) st = tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "lookup");
+    }
+  }
+  if (ev) clReleaseEvent(ev);
+  return st;
+}
+
+tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
+                                         const tabcl_strings_view *queries,
+                                         int32_t *const *codes) {
+  static const char fn[] = "tabcl_category_index_lookup";
+  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
+  if (st) return st;
+  if (!queries || !codes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
+  int64_t rows = 0;
+  for (int c = 0; c < ncols; c++) {
+    if ((st = tabcl__strings_validate(&queries[c], fn, c))) return st;
+    if (queries[c].length && !codes[c])
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
+                         c, (long long)queries[c].length);
+    rows += queries[c].length;
+  }
+  tabcl__clear_error();
+  if (!rows) return TABCL_OK;
+  tabcl_context *ctx = idx->ctx;
+  tabcl_dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
+  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
+  int64_t *off = tabcl__calloc((size_t)ncols, sizeof *off);
+  int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
+  cl_mem out = NULL;
+  if (!dev || !q || !outs || !off || !host) {
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    goto done;
+  }
+  if ((st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &out, "codes")))
+    goto done;
+  int64_t at = 0;
+  for (int c = 0; c < ncols; c++) {
+    if ((st = tabcl__strings_upload(ctx, &queries[c], &dev[c]))) goto done;
+    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
+                             dev[c].offsets, dev[c].validity};
+    outs[c] = out;
+    off[c] = at;
+    at += queries[c].length;
+  }
+  if ((st = tabcl__catindex_lookup_dev(idx, q, outs, off, 0, NULL, NULL))) goto done;
+  if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
+  /* every step succeeded: only now do the caller's arrays change */
+  for (int c = 0; c < ncols; c++)
+    if (queries[c].length)
+      memcpy(codes[c], host + off[c], (size_t)queries[c].length * sizeof *host);
+done:
+  if (dev)
+    for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
+  tabcl__buffer_release(out);
+  tabcl__free(dev);
+  tabcl__free(q);
+  tabcl__free(outs);
+  tabcl__free(off);
+  tabcl__free(host);
+  return st;
+}
+
+/* A caller's buffer must belong to the context and hold at least `need` bytes. */
+static tabcl_status check_mem(const tabcl_context *ctx, cl_mem m, size_t need, const char *fn,
+                              int col, const char *what) {
+  if (!m)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: %s is NULL", fn, col, what);
+  size_t size = 0;
+  cl_context owner = NULL;
+  cl_int err = TABCL_CL(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL));
+  if (err == CL_SUCCESS)
+    err = TABCL_CL(clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof owner, &owner, NULL));
+  if (err == CL_INVALID_MEM_OBJECT)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: %s is not a buffer", fn, col, what);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetMemObjectInfo", what);
+  if (owner != ctx->cl)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "%s: column %d: %s belongs to another OpenCL context", fn, col, what);
+  if (size < need)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: %s holds %zu bytes; %zu needed",
+                       fn, col, what, size, need);
+  return TABCL_OK;
+}
+
+tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols,
+                                            const tabcl_strings_cl *queries, cl_mem const *codes,
+                                            cl_uint nwait, const cl_event *wait, cl_event *ev) {
+  static const char fn[] = "tabcl_category_index_lookup_cl";
+  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
+  if (st) return st;
+  if (!queries || !codes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
+  if (nwait && !wait)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %u events to wait for but wait is NULL", fn,
+                       nwait);
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_cl *v = &queries[c];
+    if (v->length < 0 || v->bytes < 0 || v->max_label < 0)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                         "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
+                         (long long)v->length, (long long)v->bytes, (long long)v->max_label);
+    if (!v->length) continue;
+    if (((v->bytes || v->data) &&
+         (st = check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
+        (st = check_mem(idx->ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c, "offsets")) ||
+        (v->validity &&
+         (st = check_mem(idx->ctx, v->validity, (size_t)(v->length + 7) / 8, fn, c, "validity"))) ||
+        (st = check_mem(idx->ctx, codes[c], (size_t)v->length * 4, fn, c, "codes")))
+      return st;
+  }
+  tabcl__clear_error();
+  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  int64_t *off = tabcl__calloc((size_t)ncols, sizeof *off);
+  if (!q || !off) {
+    tabcl__free(q);
+    tabcl__free(off);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
+  cl_mem *copies = tabcl__calloc((size_t)ncols, sizeof *copies);
+  if (!copies) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  for (int c = 0; c < ncols && !st; c++) {
+    int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
+                          ? queries[c].max_label
+                          : queries[c].bytes;
+    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, longest, queries[c].data,
+                             queries[c].offsets, queries[c].validity};
+    if (!q[c].length) continue;
+    /* The hash reads whole aligned words past the last label; a buffer too
+       short for that is copied into a padded one of the call's own. */
+    size_t padded = tabcl__round_up((size_t)q[c].bytes, 8) + 8, size = 0;
+    /* no data buffer (every label empty) counts as one too short */
+    cl_int err = q[c].data ? TABCL_CL(clGetMemObjectInfo(q[c].data, CL_MEM_SIZE, sizeof size,
+                                                         &size, NULL))
+                           : CL_SUCCESS;
+    if (err != CL_SUCCESS) {
+      st = tabcl__cl_fail(err, "clGetMemObjectInfo", "query data");
+      break;
+    }
+    if (size >= padded) continue;
+    if ((st = tabcl__buffer_create(idx->ctx, CL_MEM_READ_WRITE, padded, NULL, &copies[c],
+                                   "padded query data")))
+      break;
+    /* static: the non-blocking write may read it after this call returns */
+    static const cl_uchar zeros[16] = {0};
+    size_t used = (size_t)q[c].bytes;
+    err = TABCL_CL(clEnqueueWriteBuffer(idx->ctx->queue, copies[c], CL_FALSE, used, padded - used,
+                                        zeros, nwait, wait, NULL));
+    if (err == CL_SUCCESS && used)
+      err = TABCL_CL(clEnqueueCopyBuffer(idx->ctx->queue, q[c].data, copies[c], 0, 0, used, 0,
+                                         NULL, NULL));
+    if (err != CL_SUCCESS) {
+      st = tabcl__cl_fail(err, "clEnqueueCopyBuffer", "padded query data");
+      break;
+    }
+    q[c].data = copies[c];
+  }
+  if (!st) st = tabcl__catindex_lookup_dev(idx, q, codes, off, nwait, wait, ev);
+  if (copies)
+    for (int c = 0; c < ncols; c++) tabcl__buffer_release(copies[c]);
+  tabcl__free(copies);
+  tabcl__free(q);
+  tabcl__free(off);
+  return st;
+}
+
+int64_t tabcl__catindex_lookup_peak_bytes(int ncols, const tabcl_strings_view *queries) {
+  int64_t total = 0;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_view *v = &queries[c];
+    int64_t n = v->length, bytes = n ? v->offsets[n] - v->offsets[0] : 0;
+    total += (int64_t)tabcl__round_up((size_t)bytes, 8) + 8;   /* label bytes, padded */
+    total += (n + 1) * 8;                                         /* offsets */
+    if (v->validity) total += (n + 7) / 8;
+    total += n * 8 + n * 4 + n * 8;                 /* hashes, codes, candidates (long labels) */
+  }
+  return total;
+}

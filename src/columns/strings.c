@@ -1,0 +1,198 @@
+/* String columns: validation of host views and upload into device buffers
+ * of their own (offsets rebased to 0, data padded for whole-word reads). */
+#include <stdio.h>
+#include <string.h>
+
+#include "columns/strings.h"
+
+/* "fn: column c: " (or "fn: " when the caller has no column). */
+static void where(char *buf, size_t cap, const char *fn, int col) {
+  if (col >= 0) snprintf(buf, cap, "%s: column %d: ", fn ? fn : "tabcl", col);
+  else snprintf(buf, cap, "%s: ", fn ? fn : "tabcl");
+}
+
+/* One pass over any offset width: the checks of tabcl__strings_validate,
+   and the longest label on the way (callers that only validate ignore it). */
+#define CHECK_OFFSETS(T, length, offsets, data, fn, col, max_out)                              \
+  do {                                                                                        \
+    char at_[160];                                                                            \
+    int64_t longest_ = 0;                                                                     \
+    if ((length) < 0) {                                                                       \
+      where(at_, sizeof at_, fn, col);                                                        \
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%snegative length %lld", at_,               \
+                         (long long)(length));                                                \
+    }                                                                                         \
+    if (!(offsets)) {                                                                         \
+      if ((length) == 0) {                                                                    \
+        if (max_out) *(int64_t *)(max_out) = 0;                                               \
+        return TABCL_OK;                                                                      \
+      }                                                                                       \
+      where(at_, sizeof at_, fn, col);                                                        \
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%soffsets is NULL for %lld labels", at_,    \
+                         (long long)(length));                                                \
+    }                                                                                         \
+    const T *o_ = (offsets);                                                                  \
+    if (o_[0] < 0) {                                                                          \
+      where(at_, sizeof at_, fn, col);                                                        \
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%soffset 0 is negative (%lld)", at_,  \
+                         (long long)o_[0]);                                                   \
+    }                                                                                         \
+    int64_t first_bytes_ = -1;                                                                \
+    for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
+      int64_t a_ = (int64_t)o_[i_], b_ = (int64_t)o_[i_ + 1];                                 \
+      if (b_ < 0) {                                                                           \
+        where(at_, sizeof at_, fn, col);                                                      \
+        return tabcl__fail(TABCL_INVALID_ARGUMENT, "%soffset %lld is negative (%lld)",  \
+                           at_, (long long)(i_ + 1), (long long)b_);                          \
+      }                                                                                       \
+      if (b_ < a_) {                                                                          \
+        where(at_, sizeof at_, fn, col);                                                      \
+        return tabcl__fail(TABCL_INVALID_ARGUMENT,                                            \
+                           "%soffsets decrease at label %lld (%lld < %lld)", at_,             \
+                           (long long)i_, (long long)b_, (long long)a_);                      \
+      }                                                                                       \
+      if (b_ - a_ > longest_) longest_ = b_ - a_;                                             \
+      if (b_ > a_ && first_bytes_ < 0) first_bytes_ = i_;                                     \
+    }                                                                                         \
+    if (!(data) && first_bytes_ >= 0) {                                                       \
+      where(at_, sizeof at_, fn, col);                                                        \
+      return tabcl__fail(TABCL_INVALID_ARGUMENT,                                              \
+                         "%sdata is NULL but label %lld has %lld bytes", at_,                 \
+                         (long long)first_bytes_,                                             \
+                         (long long)((int64_t)o_[first_bytes_ + 1] - (int64_t)o_[first_bytes_])); \
+    }                                                                                         \
+    if (max_out) *(int64_t *)(max_out) = longest_;                                            \
+    return TABCL_OK;                                                                          \
+  } while (0)
+
+static tabcl_status check64(int64_t length, const int64_t *offsets, const uint8_t *data,
+                            const char *fn, int col, int64_t *longest) {
+  CHECK_OFFSETS(int64_t, length, offsets, data, fn, col, longest);
+}
+
+static tabcl_status check32(int64_t length, const int32_t *offsets, const uint8_t *data,
+                            const char *fn, int col, int64_t *longest) {
+  CHECK_OFFSETS(int32_t, length, offsets, data, fn, col, longest);
+}
+
+tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col) {
+  if (!v) {
+    char at[160];
+    where(at, sizeof at, fn, col);
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%sthe column view is NULL", at);
+  }
+  return check64(v->length, v->offsets, v->data, fn, col, NULL);
+}
+
+int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
+  return !v->validity || ((v->validity[i >> 3] >> (i & 7)) & 1);
+}
+
+void tabcl__strings_release(tabcl_dev_strings *s) {
+  if (!s) return;
+  tabcl__buffer_release(s->data);
+  tabcl__buffer_release(s->offsets);
+  tabcl__buffer_release(s->validity);
+  memset(s, 0, sizeof *s);
+}
+
+/* The data buffer is padded with zeros to a whole number of 8-byte words
+   plus one more word, so kernels may read any label as aligned words
+   without a bounds check and without touching uninitialised memory. */
+static size_t padded_bytes(int64_t bytes) { return tabcl__round_up((size_t)bytes, 8) + 8; }
+
+/* Where a column's three buffers get their content from: the label bytes
+   from the first label's first byte (then zeros), the offsets of either
+   width minus the first, the validity bitmap as it is. */
+typedef struct column_src {
+  const uint8_t *first_byte;
+  size_t bytes;
+  const int64_t *o64;     /* one of o64, o32 */
+  const int32_t *o32;
+  int64_t first;
+  const uint8_t *validity;
+} column_src;
+
+static void fill_data(void *dst, size_t at, size_t n, const void *arg) {
+  const column_src *c = arg;
+  size_t k = at < c->bytes ? (c->bytes - at < n ? c->bytes - at : n) : 0;
+  if (k) memcpy(dst, c->first_byte + at, k);
+  memset((uint8_t *)dst + k, 0, n - k);
+}
+
+/* at and n are whole 8-byte offsets (tabcl__upload's chunks are). */
+static void fill_offsets(void *dst, size_t at, size_t n, const void *arg) {
+  const column_src *c = arg;
+  int64_t *d = dst;
+  size_t i0 = at / 8, count = n / 8;
+  if (c->o64)
+    for (size_t k = 0; k < count; k++) d[k] = c->o64[i0 + k] - c->first;
+  else
+    for (size_t k = 0; k < count; k++) d[k] = (int64_t)c->o32[i0 + k] - c->first;
+}
+
+static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
+  memcpy(dst, ((const column_src *)arg)->validity + at, n);
+}
+
+/* Creates and fills the column's buffers (tabcl__upload picks the way: a
+   map on CPU devices, the context's staging area on GPUs). */
+static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const column_src *src,
+                                  tabcl_dev_strings *t) {
+  size_t padded = padded_bytes((int64_t)src->bytes);
+  size_t obytes = ((size_t)length + 1) * sizeof(int64_t);
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &t->data, "label bytes");
+  if (!s) s = tabcl__upload(ctx, t->data, padded, fill_data, src, "label bytes");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, obytes, NULL, &t->offsets, "label offsets");
+  if (!s && src->validity) {
+    size_t vbytes = ((size_t)length + 7) / 8;
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, vbytes, NULL, &t->validity, "validity bitmap");
+    if (!s) s = tabcl__upload_staged(ctx)
+                    ? tabcl__upload(ctx, t->validity, vbytes, fill_validity, src, "validity bitmap")
+                    : tabcl__write(ctx, t->validity, 0, vbytes, src->validity);
+  }
+  if (!s) s = tabcl__upload(ctx, t->offsets, obytes, fill_offsets, src, "label offsets");
+  return s;
+}
+
+tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
+                                   tabcl_dev_strings *out) {
+  if (!v) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__strings_upload: the column view is NULL");
+  tabcl_dev_strings t = {0};
+  tabcl_status s = check64(v->length, v->offsets, v->data, "tabcl__strings_upload", -1, &t.max_label);
+  if (s) return s;
+  static const int64_t zero_offset[1] = {0};
+  const int64_t *offsets = v->offsets ? v->offsets : zero_offset;
+  t.length = v->length;
+  t.bytes = offsets[v->length] - offsets[0];
+  column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t.bytes, offsets, NULL,
+                    offsets[0], v->validity};
+  s = upload_column(ctx, t.length, &src, &t);
+  if (s) {
+    tabcl__strings_release(&t);
+    return s;
+  }
+  *out = t;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
+                                     const uint8_t *data, const uint8_t *validity,
+                                     tabcl_dev_strings *out) {
+  tabcl_dev_strings t = {0};
+  tabcl_status s = check32(length, offsets, data, "tabcl__strings_upload32", -1, &t.max_label);
+  if (s) return s;
+  static const int32_t zero_offset[1] = {0};
+  if (!offsets) offsets = zero_offset;
+  t.length = length;
+  t.bytes = (int64_t)offsets[length] - offsets[0];
+  column_src src = {data ? data + offsets[0] : NULL, (size_t)t.bytes, NULL, offsets, offsets[0],
+                    validity};
+  s = upload_column(ctx, length, &src, &t);
+  if (s) {
+    tabcl__strings_release(&t);
+    return s;
+  }
+  *out = t;
+  return TABCL_OK;
+}

@@ -1,0 +1,88 @@
+/* Device ceilings measured with the probe kernels: copy bandwidth and fp32
+ * FMA throughput. cl-probe reports them, tabcl-bench divides by them. */
+#include <math.h>
+
+#include "runtime/internal.h"
+#include "probe/measure.h"
+
+double tabcl__event_seconds(cl_event start, cl_event end) {
+  cl_ulong t0 = 0, t1 = 0;
+  if (clGetEventProfilingInfo(start, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) != CL_SUCCESS ||
+      clGetEventProfilingInfo(end, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
+    return -1.0;
+  return (double)(t1 - t0) * 1e-9;
+}
+
+static void sort_doubles(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+}
+
+double tabcl__median(double *v, int n) {
+  if (n <= 0) return 0.0;
+  sort_doubles(v, n);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, double *bytes_per_s) {
+  cl_mem a = NULL, b = NULL;
+  cl_kernel k = NULL;
+  double times[64];
+  if (reps > 64) reps = 64;
+  if (reps < 1) reps = 1;
+  bytes = bytes / 16 * 16;
+  if (bytes > ctx->info.max_mem_alloc_size) bytes = (size_t)ctx->info.max_mem_alloc_size / 16 * 16;
+  cl_ulong n = bytes / 16;
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, bytes, NULL, &a, "copy source");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, bytes, NULL, &b, "copy target");
+  if (!s) s = tabcl__fill_zero(ctx, a, bytes);
+  if (!s) s = tabcl__kernel_create(ctx, "probe", NULL, "probe_copy", &k);
+  if (!s) s = TABCL_SET_ARGS(k, "probe_copy", TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(n));
+  size_t wg = k ? tabcl__wg_size(ctx, k, 256) : 1;
+  size_t global = tabcl__round_up((size_t)n, wg);
+  for (int r = -1; !s && r < reps; r++) {
+    cl_event ev = NULL;
+    s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_copy");
+    if (!s) s = tabcl__finish(ctx);
+    if (!s && r >= 0) times[r] = tabcl__event_seconds(ev, ev);
+    if (ev) clReleaseEvent(ev);
+  }
+  if (!s) *bytes_per_s = 2.0 * (double)bytes / tabcl__median(times, reps);
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(a);
+  tabcl__buffer_release(b);
+  return s;
+}
+
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, double *flops) {
+  cl_mem out = NULL;
+  cl_kernel k = NULL;
+  double times[64];
+  if (reps > 64) reps = 64;
+  if (reps < 1) reps = 1;
+  /* Enough work-items to fill every compute unit many times over. */
+  size_t global = (size_t)ctx->info.compute_units * 2048;
+  if (ctx->info.is_cpu) global = (size_t)ctx->info.compute_units * 64;
+  float a = 0.999f, b = 0.001f;
+  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, "probe_fma", &k);
+  size_t wg = k ? tabcl__wg_size(ctx, k, 256) : 1;
+  global = tabcl__round_up(global, wg);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &out, "fma output");
+  if (!s) s = TABCL_SET_ARGS(k, "probe_fma", TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
+  for (int r = -1; !s && r < reps; r++) {
+    cl_event ev = NULL;
+    s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_fma");
+    if (!s) s = tabcl__finish(ctx);
+    if (!s && r >= 0) times[r] = tabcl__event_seconds(ev, ev);
+    if (ev) clReleaseEvent(ev);
+  }
+  /* 16 FMAs per iteration per work-item, 2 FLOPs each */
+  if (!s) *flops = (double)global * iters * 16.0 * 2.0 / tabcl__median(times, reps);
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(out);
+  return s;
+}

@@ -1,0 +1,88 @@
+/* Host allocation and the failure-injection counters.
+ *
+ * Every host allocation and every OpenCL call the library makes passes a
+ * counter here, so a test can make exactly the Nth one fail and then check
+ * that the public call returned an error and leaked nothing (the SQLite
+ * approach). Without TABCL_FAULT_INJECTION the counters compile away. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+static atomic_long live_allocs;
+
+#ifdef TABCL_FAULT_INJECTION
+static atomic_long fail_alloc_at, fail_cl_at, allocs_seen, cl_seen;
+static atomic_int fired;
+
+void tabcl__fault_set(long a, long c) {
+  atomic_store(&allocs_seen, 0);
+  atomic_store(&cl_seen, 0);
+  atomic_store(&fired, 0);
+  atomic_store(&fail_alloc_at, a);
+  atomic_store(&fail_cl_at, c);
+}
+int tabcl__fault_enabled(void) { return 1; }
+
+static int should_fail(atomic_long *seen, atomic_long *at) {
+  long n = atomic_fetch_add(seen, 1) + 1;
+  long target = atomic_load(at);
+  if (target > 0 && n == target) {
+    atomic_store(&fired, 1);
+    return 1;
+  }
+  return 0;
+}
+int tabcl__fault_cl(void) { return should_fail(&cl_seen, &fail_cl_at); }
+static int fail_alloc(void) { return should_fail(&allocs_seen, &fail_alloc_at); }
+int tabcl__fault_fired(void) { return atomic_load(&fired); }
+long tabcl__fault_allocs_seen(void) { return atomic_load(&allocs_seen); }
+long tabcl__fault_cl_seen(void) { return atomic_load(&cl_seen); }
+#else
+void tabcl__fault_set(long a, long c) { (void)a; (void)c; }
+int tabcl__fault_enabled(void) { return 0; }
+int tabcl__fault_cl(void) { return 0; }
+static int fail_alloc(void) { return 0; }
+int tabcl__fault_fired(void) { return 0; }
+long tabcl__fault_allocs_seen(void) { return 0; }
+long tabcl__fault_cl_seen(void) { return 0; }
+#endif
+
+void tabcl__fault_reset(void) { tabcl__fault_set(0, 0); }
+
+long tabcl__alloc_live(void) { return atomic_load(&live_allocs); }
+
+void *tabcl__malloc(size_t n) {
+  if (fail_alloc()) return NULL;
+  void *p = malloc(n ? n : 1);
+  if (p) atomic_fetch_add(&live_allocs, 1);
+  return p;
+}
+
+void *tabcl__calloc(size_t count, size_t size) {
+  if (fail_alloc()) return NULL;
+  if (count == 0 || size == 0) count = size = 1;
+  void *p = calloc(count, size);
+  if (p) atomic_fetch_add(&live_allocs, 1);
+  return p;
+}
+
+void *tabcl__realloc(void *p, size_t n) {
+  if (!p) return tabcl__malloc(n);
+  if (fail_alloc()) return NULL;
+  return realloc(p, n ? n : 1);
+}
+
+void tabcl__free(void *p) {
+  if (!p) return;
+  atomic_fetch_sub(&live_allocs, 1);
+  free(p);
+}
+
+char *tabcl__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = tabcl__malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}

@@ -1,0 +1,352 @@
+/* Device buffers and blocking transfers. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+static atomic_long live_mems;
+
+long tabcl__mem_live(void) { return atomic_load(&live_mems); }
+
+tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
+                                  void *host, cl_mem *out, const char *what) {
+  *out = NULL;
+  /* OpenCL forbids zero-size buffers (PoCL answers CL_INVALID_BUFFER_SIZE);
+     empty inputs are valid here, so they get a small placeholder. */
+  size_t n = bytes ? bytes : 16;
+  if ((cl_ulong)n > ctx->info.max_mem_alloc_size)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s needs %zu bytes in one buffer; %s allows at most %llu", what, bytes,
+                       ctx->info.name, (unsigned long long)ctx->info.max_mem_alloc_size);
+  if (!bytes) {
+    flags &= ~(cl_mem_flags)(CL_MEM_COPY_HOST_PTR | CL_MEM_USE_HOST_PTR);
+    host = NULL;
+  }
+  cl_int err = CL_SUCCESS;
+  cl_mem m = NULL;
+  if (tabcl__fault_cl()) err = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+  else m = clCreateBuffer(ctx->cl, flags, n, host, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateBuffer", what);
+  atomic_fetch_add(&live_mems, 1);
+  *out = m;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offset, size_t bytes,
+                                  size_t unit, cl_mem *out, size_t *skip, const char *what) {
+  *out = NULL;
+  *skip = 0;
+  /* A sub-buffer must start on the device's base address alignment (given
+     in bits); a multiple of unit as well, so that skip counts whole elements. */
+  size_t align = ctx->info.mem_base_addr_align_bits / 8;
+  if (align < unit) align = unit;
+  const size_t origin = offset / align * align;
+  cl_buffer_region r = {origin, offset + (bytes ? bytes : unit) - origin};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = NULL;
+  if (tabcl__fault_cl()) err = CL_OUT_OF_RESOURCES;
+  else m = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateSubBuffer", what);
+  atomic_fetch_add(&live_mems, 1);
+  *out = m;
+  *skip = offset - origin;
+  return TABCL_OK;
+}
+
+void tabcl__buffer_release(cl_mem m) {
+  if (!m) return;
+  atomic_fetch_sub(&live_mems, 1);
+  clReleaseMemObject(m);
+}
+
+tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                          const void *src) {
+  if (!bytes) return TABCL_OK;
+  cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueWriteBuffer", NULL);
+}
+
+tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes, void *dst) {
+  if (!bytes) return TABCL_OK;
+  cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueReadBuffer", NULL);
+}
+
+tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes) {
+  if (!bytes) return TABCL_OK;
+  static const cl_uchar zero = 0;
+  cl_int err = TABCL_CL(clEnqueueFillBuffer(ctx->queue, m, &zero, 1, 0, bytes, 0, NULL, NULL));
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueFillBuffer", NULL);
+}
+
+tabcl_status tabcl__finish(tabcl_context *ctx) {
+  cl_int err = TABCL_CL(clFinish(ctx->queue));
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clFinish", NULL);
+}
+
+/* ---- uploads -------------------------------------------------------------
+ *
+ * On a CPU device an upload maps the whole destination buffer and fills it
+ * in place: no staging copy, and oclgrind (21.10) loses track of which bytes
+ * are initialised after a write at a non-zero offset, which a chunked upload
+ * would need.
+ *
+ * On a GPU that map is slow: each map of a fresh buffer gets a fresh host
+ * shadow, so every call pays first-touch page faults and pinning for all of
+ * its bytes (~1.5 GB/s measured on an H200 with NVIDIA's driver). Instead
+ * each context keeps one pinned buffer (CL_MEM_ALLOC_HOST_PTR) mapped for
+ * its whole life, and an upload copies its content into that mapping and
+ * enqueues non-blocking writes from the mapped pointer (NVIDIA's fast path
+ * for pinned transfers). The area is used as two halves, so filling chunk
+ * i + 1 overlaps the transfer of chunk i. Chunks (and small uploads, such
+ * as one column's bytes, bitmap and offsets) fill a half one after another;
+ * one that does not fit in what is left goes to the other half, which is
+ * reused only after the last transfer using it has finished (the queue is
+ * in order, so that one finishing means every earlier one has). The device
+ * never sees the staging buffer itself: commands on a mapped buffer would
+ * be undefined behaviour. The area grows on demand (both halves able to hold
+ * one upload, at least 64 KiB) up to a cap of 64 MiB, larger uploads going
+ * in chunks, and stays pinned until the context is destroyed.
+ */
+
+static atomic_long live_staging;
+
+long tabcl__staging_live(void) { return atomic_load(&live_staging); }
+
+#define STAGING_DEFAULT_CAP ((size_t)64 << 20)
+#define STAGING_MIN ((size_t)64 << 10)
+
+tabcl_status tabcl__staging_init(tabcl_context *ctx) {
+  tabcl_staging *sg = &ctx->staging;
+  memset(sg, 0, sizeof *sg);
+  sg->cap = STAGING_DEFAULT_CAP;
+  /* Test and benchmark switch: 0 maps as on CPUs, 1 stages on any device,
+     a larger number stages through an area of at most that many bytes. */
+  const char *env = getenv("TABCL_UPLOAD_STAGING");
+  if (env && *env) {
+    unsigned long long v = strtoull(env, NULL, 10);
+    sg->force = v ? 1 : -1;
+    if (v > 1) sg->cap = v < 16 ? 16 : (size_t)v;
+  }
+  if (pthread_mutex_init(&sg->lock, NULL) != 0)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
+  return TABCL_OK;
+}
+
+/* Waits for both halves and gives the area back; no failure can be
+   reported from here (destroy paths), so nothing is injected. */
+static void staging_drop(tabcl_context *ctx) {
+  tabcl_staging *sg = &ctx->staging;
+  for (int h = 0; h < 2; h++) {
+    if (!sg->busy[h]) continue;
+    clWaitForEvents(1, &sg->busy[h]);
+    clReleaseEvent(sg->busy[h]);
+    sg->busy[h] = NULL;
+  }
+  if (sg->mem) {
+    if (sg->host) {
+      clEnqueueUnmapMemObject(ctx->queue, sg->mem, sg->host, 0, NULL, NULL);
+      clFinish(ctx->queue);
+    }
+    clReleaseMemObject(sg->mem);
+    atomic_fetch_sub(&live_staging, 1);
+  }
+  sg->mem = NULL;
+  sg->host = NULL;
+  sg->size = 0;
+  sg->used[0] = sg->used[1] = 0;
+  sg->next = 0;
+}
+
+void tabcl__staging_destroy(tabcl_context *ctx) {
+  staging_drop(ctx);
+  pthread_mutex_destroy(&ctx->staging.lock);
+}
+
+int tabcl__upload_staged(tabcl_context *ctx) {
+  int force = ctx->staging.force;
+  /* oclgrind reports every device type at once: a GPU that is also a CPU
+     keeps the map, which oclgrind tracks (see above) */
+  return force > 0 || (force == 0 && ctx->info.is_gpu && !ctx->info.is_cpu);
+}
+
+void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap) {
+  pthread_mutex_lock(&ctx->staging.lock);
+  staging_drop(ctx);
+  ctx->staging.force = on > 0 ? 1 : on < 0 ? -1 : 0;
+  ctx->staging.cap = cap ? (cap < 16 ? 16 : cap) : STAGING_DEFAULT_CAP;
+  pthread_mutex_unlock(&ctx->staging.lock);
+}
+
+/* An area of at least `want` bytes (already capped). A failure leaves no
+   area, so the next upload tries afresh. */
+static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
+  tabcl_staging *sg = &ctx->staging;
+  if (sg->mem && sg->size >= want) return TABCL_OK;
+  staging_drop(ctx);
+  cl_mem m = NULL;
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, want,
+                                        NULL, &m, "upload staging area");
+  if (s) return s;
+  /* owned by the context, not by a call: counted apart from call buffers */
+  atomic_fetch_sub(&live_mems, 1);
+  atomic_fetch_add(&live_staging, 1);
+  cl_int err = CL_SUCCESS;
+  void *p = NULL;
+  if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
+  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, want, 0,
+                              NULL, NULL, &err);
+  if (err != CL_SUCCESS) {
+    clReleaseMemObject(m);
+    atomic_fetch_sub(&live_staging, 1);
+    return tabcl__cl_fail(err, "clEnqueueMapBuffer", "upload staging area");
+  }
+  sg->mem = m;
+  sg->host = p;
+  sg->size = want;
+  return TABCL_OK;
+}
+
+/* Half h free for the next chunk. An injected failure keeps the event (the
+   transfer may still be running); a real one means it ended. */
+static tabcl_status staging_settle(tabcl_staging *sg, int h) {
+  if (!sg->busy[h]) {
+    sg->used[h] = 0;
+    return TABCL_OK;
+  }
+  if (tabcl__fault_cl())
+    return tabcl__cl_fail(CL_OUT_OF_RESOURCES, "clWaitForEvents", "upload staging area");
+  cl_int err = clWaitForEvents(1, &sg->busy[h]);
+  clReleaseEvent(sg->busy[h]);
+  sg->busy[h] = NULL;
+  sg->used[h] = 0;
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clWaitForEvents", "upload staging area");
+}
+
+static size_t staging_want(const tabcl_context *ctx, size_t bytes) {
+  size_t cap = ctx->staging.cap;
+  if ((cl_ulong)cap > ctx->info.max_mem_alloc_size) cap = (size_t)ctx->info.max_mem_alloc_size;
+  size_t want = cap < STAGING_MIN ? cap : STAGING_MIN;
+  /* both halves able to hold the whole upload, up to the cap */
+  while (want < cap && want / 2 < bytes) want = want > cap / 2 ? cap : want * 2;
+  return want;
+}
+
+static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+                                  const void *arg, const char *what) {
+  tabcl_staging *sg = &ctx->staging;
+  pthread_mutex_lock(&sg->lock);
+  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
+  /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
+  size_t half = (sg->size / 2) & ~(size_t)7;
+  for (size_t at = 0, n; !s && at < bytes; at += n) {
+    n = bytes - at < half ? bytes - at : half;
+    int h = sg->next;
+    if (n > half - sg->used[h]) {
+      h ^= 1;
+      if ((s = staging_settle(sg, h))) break;
+      sg->next = h;
+    }
+    uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
+    fill(p, at, n, arg);
+    cl_event ev = NULL;
+    cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
+    if (err != CL_SUCCESS) {
+      s = tabcl__cl_fail(err, "clEnqueueWriteBuffer", what);
+      break;
+    }
+    /* in order: this transfer ending means the half's earlier ones have */
+    if (sg->busy[h]) clReleaseEvent(sg->busy[h]);
+    sg->busy[h] = ev;
+    /* the next piece starts on a 64-byte line */
+    size_t end = sg->used[h] + tabcl__round_up(n, 64);
+    sg->used[h] = end < half ? end : half;
+    /* submitted now, so it runs while the next chunk is filled */
+    if (at + n < bytes && (err = TABCL_CL(clFlush(ctx->queue))) != CL_SUCCESS)
+      s = tabcl__cl_fail(err, "clFlush", what);
+  }
+  pthread_mutex_unlock(&sg->lock);
+  return s;
+}
+
+static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+                                  const void *arg, const char *what) {
+  cl_int err = CL_SUCCESS;
+  void *p = NULL;
+  if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
+  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
+                              NULL, NULL, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
+  fill(p, 0, bytes, arg);
+  int injected = tabcl__fault_cl();
+  /* An injected failure still unmaps, so the buffer is never released mapped. */
+  err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
+  if (injected && err == CL_SUCCESS) err = CL_OUT_OF_RESOURCES;
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", what);
+}
+
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+                           const void *arg, const char *what) {
+  if (!bytes) return TABCL_OK;
+  return tabcl__upload_staged(ctx) ? upload_staged(ctx, m, bytes, fill, arg, what)
+                                   : upload_mapped(ctx, m, bytes, fill, arg, what);
+}
+
+/* ---- downloads and filled buffers through the same area ----------------- */
+
+tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                             void *dst) {
+  if (!bytes) return TABCL_OK;
+  if (!tabcl__upload_staged(ctx)) return tabcl__read(ctx, m, offset, bytes, dst);
+  tabcl_staging *sg = &ctx->staging;
+  pthread_mutex_lock(&sg->lock);
+  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
+  size_t half = (sg->size / 2) & ~(size_t)7;
+  size_t chunks = s ? 0 : (bytes + half - 1) / half;
+  /* chunk i reads into half i % 2 while chunk i - 1 is copied out of the other */
+  for (size_t i = 0; !s && i <= chunks; i++) {
+    if (i < chunks) {
+      int h = (int)(i & 1);
+      size_t at = i * half, n = bytes - at < half ? bytes - at : half;
+      if ((s = staging_settle(sg, h))) break;
+      sg->used[h] = half;   /* uploads go elsewhere until it is settled */
+      cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset + at, n,
+                                                sg->host + (size_t)h * half, 0, NULL,
+                                                &sg->busy[h]));
+      const char *call = "clEnqueueReadBuffer";
+      if (err == CL_SUCCESS && i + 1 < chunks) {
+        call = "clFlush";
+        err = TABCL_CL(clFlush(ctx->queue));
+      }
+      if (err != CL_SUCCESS) {
+        s = tabcl__cl_fail(err, call, "download through the staging area");
+        break;
+      }
+    }
+    if (i >= 1) {
+      int h = (int)((i - 1) & 1);
+      size_t at = (i - 1) * half, n = bytes - at < half ? bytes - at : half;
+      if ((s = staging_settle(sg, h))) break;
+      memcpy((uint8_t *)dst + at, sg->host + (size_t)h * half, n);
+    }
+  }
+  pthread_mutex_unlock(&sg->lock);
+  return s;
+}
+
+static void fill_copy(void *dst, size_t at, size_t n, const void *arg) {
+  memcpy(dst, (const uint8_t *)arg + at, n);
+}
+
+tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
+                                       const void *src, cl_mem *out, const char *what) {
+  if (!tabcl__upload_staged(ctx) || !bytes)
+    return tabcl__buffer_create(ctx, flags | CL_MEM_COPY_HOST_PTR, bytes, (void *)src, out, what);
+  tabcl_status s = tabcl__buffer_create(ctx, flags, bytes, NULL, out, what);
+  if (!s && (s = tabcl__upload(ctx, *out, bytes, fill_copy, src, what))) {
+    tabcl__buffer_release(*out);
+    *out = NULL;
+  }
+  return s;
+}

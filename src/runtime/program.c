@@ -1,0 +1,403 @@
+/* Kernel programs: sources (embedded or overridden), build options, the
+ * in-memory cache per context and the disk cache of binaries. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+struct tabcl_program_entry {
+  char *name;
+  char *extra;
+  cl_program program;
+  tabcl_program_entry *next;
+};
+
+void tabcl__program_cache_clear(tabcl_context *ctx) {
+  tabcl_program_entry *e = ctx->programs;
+  while (e) {
+    tabcl_program_entry *next = e->next;
+    if (e->program) clReleaseProgram(e->program);
+    tabcl__free(e->name);
+    tabcl__free(e->extra);
+    tabcl__free(e);
+    e = next;
+  }
+  ctx->programs = NULL;
+}
+
+static const tabcl_embedded_source *embedded(const char *name) {
+  for (size_t i = 0; i < tabcl__embedded_source_count; i++)
+    if (strcmp(tabcl__embedded_sources[i].name, name) == 0) return &tabcl__embedded_sources[i];
+  return NULL;
+}
+
+/* Reads dir/name.cl into a fresh buffer; *text stays NULL if there is no such file. */
+static tabcl_status read_override(const char *dir, const char *name, char **text, size_t *len) {
+  *text = NULL;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT) return TABCL_OK;
+    return tabcl__fail(TABCL_IO_ERROR, "cannot read kernel source %s: %s", path, strerror(errno));
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = tabcl__malloc(cap);
+  if (!buf) {
+    fclose(f);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory reading %s", path);
+  }
+  for (;;) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1) break;
+    char *bigger = tabcl__realloc(buf, cap * 2);
+    if (!bigger) {
+      tabcl__free(buf);
+      fclose(f);
+      return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory reading %s", path);
+    }
+    buf = bigger;
+    cap *= 2;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    tabcl__free(buf);
+    return tabcl__fail(TABCL_IO_ERROR, "cannot read kernel source %s", path);
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, char **out) {
+  const char *parts[2] = {"common", name};
+  char *texts[2] = {NULL, NULL};
+  size_t lens[2] = {0, 0};
+  const char *use[2];
+  tabcl_status s = TABCL_OK;
+  *out = NULL;
+  for (int i = 0; i < 2; i++) {
+    if (ctx->kernel_dir && (s = read_override(ctx->kernel_dir, parts[i], &texts[i], &lens[i])))
+      goto done;
+    if (texts[i]) {
+      use[i] = texts[i];
+      continue;
+    }
+    const tabcl_embedded_source *e = embedded(parts[i]);
+    if (!e) {
+      s = tabcl__fail(TABCL_INVALID_ARGUMENT, "no kernel program named \"%s\"", parts[i]);
+      goto done;
+    }
+    use[i] = e->text;
+    lens[i] = e->length;
+  }
+  char *all = tabcl__malloc(lens[0] + lens[1] + 64);
+  if (!all) {
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory assembling kernel %s", name);
+    goto done;
+  }
+  size_t n = 0;
+  memcpy(all + n, use[0], lens[0]);
+  n += lens[0];
+  n += (size_t)sprintf(all + n, "\n#line 1 \"%s.cl\"\n", name);
+  memcpy(all + n, use[1], lens[1]);
+  n += lens[1];
+  all[n] = '\0';
+  *out = all;
+done:
+  tabcl__free(texts[0]);
+  tabcl__free(texts[1]);
+  return s;
+}
+
+void tabcl__device_build_options(const tabcl_device_info *info, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "-cl-std=CL1.2 -DTABCL_HAS_FP64=%d -DTABCL_VENDOR_NVIDIA=%d -DTABCL_VENDOR_AMD=%d "
+           "-DTABCL_VENDOR_INTEL=%d -DTABCL_IS_CPU=%d -DTABCL_MAX_WG=%zu -DTABCL_LOCAL_MEM=%llu",
+           info->has_fp64, info->is_nvidia, info->is_amd, info->is_intel, info->is_cpu,
+           info->max_work_group_size, (unsigned long long)info->local_mem_size);
+}
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static char *cache_key(const tabcl_context *ctx, const char *source, const char *options) {
+  uint64_t h = fnv1a(0xcbf29ce484222325ULL, source, strlen(source));
+  const tabcl_device_info *i = &ctx->info;
+  size_t cap = strlen(options) + 2048;
+  char *key = tabcl__malloc(cap);
+  if (!key) return NULL;
+  snprintf(key, cap,
+           "tabcl program binary 1\ndevice=%s\nvendor=%s\ndriver=%s\nopencl_c=%s\n"
+           "source_fnv1a=%016llx\nsource_bytes=%zu\noptions=%s\n",
+           i->name, i->vendor, i->driver_version, i->opencl_c_version, (unsigned long long)h,
+           strlen(source), options);
+  return key;
+}
+
+static tabcl_status build_log(tabcl_context *ctx, cl_program prog, const char *name) {
+  tabcl__fail(TABCL_BUILD_FAILED, "building kernel program \"%s\" for %s failed; build log:\n",
+              name, ctx->info.name);
+  size_t n = 0;
+  if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
+      n > 0) {
+    char *log = tabcl__malloc(n + 1);
+    if (log) {
+      if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) ==
+          CL_SUCCESS) {
+        log[n] = '\0';
+        tabcl__append_error(log);
+      }
+      tabcl__free(log);
+    }
+  }
+  return TABCL_BUILD_FAILED;
+}
+
+static cl_program try_binary(tabcl_context *ctx, const unsigned char *bin, size_t size,
+                             const char *options) {
+  cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
+  /* No failure injection here: a binary that fails to load is rebuilt. */
+  cl_program p = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &size, &bin, &bin_status, &err);
+  if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+    if (p) clReleaseProgram(p);
+    return NULL;
+  }
+  if (clBuildProgram(p, 1, &ctx->device, options, NULL, NULL) != CL_SUCCESS) {
+    clReleaseProgram(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void store_binary(tabcl_context *ctx, cl_program p, const char *key) {
+  size_t size = 0;
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
+      size == 0)
+    return;
+  /* Plain malloc: storing is best effort, so its failure is not a path to test. */
+  unsigned char *bin = malloc(size);
+  if (!bin) return;
+  if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+    tabcl__disk_cache_store(ctx->cache_dir, key, bin, size);
+  free(bin);
+}
+
+/* Builds without touching the context's list; the caller holds ctx->lock. */
+static tabcl_status build(tabcl_context *ctx, const char *name, const char *extra,
+                          cl_program *out, int *from_cache) {
+  char *source = NULL, *key = NULL, *options = NULL;
+  cl_program p = NULL;
+  tabcl_status s = tabcl__program_source(ctx, name, &source);
+  if (s) return s;
+  char devopts[512];
+  tabcl__device_build_options(&ctx->info, devopts, sizeof devopts);
+  size_t olen = strlen(devopts) + (extra ? strlen(extra) : 0) + 2;
+  options = tabcl__malloc(olen);
+  if (!options) {
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+    goto done;
+  }
+  snprintf(options, olen, "%s%s%s", devopts, extra && *extra ? " " : "", extra ? extra : "");
+  *from_cache = 0;
+  if (ctx->cache_dir) {
+    key = cache_key(ctx, source, options);
+    if (!key) {
+      s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+      goto done;
+    }
+    size_t size = 0;
+    unsigned char *bin = tabcl__disk_cache_load(ctx->cache_dir, key, &size);
+    if (bin) {
+      p = try_binary(ctx, bin, size, options);
+      free(bin);
+      if (p) *from_cache = 1;
+    }
+  }
+  if (!p) {
+    cl_int err = CL_SUCCESS;
+    const char *src = source;
+    if (tabcl__fault_cl()) err = CL_OUT_OF_HOST_MEMORY;
+    else p = clCreateProgramWithSource(ctx->cl, 1, &src, NULL, &err);
+    if (err != CL_SUCCESS) {
+      p = NULL;
+      s = tabcl__cl_fail(err, "clCreateProgramWithSource", name);
+      goto done;
+    }
+    err = TABCL_CL(clBuildProgram(p, 1, &ctx->device, options, NULL, NULL));
+    if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS) {
+      s = build_log(ctx, p, name);
+      goto done;
+    }
+    if (err != CL_SUCCESS) {
+      s = tabcl__cl_fail(err, "clBuildProgram", name);
+      goto done;
+    }
+    if (key) store_binary(ctx, p, key);
+  }
+  *out = p;
+  p = NULL;
+done:
+  if (p) clReleaseProgram(p);
+  tabcl__free(source);
+  tabcl__free(key);
+  tabcl__free(options);
+  return s;
+}
+
+static int same(const char *a, const char *b) {
+  return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char *extra,
+                                cl_program *out, int *from_cache) {
+  int cached = -1;
+  tabcl_status s = TABCL_OK;
+  pthread_mutex_lock(&ctx->lock);
+  for (tabcl_program_entry *e = ctx->programs; e; e = e->next) {
+    if (same(e->name, name) && same(e->extra, extra)) {
+      *out = e->program;
+      goto done;
+    }
+  }
+  /* Building under the lock makes two threads asking for the same program
+     wait for one build instead of compiling it twice. */
+  tabcl_program_entry *e = tabcl__calloc(1, sizeof *e);
+  if (!e || !(e->name = tabcl__strdup(name)) || !(e->extra = tabcl__strdup(extra ? extra : ""))) {
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+    if (e) {
+      tabcl__free(e->name);
+      tabcl__free(e);
+    }
+    goto done;
+  }
+  s = build(ctx, name, extra, &e->program, &cached);
+  if (s != TABCL_OK) {
+    tabcl__free(e->name);
+    tabcl__free(e->extra);
+    tabcl__free(e);
+    goto done;
+  }
+  if (cached) ctx->stats.programs_from_cache++;
+  else ctx->stats.programs_built++;
+  e->next = ctx->programs;
+  ctx->programs = e;
+  *out = e->program;
+done:
+  pthread_mutex_unlock(&ctx->lock);
+  if (from_cache) *from_cache = cached;
+  return s;
+}
+
+tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,
+                                  const char *kernel, cl_kernel *out) {
+  cl_program p;
+  *out = NULL;
+  tabcl_status s = tabcl__program_get(ctx, program, extra, &p, NULL);
+  if (s) return s;
+  cl_int err = CL_SUCCESS;
+  cl_kernel k = NULL;
+  if (tabcl__fault_cl()) err = CL_OUT_OF_HOST_MEMORY;
+  else k = clCreateKernel(p, kernel, &err);
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateKernel", kernel);
+  *out = k;
+  return TABCL_OK;
+}
+
+void tabcl__kernel_release(cl_kernel k) {
+  if (k) clReleaseKernel(k);
+}
+
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl_arg *args) {
+  for (int i = 0; i < n; i++) {
+    cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr));
+    if (err != CL_SUCCESS) {
+      char what[160];
+      snprintf(what, sizeof what, "setting argument %d of %s", i, kname);
+      return tabcl__cl_fail(err, "clSetKernelArg", what);
+    }
+  }
+  return TABCL_OK;
+}
+
+enum { TRACE_CAP = 4096 };
+static _Thread_local int trace_on, trace_count;
+static _Thread_local cl_event trace_events[TRACE_CAP];
+
+void tabcl__trace_begin(void) {
+  for (int i = 0; i < trace_count; i++) clReleaseEvent(trace_events[i]);
+  trace_count = 0;
+  trace_on = 1;
+}
+
+tabcl_status tabcl__trace_end(tabcl_context *ctx, double *seconds, int *launches) {
+  trace_on = 0;
+  tabcl_status s = tabcl__finish(ctx);
+  cl_ulong first = ~(cl_ulong)0, last = 0;
+  for (int i = 0; i < trace_count; i++) {
+    cl_ulong a = 0, b = 0;
+    if (!s && (clGetEventProfilingInfo(trace_events[i], CL_PROFILING_COMMAND_START, sizeof a, &a,
+                                       NULL) != CL_SUCCESS ||
+               clGetEventProfilingInfo(trace_events[i], CL_PROFILING_COMMAND_END, sizeof b, &b,
+                                       NULL) != CL_SUCCESS))
+      s = tabcl__fail(TABCL_OPENCL_ERROR, "trace: a launch has no profiling times");
+    if (a < first) first = a;
+    if (b > last) last = b;
+    clReleaseEvent(trace_events[i]);
+  }
+  if (launches) *launches = trace_count;
+  if (!s && trace_count == 0) s = tabcl__fail(TABCL_INVALID_ARGUMENT, "trace: no launches");
+  trace_count = 0;
+  if (!s) *seconds = (double)(last - first) * 1e-9;
+  return s;
+}
+
+tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,
+                           const size_t *local, cl_uint nwait, const cl_event *wait,
+                           cl_event *ev, const char *what) {
+  cl_event mine = NULL;
+  int tracing = trace_on && trace_count < TRACE_CAP;
+  cl_int err = TABCL_CL(clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, nwait,
+                                               wait, ev ? ev : tracing ? &mine : NULL));
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueNDRangeKernel", what);
+  if (tracing) {
+    if (ev) clRetainEvent(*ev);
+    trace_events[trace_count++] = ev ? *ev : mine;
+  }
+  tabcl__stats_add(ctx, 0, 0, 1);
+  return TABCL_OK;
+}
+
+int tabcl_program_count(void) {
+  int n = 0;
+  for (size_t i = 0; i < tabcl__embedded_source_count; i++)
+    if (strcmp(tabcl__embedded_sources[i].name, "common") != 0) n++;
+  return n;
+}
+
+const char *tabcl_program_name(int idx) {
+  int n = 0;
+  for (size_t i = 0; i < tabcl__embedded_source_count; i++) {
+    if (strcmp(tabcl__embedded_sources[i].name, "common") == 0) continue;
+    if (n++ == idx) return tabcl__embedded_sources[i].name;
+  }
+  return NULL;
+}
+
+tabcl_status tabcl_program_prepare(tabcl_context *ctx, int i, int *from_cache) {
+  const char *name = tabcl_program_name(i);
+  if (!ctx || !name)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_program_prepare: no context or no program %d", i);
+  cl_program p;
+  return tabcl__program_get(ctx, name, NULL, &p, from_cache);
+}
