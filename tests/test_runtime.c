@@ -82,6 +82,38 @@ Test(runtime, selector_forms) {
   unsetenv("TABCL_DEVICE");
 }
 
+/* tabcl_devices lists every device in "P:D" order, and each selector it
+   gives picks that very device. */
+Test(runtime, device_list_selectors_pick_their_device) {
+  int n = -1;
+  cr_assert_eq(tabcl_devices(NULL, 0, &n), TABCL_OK, "%s", tabcl_last_error());
+  cr_assert_gt(n, 0);
+  tabcl_device_entry *e = calloc((size_t)n + 1, sizeof *e);
+  cr_assert_not_null(e);
+  e[n].type = -7; /* a sentinel past cap that must stay */
+  int m = 0;
+  cr_assert_eq(tabcl_devices(e, n, &m), TABCL_OK);
+  cr_expect_eq(m, n);
+  cr_expect_eq(e[n].type, -7, "nothing is written past cap");
+  for (int i = 0; i < n; i++) {
+    cr_expect(e[i].type >= TABCL_DEVICE_TYPE_OTHER && e[i].type <= TABCL_DEVICE_TYPE_ACCELERATOR);
+    cr_expect_neq(strlen(e[i].name), 0);
+    tabcl_options o = {0};
+    o.device = e[i].selector;
+    o.cache_dir = "";
+    tabcl_context *ctx = NULL;
+    cr_assert_eq(tabcl_context_create(&o, &ctx), TABCL_OK, "%s: %s", e[i].selector,
+                 tabcl_last_error());
+    cr_expect_str_eq(tabcl_context_device_name(ctx), e[i].name);
+    cr_expect_str_eq(tabcl_context_platform_name(ctx), e[i].platform);
+    tabcl_context_destroy(ctx);
+  }
+  cr_expect_eq(tabcl_devices(NULL, 0, NULL), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_devices(NULL, 1, &m), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_devices(e, -1, &m), TABCL_INVALID_ARGUMENT);
+  free(e);
+}
+
 Test(runtime, no_match_lists_devices) {
   tabcl_context *ctx = tt_context();
   char name[256];

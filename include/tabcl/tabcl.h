@@ -87,6 +87,27 @@ TABCL_API void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out);
 TABCL_API const char *tabcl_context_device_name(const tabcl_context *ctx);
 TABCL_API const char *tabcl_context_platform_name(const tabcl_context *ctx);
 
+/* The OpenCL devices tabcl can select, in the loader's order: platforms as
+   clGetPlatformIDs returns them (the order of the ICD files the loader
+   reads), devices as each platform lists them. selector is the "P:D" string
+   that picks this device; type is one of TABCL_DEVICE_TYPE_*. */
+enum {
+  TABCL_DEVICE_TYPE_OTHER = 0,
+  TABCL_DEVICE_TYPE_GPU = 1,
+  TABCL_DEVICE_TYPE_CPU = 2,
+  TABCL_DEVICE_TYPE_ACCELERATOR = 3,
+};
+typedef struct tabcl_device_entry {
+  char selector[32];
+  char name[256];
+  char platform[256];
+  int type;
+} tabcl_device_entry;
+/* Fills out[0, min(cap, count)) and sets *count to the number of devices.
+   out may be NULL when cap is 0 (to ask for the count). No platform or no
+   device at all is TABCL_NO_DEVICE with *count = 0. */
+TABCL_API tabcl_status tabcl_devices(tabcl_device_entry *out, int cap, int *count);
+
 /* A string column on the host, Arrow layout (large_utf8 offsets). Labels are
    bytes: no encoding is assumed or checked. */
 typedef struct tabcl_strings_view {

@@ -196,3 +196,30 @@ tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_de
   *d = devs[pick].d;
   return TABCL_OK;
 }
+
+tabcl_status tabcl_devices(tabcl_device_entry *out, int cap, int *count) {
+  if (!count) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_devices: count is NULL");
+  if (cap < 0 || (cap > 0 && !out))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_devices: cap is %d and out is %s", cap,
+                       out ? "not NULL" : "NULL");
+  dev_entry devs[MAX_DEVICES];
+  int n = 0;
+  tabcl_status s = enumerate(devs, &n);
+  if (s != TABCL_OK) {
+    *count = 0;
+    return s;
+  }
+  for (int i = 0; i < n && i < cap; i++) {
+    tabcl_device_entry *e = &out[i];
+    memset(e, 0, sizeof *e);
+    snprintf(e->selector, sizeof e->selector, "%d:%d", devs[i].pi, devs[i].di);
+    snprintf(e->name, sizeof e->name, "%s", devs[i].name);
+    snprintf(e->platform, sizeof e->platform, "%s", devs[i].platform);
+    e->type = (devs[i].type & CL_DEVICE_TYPE_GPU)           ? TABCL_DEVICE_TYPE_GPU
+              : (devs[i].type & CL_DEVICE_TYPE_CPU)         ? TABCL_DEVICE_TYPE_CPU
+              : (devs[i].type & CL_DEVICE_TYPE_ACCELERATOR) ? TABCL_DEVICE_TYPE_ACCELERATOR
+                                                            : TABCL_DEVICE_TYPE_OTHER;
+  }
+  *count = n;
+  return TABCL_OK;
+}
