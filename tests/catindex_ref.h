@@ -106,7 +106,7 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
     cr_assert(codes[c]);
   }
   for (int pass = 0; pass < 2; pass++) {
-    tabcl__catindex_set_group_threshold(pass == 0 ? INT64_MAX : 0);
+    tt_tune(idx->ctx, "lookup.group_bytes=%s", pass == 0 ? "1099511627776" : "0");
     for (int c = 0; c < ncols; c++)
       for (int64_t i = 0; i < q[c].length; i++) codes[c][i] = 0x7A7A7A7A;
     tabcl_status s = tabcl_category_index_lookup(idx, ncols, q, codes);
@@ -127,7 +127,7 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
       }
     }
   }
-  tabcl__catindex_set_group_threshold(-1);
+  tt_tune(idx->ctx, "lookup.group_bytes=auto");
   for (int c = 0; c < ncols; c++) {
     catref_free(&refs[c]);
     free(codes[c]);
@@ -149,10 +149,10 @@ static inline void cat_warm(tabcl_context *ctx) {
   int32_t got[3], in[3] = {0, 1, -1};
   int32_t *codes = got;
   for (int pass = 0; pass < 2; pass++) {
-    tabcl__catindex_set_group_threshold(pass ? 0 : INT64_MAX);
+    tt_tune(idx->ctx, "lookup.group_bytes=%s", pass ? "0" : "1099511627776");
     cr_assert_eq(tabcl_category_index_lookup(idx, 1, &v, &codes), TABCL_OK);
   }
-  tabcl__catindex_set_group_threshold(-1);
+  tt_tune(idx->ctx, "lookup.group_bytes=auto");
   tabcl_dictionary_view d = {v, 3, in};
   cr_assert_eq(tabcl_category_index_align(idx, 1, &d, &codes), TABCL_OK);
   tabcl_category_index_destroy(idx);

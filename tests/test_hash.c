@@ -26,6 +26,27 @@ static const size_t boundaries[] = {
 
 static const uint64_t seeds[] = {0, 1, 0x9E3779B97F4A7C15ULL, ~0ULL, 0x00000000FFFFFFFFULL};
 
+/* Kernel choices on ctx's tuning (0 = the table's): mid 1 hash_team_all,
+   3 hash_team_all_flat, 5 hash_pair_all; big 1 blocks and chain, 2
+   hash_big, with big_wg lanes a group; mid_wg the team kernels' group. */
+static void hash_variants(tabcl_context *ctx, int mid, int big, size_t big_wg, size_t mid_wg) {
+  char m[16] = "auto", b[16] = "auto", bw[24] = "auto", mw[24] = "auto";
+  if (mid) snprintf(m, sizeof m, "%d", mid);
+  if (big) snprintf(b, sizeof b, "%d", big);
+  if (big_wg) snprintf(bw, sizeof bw, "%zu", big_wg);
+  if (mid_wg) snprintf(mw, sizeof mw, "%zu", mid_wg);
+  tt_tune(ctx, "hash.mid=%s;hash.big=%s;hash.big_wg=%s;hash.mid_wg=%s", m, b, bw, mw);
+}
+
+/* Labels of at least group_min bytes (0 = the table's) take the block
+   kernels, with group_wg / 4 teams a label (0 = sized from the longest). */
+static void hash_tune(tabcl_context *ctx, int64_t group_min, size_t group_wg) {
+  char g[24] = "auto", w[24] = "auto";
+  if (group_min) snprintf(g, sizeof g, "%lld", (long long)group_min);
+  if (group_wg) snprintf(w, sizeof w, "%zu", group_wg);
+  tt_tune(ctx, "hash.group_min=%s;hash.group_wg=%s", g, w);
+}
+
 Test(hash_host, every_length_to_300_and_boundaries) {
   tt_rng r = {tt_seed("hash_host/every_length")};
   uint8_t *buf = random_bytes(&r, 70000 + 16);
@@ -101,7 +122,7 @@ Test(hash_host, column_seed_and_mask) {
    libxxhash (and null slots only for being written without a fault). */
 static void check_device(tabcl_context *ctx, const tabcl_strings_view *v, int col, uint64_t seed,
                          uint64_t mask, size_t out_offset) {
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload(ctx, v, &d));
   size_t n = (size_t)v->length + out_offset;
@@ -260,7 +281,7 @@ Test(hash_device, huge_among_short) {
   }
   tabcl_strings_view v = tt_view(&s);
   tabcl_stats before, after;
-  tabcl__hash_variants(1, 1, 0, 0);
+  hash_variants(ctx, 1, 1, 0, 0);
   tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
@@ -268,15 +289,15 @@ Test(hash_device, huge_among_short) {
      block pass and chain pass */
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 4);
   /* hash_big takes the huge label in one pass */
-  tabcl__hash_variants(0, 2, 0, 0);
+  hash_variants(ctx, 0, 2, 0, 0);
   tabcl_context_stats(ctx, &before);
   check_device(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
 
-  tabcl__hash_tune(1500, 8);
+  hash_tune(ctx, 1500, 8);
   tt_strings_init(&s, 1);
   size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -285,7 +306,7 @@ Test(hash_device, huge_among_short) {
   }
   v = tt_view(&s);
   check_device(ctx, &v, 2, 6, ~0ULL, 1);
-  tabcl__hash_tune(0, 0);
+  hash_tune(ctx, 0, 0);
   tt_strings_free(&s);
   free(big);
   tabcl_context_destroy(ctx);
@@ -303,7 +324,7 @@ Test(hash_device, mid_and_big_kernels) {
   uint8_t *big = random_bytes(&r, 70000 + 128);
   static const int mids[4] = {1, 3, 5, 0};
   for (int64_t first = 0; first < 4; first++) {
-    tabcl__hash_variants(mids[first], 2, 0, 0);
+    hash_variants(ctx, mids[first], 2, 0, 0);
     tt_strings s;
     tt_strings_init(&s, first * 5);
     for (size_t len = 0; len <= 300; len++) tt_strings_push(&s, big + len, len);
@@ -323,8 +344,8 @@ Test(hash_device, mid_and_big_kernels) {
      short ones, then taken directly (a column of mostly huge labels). */
   size_t wgs[] = {8, 16, 0};
   for (size_t k = 0; k < 3; k++) {
-    tabcl__hash_variants(mids[k], 2, wgs[k], k == 0 ? 16 : 0);
-    tabcl__hash_tune(1500, 0);
+    hash_variants(ctx, mids[k], 2, wgs[k], k == 0 ? 16 : 0);
+    hash_tune(ctx, 1500, 0);
     tt_strings s;
     tt_strings_init(&s, 1);
     size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300, 16385};
@@ -344,8 +365,8 @@ Test(hash_device, mid_and_big_kernels) {
     check_device(ctx, &v, 3, 7, ~0ULL, 0);
     tt_strings_free(&s);
   }
-  tabcl__hash_tune(0, 0);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_tune(ctx, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   free(big);
   tabcl_context_destroy(ctx);
 }
@@ -362,7 +383,7 @@ Test(hash_device, mid_kernels_every_length) {
   uint8_t *big = random_bytes(&r, 20000 + 64);
   for (int mid = 1; mid <= 5; mid += 2)
     for (int64_t first = 0; first < 3; first++) {
-      tabcl__hash_variants(mid, 0, 0, first == 1 ? 8 : 0);
+      hash_variants(ctx, mid, 0, 0, first == 1 ? 8 : 0);
       tt_strings s;
       tt_strings_init(&s, first * 5 + 1);
       for (size_t len = 0; len <= 2100; len++) {
@@ -373,16 +394,16 @@ Test(hash_device, mid_kernels_every_length) {
       cr_assert_gt(v.offsets[v.length] - v.offsets[0], 240 * v.length);
       check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, (size_t)first);
       /* huge labels listed (a low threshold) for hash_big, then blocks + chain */
-      tabcl__hash_tune(1500, 0);
-      tabcl__hash_variants(mid, first == 2 ? 1 : 2, 0, first == 1 ? 8 : 0);
+      hash_tune(ctx, 1500, 0);
+      hash_variants(ctx, mid, first == 2 ? 1 : 2, 0, first == 1 ? 8 : 0);
       size_t lens[] = {1499, 1500, 1501, 2048, 2049, 9000, 20000};
       for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, big + i, lens[i]);
       v = tt_view(&s);
       check_device(ctx, &v, 2, tt_next(&r), ~0ULL, 0);
-      tabcl__hash_tune(0, 0);
+      hash_tune(ctx, 0, 0);
       tt_strings_free(&s);
     }
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   free(big);
   tabcl_context_destroy(ctx);
 }
@@ -408,14 +429,14 @@ Test(hash_device, removed_variants_mean_default) {
   uint64_t want = after.kernel_launches - before.kernel_launches;
   static const int mids[6] = {2, 4, 6, 7, 8, -1}, bigs[6] = {3, 0, -2, 7, 0, 3};
   for (int k = 0; k < 6; k++) {
-    tabcl__hash_variants(mids[k], bigs[k], 0, 0);
+    hash_variants(ctx, mids[k], bigs[k], 0, 0);
     tabcl_context_stats(ctx, &before);
     check_device(ctx, &v, 1, 9, ~0ULL, 0);
     tabcl_context_stats(ctx, &after);
     cr_expect_eq(after.kernel_launches - before.kernel_launches, want, "mid %d big %d", mids[k],
                  bigs[k]);
   }
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
@@ -427,7 +448,7 @@ Test(hash_device, columns_differ_and_masks) {
   const char *labels[] = {"", "a", "same label", "a label longer than sixteen bytes"};
   for (int i = 0; i < 4; i++) tt_strings_push(&s, labels[i], strlen(labels[i]));
   tabcl_strings_view v = tt_view(&s);
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
   cl_mem out = NULL;
@@ -476,7 +497,7 @@ Test(hash_device, sliced_equals_unsliced) {
   /* the default kernels, then every mid kernel with each big one, all sliced */
   static const int mids[5] = {0, 1, 3, 5, 5}, bigs[5] = {0, 1, 2, 2, 1};
   for (int k = 0; k < 5; k++) {
-    tabcl__hash_variants(mids[k], bigs[k], 0, 0);
+    hash_variants(ctx, mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 1, 3, ~0ULL, 5);
   }
   tabcl_stats st;
@@ -494,10 +515,10 @@ Test(hash_device, sliced_equals_unsliced) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 8192 * s.length);
   for (int k = 0; k < 5; k++) {
-    tabcl__hash_variants(mids[k], bigs[k], 0, 0);
+    hash_variants(ctx, mids[k], bigs[k], 0, 0);
     check_device(ctx, &v, 2, 4, ~0ULL, 3);
   }
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
@@ -547,10 +568,10 @@ static void sweep_hash(int which, int mid, int big) {
   tabcl_strings_view views[2] = {tt_view(&s), tt_view(&many)};
   /* compile first, so the sweep covers the calls themselves */
   tt_assert_ok(tabcl__selfcheck_hash(ctx));
-  tabcl__hash_variants(mid, big, 0, 0);
+  hash_variants(ctx, mid, big, 0, 0);
   for (long n = 1; n < 10000; n++) {
     tt_live base = tt_live_now();
-    tabcl_dev_strings d[2];
+    tabcl__dev_strings d[2];
     memset(d, 0, sizeof d);
     cl_mem out = NULL;
     cl_event ev[2] = {NULL, NULL};
@@ -583,7 +604,7 @@ static void sweep_hash(int which, int mid, int big) {
     int made = (ev[0] != NULL) + (ev[1] != NULL);
     cr_expect_leq(made, 1, "failure %ld: the failing call returned an event", n);
   }
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
   tt_strings_free(&many);
   tabcl_context_destroy(ctx);
@@ -613,8 +634,8 @@ Test(oclgrind_hash, tiny) {
     free(b);
   }
   tabcl_strings_view v = tt_view(&s);
-  tabcl__hash_tune(2101, 8);   /* 2101 just over, 3200: four units for two teams */
-  tabcl__hash_variants(1, 1, 0, 0);   /* the defaults have their own cases below */
+  hash_tune(ctx, 2101, 8);   /* 2101 just over, 3200: four units for two teams */
+  hash_variants(ctx, 1, 1, 0, 0);   /* the defaults have their own cases below */
   /* mostly long labels: hash_team_all, then hash_units and hash_chain */
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
@@ -636,8 +657,8 @@ Test(oclgrind_hash, tiny) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  tabcl__hash_tune(0, 0);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_tune(ctx, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
   tt_strings_free(&s);
@@ -656,13 +677,13 @@ Test(oclgrind_hash, team_and_big) {
   size_t lens[] = {0, 3, 8, 9, 16, 17, 100, 129, 240, 241, 1025, 2100, 2101, 3200, 5, 300};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, b + i, lens[i]);
   tabcl_strings_view v = tt_view(&s);
-  tabcl__hash_variants(1, 2, 16, 16);
-  tabcl__hash_tune(2101, 0);
+  hash_variants(ctx, 1, 2, 16, 16);
+  hash_tune(ctx, 2101, 0);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
-  tabcl__hash_variants(3, 0, 0, 8);
+  hash_variants(ctx, 3, 0, 0, 8);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  tabcl__hash_variants(1, 2, 16, 16);
+  hash_variants(ctx, 1, 2, 16, 16);
   tt_strings_free(&s);
   tt_strings_init(&s, 5);
   size_t hlens[] = {4500, 2200, 7};
@@ -670,8 +691,8 @@ Test(oclgrind_hash, team_and_big) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  tabcl__hash_tune(0, 0);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_tune(ctx, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
   free(b);
   tabcl_context_destroy(ctx);
@@ -693,13 +714,13 @@ Test(oclgrind_hash, mid_kernels) {
   }
   tabcl_strings_view v = tt_view(&s);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
-  tabcl__hash_tune(2101, 0);
+  hash_tune(ctx, 2101, 0);
   for (int mid = 1; mid <= 5; mid += 2) {
-    tabcl__hash_variants(mid, 2, 16, 8);
+    hash_variants(ctx, mid, 2, 16, 8);
     check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid / 2);
   }
-  tabcl__hash_tune(0, 0);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_tune(ctx, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tt_strings_free(&s);
   free(b);
   tabcl_context_destroy(ctx);
@@ -713,7 +734,7 @@ Test(oclgrind_hash, bad_device_offsets) {
   uint8_t data[40 + 8] = {0};
   for (int i = 0; i < 40; i++) data[i] = (uint8_t)(i * 5 + 1);
   int64_t off[7] = {0, 10, 4, 30, 1000000, 35, -5};
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   d.length = 6;
   d.bytes = 40;
@@ -753,9 +774,9 @@ Test(oclgrind_hash, bad_device_offsets) {
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof boff,
                                     boff, &d.offsets, "offsets"));
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, sizeof got, NULL, &out, "out"));
-  tabcl__hash_tune(500, 0);
+  hash_tune(ctx, 500, 0);
   for (int mid = 1; mid <= 5; mid += 2) {
-    tabcl__hash_variants(mid, 2, 16, 16);
+    hash_variants(ctx, mid, 2, 16, 16);
     memset(got, 0, sizeof got);
     tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
     tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
@@ -766,8 +787,8 @@ Test(oclgrind_hash, bad_device_offsets) {
     cr_expect_eq(got[4], empty, "mid %d: starting past the data", mid);
     cr_expect_eq(got[5], empty, "mid %d: negative end", mid);
   }
-  tabcl__hash_tune(0, 0);
-  tabcl__hash_variants(0, 0, 0, 0);
+  hash_tune(ctx, 0, 0);
+  hash_variants(ctx, 0, 0, 0, 0);
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   free(big);

@@ -319,14 +319,14 @@ Test(runtime, slicing_planner_respects_limits) {
   tabcl_options o = {0};
   o.max_batch_per_launch = 7;
   tabcl_context *ctx = tt_context_with(&o);
-  cr_expect_eq(tabcl__slice_items(ctx, 16, 64), 7);
-  cr_expect_eq(tabcl__slice_items(ctx, ctx->info.max_mem_alloc_size, 1), 1);
+  cr_expect_eq(tabcl__slice_items_ctx(ctx, 16, 64), 7);
+  cr_expect_eq(tabcl__slice_items_ctx(ctx, ctx->info.max_mem_alloc_size, 1), 1);
   tabcl_context_destroy(ctx);
   ctx = tt_context();
-  int64_t per = tabcl__slice_items(ctx, 1024, 1);
+  int64_t per = tabcl__slice_items_ctx(ctx, 1024, 1);
   cr_expect_leq((uint64_t)per * 1024, ctx->info.max_mem_alloc_size);
   cr_expect_gt((uint64_t)(per + 1) * 1024, ctx->info.max_mem_alloc_size);
-  int64_t by_range = tabcl__slice_items(ctx, 0, 1u << 20);
+  int64_t by_range = tabcl__slice_items_ctx(ctx, 0, 1u << 20);
   cr_expect_leq((uint64_t)by_range << 20, (uint64_t)1 << 31);
   cr_expect_geq(by_range, 1);
   tabcl_context_destroy(ctx);

@@ -2,6 +2,7 @@
  * on the host: sizes around every boundary, key distributions that stress
  * ties and the sentinel, tiny forced tiles for the global passes, events,
  * bad arguments and injected failures. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,16 @@ static void fill(tt_rng *r, enum dist d, uint64_t *k, uint32_t *v, size_t n) {
 }
 
 /* Sorts (k, v) on the device and checks every pair against qsort. */
+/* Forces the local tile to `tile` pairs (0: the planner's) and caps the
+   work-items of one launch (0: the default), so tiny inputs take every
+   kernel path. */
+static void sort_limits(tabcl_context *ctx, unsigned tile, size_t max_items) {
+  char t[24] = "auto", m[24] = "auto";
+  if (tile) snprintf(t, sizeof t, "%u", tile);
+  if (max_items) snprintf(m, sizeof m, "%zu", max_items);
+  tt_tune(ctx, "sort.tile=%s;sort.max_items=%s", t, m);
+}
+
 static void check_sort(tabcl_context *ctx, const uint64_t *k, const uint32_t *v, size_t n,
                        const char *what) {
   pair *ref = malloc((n ? n : 1) * sizeof *ref);
@@ -171,13 +182,13 @@ Test(sort, tiny_tiles_take_global_passes) {
   static const unsigned tiles[] = {2, 4, 8, 64};
   static const size_t sizes[] = {2, 3, 5, 9, 17, 33, 100, 257, 1000, 2049};
   for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
-    tabcl__sort_set_test_limits(tiles[t], 0);
+    sort_limits(ctx, tiles[t], 0);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
       check_random(ctx, &r, (enum dist)(i % D_COUNT), sizes[i]);
   }
-  tabcl__sort_set_test_limits(4, 3);
+  sort_limits(ctx, 4, 3);
   for (size_t i = 0; i < 7; i++) check_random(ctx, &r, (enum dist)(i % D_COUNT), sizes[i]);
-  tabcl__sort_set_test_limits(0, 0);
+  sort_limits(ctx, 0, 0);
   tabcl_context_destroy(ctx);
 }
 
@@ -292,7 +303,7 @@ static void sweep_sort(int which) { /* which: 1 = OpenCL calls */
   cl_mem dk, dv;
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * 8, NULL, &dk, "keys"));
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * 4, NULL, &dv, "values"));
-  tabcl__sort_set_test_limits(8, 16);
+  sort_limits(ctx, 8, 16);
   /* built once first: the context's program cache is not a leak */
   tt_assert_ok(tabcl__sort_pairs(ctx, dk, dv, n, 0, NULL, NULL));
   for (long at = 1; at < 100000; at++) {
@@ -319,7 +330,7 @@ static void sweep_sort(int which) { /* which: 1 = OpenCL calls */
   }
   /* still usable: a clean sort after the sweep is right */
   check_sort(ctx, k, v, n, "after sweep");
-  tabcl__sort_set_test_limits(0, 0);
+  sort_limits(ctx, 0, 0);
   tabcl__buffer_release(dk);
   tabcl__buffer_release(dv);
   tabcl_context_destroy(ctx);
@@ -388,19 +399,19 @@ Test(oclgrind_sort, tiny) {
   tabcl_context *ctx = tt_context();
   oclgrind_reserve_buffer_ids(ctx);
   tt_rng r = {tt_seed("oclgrind_sort/tiny")};
-  tabcl__sort_set_test_limits(4, 0);
+  sort_limits(ctx, 4, 0);
   static const size_t sizes[] = {3, 7, 37, 130};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     check_random(ctx, &r, (enum dist)(i * 2 % D_COUNT), sizes[i]);
-  tabcl__sort_set_test_limits(2, 4);
+  sort_limits(ctx, 2, 4);
   check_random(ctx, &r, D_FEW_KEYS, 21);
   /* tile 16: local rounds of 8 pairs in both the tile sort and the finish */
-  tabcl__sort_set_test_limits(16, 0);
+  sort_limits(ctx, 16, 0);
   check_random(ctx, &r, D_TOP_BIT, 70);
   /* tile 2 up to 512: plain passes of 4 to 32 pairs too */
-  tabcl__sort_set_test_limits(2, 0);
+  sort_limits(ctx, 2, 0);
   check_random(ctx, &r, D_RANDOM, 300);
-  tabcl__sort_set_test_limits(0, 0);
+  sort_limits(ctx, 0, 0);
   check_random(ctx, &r, D_MAX_KEY, 300);
   tabcl_context_destroy(ctx);
 }

@@ -64,7 +64,7 @@ Test(strings, valid_bits) {
 
 /* Reads d back and compares with the view: rebased offsets, the column's
    bytes from offset 0, zero padding to whole words, validity. */
-static void expect_uploaded(tabcl_context *ctx, const tabcl_dev_strings *d, int64_t length,
+static void expect_uploaded(tabcl_context *ctx, const tabcl__dev_strings *d, int64_t length,
                             const int64_t *offsets, const uint8_t *data, const uint8_t *validity) {
   int64_t first = length ? offsets[0] : 0, bytes = length ? offsets[length] - first : 0;
   cr_assert_eq(d->length, length);
@@ -124,7 +124,7 @@ static void upload_slices_nulls_and_empties(int on, size_t cap) {
       tt_strings_push(&s, b, n);
     }
     tabcl_strings_view v = tt_view(&s);
-    tabcl_dev_strings d;
+    tabcl__dev_strings d;
     memset(&d, 0, sizeof d);
     tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
     expect_uploaded(ctx, &d, v.length, v.offsets, v.data, v.validity);
@@ -134,7 +134,7 @@ static void upload_slices_nulls_and_empties(int on, size_t cap) {
   }
   /* empty column, NULL offsets */
   tabcl_strings_view none = {0, NULL, NULL, NULL};
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload(ctx, &none, &d));
   int64_t zero = 0;
@@ -165,7 +165,7 @@ Test(strings, upload_more_offsets_than_one_staging_chunk) {
   tt_strings_init(&s, 3);
   for (int i = 0; i < 150000; i++) tt_strings_push(&s, "abcdefg", (size_t)(i % 8));
   tabcl_strings_view v = tt_view(&s);
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
   expect_uploaded(ctx, &d, v.length, v.offsets, v.data, NULL);
@@ -179,9 +179,9 @@ Test(strings, upload_bad_view_is_rejected) {
   tt_live base = tt_live_now();
   int64_t dec[] = {0, 3, 2};
   tabcl_strings_view v = {2, dec, (const uint8_t *)"abc", NULL};
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0x5A, sizeof d);
-  tabcl_dev_strings before = d;
+  tabcl__dev_strings before = d;
   cr_expect_eq(tabcl__strings_upload(ctx, &v, &d), TABCL_INVALID_ARGUMENT);
   cr_expect(strstr(tabcl_last_error(), "decrease at label 1") != NULL, "%s", tabcl_last_error());
   cr_expect(memcmp(&d, &before, sizeof d) == 0, "out untouched on failure");
@@ -218,7 +218,7 @@ static void upload32_converts_arrow_offsets(int on, size_t cap) {
   for (int32_t i = 0; i < o32[n]; i++) data[i] = (uint8_t)tt_next(&r);
   uint8_t *bits = malloc((size_t)n / 8 + 1);
   for (int i = 0; i < n / 8 + 1; i++) bits[i] = (uint8_t)tt_next(&r);
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload32(ctx, n, o32, data, bits, &d));
   expect_uploaded(ctx, &d, n, o64, data, bits);
@@ -250,7 +250,7 @@ static void staged_back_to_back(size_t cap) {
   tt_rng r = {tt_seed("strings_staged/back_to_back")};
   enum { NCOL = 5 };
   tt_strings s[NCOL];
-  tabcl_dev_strings d[NCOL];
+  tabcl__dev_strings d[NCOL];
   memset(d, 0, sizeof d);
   for (int c = 0; c < NCOL; c++) {
     tt_strings_init(&s[c], (int64_t)tt_below(&r, 9));
@@ -298,7 +298,7 @@ Test(strings_staged, area_grows_up_to_the_cap) {
   tabcl_strings_view v = tt_view(&s);
   tabcl_strings_view small = v;
   small.length = 10;
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   tt_assert_ok(tabcl__strings_upload(ctx, &small, &d));
   size_t first = ctx->staging.size;
   cr_expect_leq(first, (size_t)64 << 10, "a small upload makes a small area");
@@ -330,7 +330,7 @@ static void *upload_thread(void *arg) {
     for (int64_t i = 0; i < n; i++) off[i + 1] = off[i] + (int64_t)tt_below(&r, 24);
     for (int64_t i = 0; i < off[n]; i++) data[i] = (uint8_t)(j->id * 31 + i);
     tabcl_strings_view v = {n, off, data, NULL};
-    tabcl_dev_strings d;
+    tabcl__dev_strings d;
     size_t padded = ((size_t)off[n] + 7) / 8 * 8 + 8;
     uint8_t *back = malloc(padded);
     int64_t *oback = malloc(((size_t)n + 1) * sizeof *oback);
@@ -434,7 +434,7 @@ Test(oclgrind_strings, tiny_upload_keeps_the_map) {
   const uint8_t data[] = "..abcdef";
   uint8_t bits[1] = {0x05};
   tabcl_strings_view v = {3, off, data, bits};
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
   expect_uploaded(ctx, &d, 3, off, data, bits);
   tabcl__strings_release(&d);
@@ -454,16 +454,16 @@ static void sweep_upload(int which, int arrow, int on, size_t cap, int fresh) {
   if (!fresh) {
     /* the area made, and transfers from it maybe still pending */
     tabcl_strings_view v = {4, off64, data, bits};
-    tabcl_dev_strings d;
+    tabcl__dev_strings d;
     tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
     tabcl__strings_release(&d);
   }
   for (long n = 1; n < 1000; n++) {
     if (fresh) tabcl__upload_force_staging(ctx, on, cap);
     tt_live base = tt_live_now();
-    tabcl_dev_strings d;
+    tabcl__dev_strings d;
     memset(&d, 0x33, sizeof d);
-    tabcl_dev_strings before = d;
+    tabcl__dev_strings before = d;
     tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
     tabcl_strings_view v = {4, off64, data, bits};
     tabcl_status s = arrow ? tabcl__strings_upload32(ctx, 4, off32, data, bits, &d)
@@ -485,7 +485,7 @@ static void sweep_upload(int which, int arrow, int on, size_t cap, int fresh) {
     break;
   }
   /* still usable after every failure: upload and check once more */
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   tabcl_strings_view v = {4, off64, data, bits};
   tt_assert_ok(tabcl__strings_upload(ctx, &v, &d));
   expect_uploaded(ctx, &d, 4, off64, data, bits);

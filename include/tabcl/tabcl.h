@@ -69,6 +69,9 @@ typedef struct tabcl_options {
   const char *cache_dir;    /* NULL: $TABCL_CACHE_DIR, else $XDG_CACHE_HOME/tabcl or
                                ~/.cache/tabcl; "" turns the disk cache off */
   int64_t max_batch_per_launch; /* 0: from device limits; tests set it low to force slicing */
+  const char *tune;         /* NULL: $TABCL_TUNE. Tuning entries "key=value;..." over the
+                               built-in table (README.md, "Tuning"); an entry that does not
+                               parse or fit the device fails with TABCL_INVALID_ARGUMENT */
 } tabcl_options;
 
 /* opts == NULL means all defaults. On failure *out is set to NULL. */

@@ -21,7 +21,7 @@ double tabcl__sdpa_scale(const tabcl_sdpa_desc *d) {
 int tabcl__sdpa_max_groups_yz = 65535;
 
 tabcl_status tabcl__sdpa_set_args_at(cl_kernel k, const char *kname, int first, int n,
-                                     const tabcl_arg *args) {
+                                     const tabcl__arg *args) {
   for (int i = 0; i < n; i++) {
     cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)(first + i), args[i].size, args[i].ptr));
     if (err != CL_SUCCESS) {

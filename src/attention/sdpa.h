@@ -14,11 +14,11 @@ extern int tabcl__sdpa_max_groups_yz;
 
 /* Sets kernel arguments first, first + 1, ... (TABCL_SET_ARGS starts at 0). */
 tabcl_status tabcl__sdpa_set_args_at(cl_kernel k, const char *kname, int first, int n,
-                                     const tabcl_arg *args);
+                                     const tabcl__arg *args);
 #define TABCL_SET_ARGS_AT(k, kname, first, ...)                                          \
   tabcl__sdpa_set_args_at((k), (kname), (first),                                         \
-                          (int)(sizeof((tabcl_arg[]){__VA_ARGS__}) / sizeof(tabcl_arg)), \
-                          (tabcl_arg[]){__VA_ARGS__})
+                          (int)(sizeof((tabcl__arg[]){__VA_ARGS__}) / sizeof(tabcl__arg)), \
+                          (tabcl__arg[]){__VA_ARGS__})
 
 /* The fused kernel's tile shape for one device, dtype and head dim. */
 typedef struct tabcl__sdpa_tiles {

@@ -36,7 +36,7 @@ int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_des
   uint64_t items = (uint64_t)d->q_heads * d->q_len * SM_WG;
   if (qe > items) items = qe;
   if (ke > items) items = ke;
-  int64_t n = tabcl__slice_items(ctx, bytes, items);
+  int64_t n = tabcl__slice_items_ctx(ctx, bytes, items);
   /* CLBlast addresses elements with 32-bit ints: one step's tensors (each
      seen through a window that may start up to one alignment unit early)
      and its scores must stay below the limit. */
@@ -92,7 +92,7 @@ static tabcl_status gemm(tabcl_context *ctx, tabcl_dtype dt, int transb, size_t 
                                     cstr, nb, &q, ev ? &e : NULL);
   if (st != CLBlastSuccess) return blast_fail(st, dt == TABCL_F64 ? "CLBlastDgemmStridedBatched"
                                                                   : "CLBlastSgemmStridedBatched");
-  tabcl__stats_add(ctx, 0, 0, 1);
+  tabcl__count_launch(ctx);
   tabcl__sdpa_track(ev, e);
   return TABCL_OK;
 }
@@ -143,7 +143,7 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
   const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
                causal = d->causal != 0, mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
                mhb = d->mask_head_broadcast != 0;
-  tabcl_arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale) : TABCL_ARG(scalef);
+  tabcl__arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale) : TABCL_ARG(scalef);
   cl_mem m = d->mask != TABCL_MASK_NONE ? mask : scores;
   s = TABCL_SET_ARGS(k, "sdpa_softmax", TABCL_ARG(scores), TABCL_ARG(m), TABCL_ARG(first),
                      TABCL_ARG(lq), TABCL_ARG(lk), TABCL_ARG(hq), sarg, TABCL_ARG(causal),

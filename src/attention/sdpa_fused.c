@@ -15,7 +15,7 @@ static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t)
 
 int64_t tabcl__sdpa_fused_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                 const tabcl__sdpa_tiles *t) {
-  return tabcl__slice_items(ctx, 0, (uint64_t)t->nt * (uint64_t)query_tiles(d, t) *
+  return tabcl__slice_items_ctx(ctx, 0, (uint64_t)t->nt * (uint64_t)query_tiles(d, t) *
                                         (uint64_t)d->q_heads);
 }
 

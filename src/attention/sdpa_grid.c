@@ -27,7 +27,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
                mhb = d->mask_head_broadcast != 0;
   cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
-  tabcl_arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale2) : TABCL_ARG(scale2f);
+  tabcl__arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale2) : TABCL_ARG(scale2f);
   s = TABCL_SET_ARGS(k, kname, TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
                      TABCL_ARG(mask), TABCL_ARG(b->out), TABCL_ARG(first), TABCL_ARG(lq),
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,

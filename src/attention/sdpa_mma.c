@@ -79,7 +79,7 @@ static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape
 
 static int64_t mma_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                          const tabcl__sdpa_mma_shape *m) {
-  return tabcl__slice_items(ctx, 0, (uint64_t)(32 * m->nw) * (uint64_t)query_tiles(d, m) *
+  return tabcl__slice_items_ctx(ctx, 0, (uint64_t)(32 * m->nw) * (uint64_t)query_tiles(d, m) *
                                         (uint64_t)d->q_heads);
 }
 

@@ -65,14 +65,24 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
 /* Checks lookup's arguments (shared by the host and device variants). */
 tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn);
 
-/* Test-only: queries whose average label is at least this many bytes are
-   confirmed by a work-group each, shorter ones by one work-item each.
-   Negative restores the default. Process-wide. */
-void tabcl__catindex_set_group_threshold(int64_t bytes);
-int64_t tabcl__catindex_group_threshold(void);
-/* Test- and bench-only: lanes per query row in the work-group kernel (a
-   power of two; 0 restores the choice by label length). Process-wide. */
-void tabcl__catindex_set_group_lanes(size_t lanes);
+/* ---- the lookup's plan (catindex_plan.c): pure, no OpenCL call ---- */
+
+/* One launch group of up to TABCL__CATINDEX_COLS_PER_LAUNCH columns with
+   `rows` query labels of `bytes` bytes in all: long labels are compared by
+   a work-group each (its lanes read neighbouring bytes, after a probe
+   kernel of one work-item a row), short ones by one work-item each. */
+typedef struct tabcl__lookup_plan {
+  int64_t rows, bytes;
+  int grouped;            /* 1: catindex_probe, then catindex_lookup_group */
+  size_t lanes;           /* the group kernel's work-group: lanes a query row */
+  size_t item_wg;         /* work-group of the one-row-a-work-item kernels */
+  int64_t item_step;      /* rows a launch of those may take */
+  int64_t group_step;     /* rows a launch of the group kernel may take */
+  uint64_t candidate_bytes; /* the candidates buffer (grouped only) */
+} tabcl__lookup_plan;
+void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes,
+                             tabcl__lookup_plan *p);
+void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap);
 
 /* The checksum a saved index ends with, over the n bytes before it (tests
    use it to build files whose checksum holds but whose contents do not). */

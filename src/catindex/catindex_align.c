@@ -39,7 +39,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   tabcl__clear_error();
   if (!rows) return TABCL_OK;
   tabcl_context *ctx = idx->ctx;
-  tabcl_dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
+  tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
   tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
   int64_t *tbase = tabcl__calloc((size_t)ncols + 1, sizeof *tbase);
@@ -89,7 +89,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
       (st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_align_gather", &k)))
     goto done;
   size_t wg = tabcl__wg_size(ctx, k, 256);
-  int64_t step = tabcl__slice_items(ctx, 0, 1);
+  int64_t step = tabcl__slice_items_ctx(ctx, 0, 1);
   cl_int nc = ncols;
   for (int64_t first = 0; first < rows && !st; first += step) {
     int64_t count = rows - first < step ? rows - first : step;

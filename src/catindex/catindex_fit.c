@@ -141,7 +141,7 @@ static int present(const tabcl__catcol *c, int64_t i) {
    once, as the index's own vdata; each column is hashed from there through
    offsets into the whole buffer, so no column needs an upload of its own. */
 typedef struct fit_scratch {
-  tabcl_dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
+  tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
   cl_mem hash, slots, keys, vals;
   uint32_t *hslots;         /* present slots, ascending */
   uint64_t *hk;             /* sorted keys read back (several columns only), */
@@ -236,7 +236,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   for (int c = 0; c < idx->ncols && !st; c++) {
     const tabcl__catcol *col = &idx->cols[c];
     if (!col->length) continue;
-    tabcl_dev_strings *d = &s->dev[c];
+    tabcl__dev_strings *d = &s->dev[c];
     d->length = col->length;
     /* offsets reach to this column's end in vdata; the hash reads nothing past it */
     d->bytes = col->data_base + col->offsets[col->length];
@@ -274,7 +274,7 @@ static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uin
   cl_kernel k = NULL;
   if ((st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_pairs", &k))) return st;
   size_t wg = tabcl__wg_size(ctx, k, 256);
-  int64_t step = tabcl__slice_items(ctx, 0, 1);
+  int64_t step = tabcl__slice_items_ctx(ctx, 0, 1);
   int64_t n = s->npairs;
   for (int64_t first = 0; first < n && !st; first += step) {
     int64_t count = n - first < step ? n - first : step;

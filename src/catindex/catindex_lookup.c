@@ -1,22 +1,11 @@
 /* Looking query labels up in a fitted index: hash them under the index's
  * seed, then one kernel per (up to) four columns binary-searches each
  * column's sorted hashes and confirms every candidate by its bytes. */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "catindex/catindex.h"
 #include "hash/hash.h"
 #include "tabcl/tabcl_cl.h"
-
-/* Long labels are compared by a work-group, so its lanes read neighbouring
-   bytes; short ones by one work-item, which avoids idle lanes. */
-#define GROUP_THRESHOLD_DEFAULT 256
-static atomic_llong group_threshold = GROUP_THRESHOLD_DEFAULT;
-
-void tabcl__catindex_set_group_threshold(int64_t bytes) {
-  atomic_store(&group_threshold, bytes < 0 ? GROUP_THRESHOLD_DEFAULT : (long long)bytes);
-}
-int64_t tabcl__catindex_group_threshold(void) { return atomic_load(&group_threshold); }
 
 tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn) {
   if (!idx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: idx is NULL", fn);
@@ -24,22 +13,6 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; the index has %d columns", fn,
                        ncols, idx->ncols);
   return TABCL_OK;
-}
-
-static atomic_size_t lanes_override;
-
-void tabcl__catindex_set_group_lanes(size_t lanes) { atomic_store(&lanes_override, lanes); }
-
-/* Lanes per query for the group kernel: enough that each reads ~16 bytes,
-   but no more than 64: on the H200 (bench/RESULTS.md, "kernel choice"),
-   4096-byte labels ran 0.50 ms with 64 lanes against 0.58 ms with 256, since
-   wider groups leave fewer queries in flight per compute unit. */
-static size_t group_lanes(int64_t avg) {
-  size_t forced = atomic_load(&lanes_override);
-  if (forced) return forced;
-  size_t w = 32;
-  while (w < 64 && (int64_t)w * 16 < avg) w *= 2;
-  return w;
 }
 
 tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__catquery *q,
@@ -63,13 +36,13 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   int64_t hoff = 0;
   for (int c = 0; c < ncols && !st; c++) {
     if (!q[c].length) continue;
-    tabcl_dev_strings ds = {q[c].length, q[c].bytes, q[c].max_label, q[c].data, q[c].offsets,
+    tabcl__dev_strings ds = {q[c].length, q[c].bytes, q[c].max_label, q[c].data, q[c].offsets,
                             q[c].validity};
     st = tabcl__hash_column(ctx, &ds, c, idx->seed, idx->mask, qhash, (size_t)hoff, nwait, wait,
                             NULL);
     hoff += q[c].length;
   }
-  int64_t threshold = tabcl__catindex_group_threshold();
+  const tabcl__target tg = tabcl__context_target(ctx);
   hoff = 0;
   for (int g0 = 0; g0 < ncols && !st; g0 += TABCL__CATINDEX_COLS_PER_LAUNCH) {
     cl_long4 nrows = {{0}}, qh = {{0}}, qbytes = {{0}}, ooff = {{0}};
@@ -98,7 +71,9 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
       gbytes += q[c].bytes;
     }
     if (!grows) continue;
-    int use_group = gbytes / grows >= threshold;
+    tabcl__lookup_plan lp;
+    tabcl__lookup_plan_make(&tg, grows, gbytes, &lp);
+    const int use_group = lp.grouped;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */
       st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &cand, "candidates");
@@ -112,9 +87,10 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                                   : use_group ? "catindex_probe" : "catindex_lookup_item";
       if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
       cl_kernel k = *kp;
-      size_t wg = grouped ? tabcl__wg_size(ctx, k, group_lanes(gbytes / grows))
-                          : tabcl__wg_size(ctx, k, 128);
-      int64_t step = grouped ? tabcl__slice_items(ctx, 0, wg) : tabcl__slice_items(ctx, 0, 1);
+      /* The plan's group size, lowered where the kernel allows fewer; the
+         slice follows the size used. */
+      size_t wg = tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
+      int64_t step = grouped ? tabcl__slice_items(&tg, 0, wg) : lp.item_step;
       cl_mem cbuf = cand ? cand : idx->ranges;
       for (int64_t first = 0; first < grows && !st; first += step) {
         int64_t count = grows - first < step ? grows - first : step;
@@ -175,7 +151,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   tabcl__clear_error();
   if (!rows) return TABCL_OK;
   tabcl_context *ctx = idx->ctx;
-  tabcl_dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
+  tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
   tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
   int64_t *off = tabcl__calloc((size_t)ncols, sizeof *off);

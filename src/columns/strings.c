@@ -88,7 +88,7 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
   return !v->validity || ((v->validity[i >> 3] >> (i & 7)) & 1);
 }
 
-void tabcl__strings_release(tabcl_dev_strings *s) {
+void tabcl__strings_release(tabcl__dev_strings *s) {
   if (!s) return;
   tabcl__buffer_release(s->data);
   tabcl__buffer_release(s->offsets);
@@ -138,7 +138,7 @@ static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
 /* Creates and fills the column's buffers (tabcl__upload picks the way: a
    map on CPU devices, the context's staging area on GPUs). */
 static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const column_src *src,
-                                  tabcl_dev_strings *t) {
+                                  tabcl__dev_strings *t) {
   size_t padded = padded_bytes((int64_t)src->bytes);
   size_t obytes = ((size_t)length + 1) * sizeof(int64_t);
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &t->data, "label bytes");
@@ -156,9 +156,9 @@ static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const colu
 }
 
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
-                                   tabcl_dev_strings *out) {
+                                   tabcl__dev_strings *out) {
   if (!v) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__strings_upload: the column view is NULL");
-  tabcl_dev_strings t = {0};
+  tabcl__dev_strings t = {0};
   tabcl_status s = check64(v->length, v->offsets, v->data, "tabcl__strings_upload", -1, &t.max_label);
   if (s) return s;
   static const int64_t zero_offset[1] = {0};
@@ -178,8 +178,8 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
 
 tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
                                      const uint8_t *data, const uint8_t *validity,
-                                     tabcl_dev_strings *out) {
-  tabcl_dev_strings t = {0};
+                                     tabcl__dev_strings *out) {
+  tabcl__dev_strings t = {0};
   tabcl_status s = check32(length, offsets, data, "tabcl__strings_upload32", -1, &t.max_label);
   if (s) return s;
   static const int32_t zero_offset[1] = {0};

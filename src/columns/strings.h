@@ -5,7 +5,7 @@
 
 /* A column on the device, in buffers of its own. offsets are rebased so
    offsets[0] == 0 and data starts at the column's first byte. */
-typedef struct tabcl_dev_strings {
+typedef struct tabcl__dev_strings {
   int64_t length;        /* labels */
   int64_t bytes;         /* offsets[length] after rebasing */
   int64_t max_label;     /* longest label in bytes */
@@ -13,7 +13,7 @@ typedef struct tabcl_dev_strings {
                             so kernels may read whole aligned words */
   cl_mem offsets;        /* long[length + 1] */
   cl_mem validity;       /* uchar[(length + 7) / 8], LSB first; NULL = all present */
-} tabcl_dev_strings;
+} tabcl__dev_strings;
 
 /* Checks a view: length >= 0, offsets non-NULL (a view of length 0 may have
    NULL offsets), every offset >= 0 and non-decreasing, data non-NULL when any
@@ -25,10 +25,10 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i);
 
 /* Uploads a validated view. On failure nothing is left allocated. */
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
-                                   tabcl_dev_strings *out);
+                                   tabcl__dev_strings *out);
 /* Arrow utf8 (32-bit offsets) converted on the way in. */
 tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
                                      const uint8_t *data, const uint8_t *validity,
-                                     tabcl_dev_strings *out);
-void tabcl__strings_release(tabcl_dev_strings *s);   /* NULL or zeroed is fine */
+                                     tabcl__dev_strings *out);
+void tabcl__strings_release(tabcl__dev_strings *s);   /* NULL or zeroed is fine */
 #endif

@@ -1,69 +1,13 @@
 /* The label hash: seeds, masks, the device launches (cl/hash.cl) and the
  * cl-probe self-check. The host XXH3 itself is in xxh3.c. */
-#include <stdatomic.h>
 #include <string.h>
 
 #include "hash/hash.h"
 
-/* Labels of at least this many bytes are cut into 1 KiB blocks hashed in
-   parallel (hash_units, then hash_chain); shorter long ones (241 bytes and
-   up) get four lanes that walk their blocks one after another. On the
-   H200 (256 MiB columns) four lanes a label hashed 4 KiB labels in 0.105
-   ms against 0.249 ms for the block kernels, and 64 KiB labels in 0.292
-   ms against 0.167 ms. */
-#define GROUP_MIN_DEFAULT 8192
-/* At most this many teams of four lanes a label in hash_units (a label of
-   more blocks gives each team several). */
-#define SPAN_MAX_LOG2 6
 /* Block-sum buffers up to this size are made from host zeros (see below). */
 #define SUMS_ZEROED_MAX ((size_t)64 << 10)
-#define SHORT_MAX 240
-/* Below this average one work-item a label reads well enough on a GPU:
-   neighbours' labels lie within a few cache lines of each other. A CPU
-   gains nothing from lanes reading side by side, only barriers, so there
-   teams take every label only when most are long. */
-#define MID_AVG_GPU 48
-
-static _Atomic int64_t group_min_override;
-static _Atomic size_t group_wg_override;
-/* The kernel choices when no variant is set (see tabcl__hash_variants):
-   mid 1 = hash_team_all, 3 = hash_team_all_flat, 5 = hash_pair_all
-   (MID_DEFAULT for columns of an average label up to MID_SPLIT bytes,
-   MID_DEFAULT_LONG above); big 1 = hash_units + hash_chain, 2 = hash_big.
-   From the H200 sweeps (tabcl-bench hash with TABCL_BENCH_HASH_VARIANTS,
-   256 MiB columns, share of copy bandwidth): 256 B labels: pair_all 75%
-   in groups of 64, team_all_flat 60%, team_all 47%; 1024 B: team_all_flat
-   87%, pair_all 79%; 4096 B: team_all_flat 89%, pair_all 78%; 64 KiB:
-   hash_big 66% in groups of up to 128 against 56% with 256 and 31% for
-   blocks + chain. Mid 2 (eight lanes a label), 4 (one), 6 (two, pieces
-   interleaved) and 7 (four, with 5's loads) lost on every length there
-   and are gone; their numbers, like any other unknown one, mean the
-   default. */
-#define MID_DEFAULT 5
-#define MID_DEFAULT_LONG 3
-#define MID_SPLIT 512
-#define BIG_DEFAULT 2
-#define MID_WG_DEFAULT 64
-#define BIG_WG_MAX 128
-static _Atomic int mid_variant, big_variant;
-static _Atomic size_t big_wg_override, mid_wg_override;
-
-void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg) {
-  atomic_store(&mid_variant, mid == 1 || mid == 3 || mid == 5 ? mid : 0);
-  atomic_store(&big_variant, big == 1 || big == 2 ? big : 0);
-  atomic_store(&big_wg_override, big_wg);
-  atomic_store(&mid_wg_override, mid_wg);
-}
-
-void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg) {
-  atomic_store(&group_min_override, group_min_bytes);
-  atomic_store(&group_wg_override, group_wg);
-}
-
-static int64_t group_min(void) {
-  int64_t g = atomic_load(&group_min_override);
-  return g > SHORT_MAX ? g : GROUP_MIN_DEFAULT;
-}
+/* The self-check's huge label: past the default hash.group_min. */
+#define CHECK_HUGE (8192 + 4321)
 
 uint64_t tabcl__column_seed(uint64_t seed, int col) {
   /* splitmix64's finaliser over seed and column, so nearby seeds and
@@ -103,16 +47,6 @@ static void run_release(hash_run *r) {
   tabcl__buffer_release(r->counts);
 }
 
-/* How many work-groups a looping kernel gets: enough for every item, at
-   most per_cu a compute unit (about 4096 work-items each, two waves on a
-   large GPU); the groups loop over what is left. */
-static size_t groups_for(const tabcl_context *ctx, uint64_t items, size_t per_cu) {
-  uint64_t cap = (uint64_t)(ctx->info.compute_units ? ctx->info.compute_units : 1) * per_cu;
-  if (cap < 1) cap = 1;
-  if (items < 1) items = 1;
-  return (size_t)(items < cap ? items : cap);
-}
-
 /* A buffer the kernels fill for each other (lists, sums). A small one
    (columns up to about 1 MiB) is still made from host zeros, which costs
    little: oclgrind 21.10 took what a later call's kernels wrote into such
@@ -130,7 +64,7 @@ static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl
   return st;
 }
 
-tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
+tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev) {
   if (!ctx || !s || !out || s->length < 0 || s->bytes < 0 || (nwait && !wait))
@@ -145,115 +79,48 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     return TABCL_OK;
   }
   uint64_t xseed = tabcl__column_seed(seed, col);
-  int64_t gmin = group_min();
-  int any_long = s->max_label > SHORT_MAX, any_huge = s->max_label >= gmin;
-  int64_t per = tabcl__slice_items(ctx, sizeof(uint64_t), 1);
+  tabcl__hash_plan p;
+  tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
+  const int64_t gmin = p.group_min, per = p.slice;
+  const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;
+  const int team_all = p.team_all, list_huge = p.list_huge, lists = p.lists, big = p.big;
+  const size_t lanes = p.lanes, team_words = p.team_words;
+  const char *short_name = p.short_kernel, *team_name = p.team_kernel;
+  const cl_uint span_log2 = p.span_log2;
   hash_run r;
   memset(&r, 0, sizeof r);
-  /* A column of mostly huge labels (an average of group_min bytes or
-     more) goes straight to the block kernels, which take every label of
-     group_min bytes or more themselves (direct), and hash_team_all takes
-     the others: no list, no counters. A column of longer labels (an
-     average over mid_avg bytes) goes to teams of four lanes label by label
-     (hash_team_all): they read a label's chunks side by side, and no
-     listing pass reads the offsets first; it lists the huge ones. A column
-     of labels of at most 240 bytes takes one work-item a label
-     (hash_short: on the H200 that read 64-byte labels over twice as fast
-     as teams). Otherwise one work-item a label hashes what it can and
-     lists the long ones for the teams (hash_short_list, hash_team). */
-  int64_t avg = s->bytes / s->length;
-  int64_t mid_avg = ctx->info.is_cpu ? SHORT_MAX : MID_AVG_GPU;
-  int direct = any_huge && avg >= gmin;
-  int team_all = direct || (any_long && avg > mid_avg);
-  int list_huge = any_huge && !direct;
-  /* The huge-label list and its counters: filled by hash_short_list, or
-     by hash_team_all when it lists huge labels. */
-  int lists = team_all ? list_huge : any_long;
-  const char *short_name = any_long ? "hash_short_list" : "hash_short";
-  /* Four lanes a label (hash_team_all, hash_team_all_flat) or two
-     (hash_pair_all); one work-group a huge label (hash_big) or blocks and
-     chain (hash_units, hash_chain). */
-  int mid_v = atomic_load(&mid_variant), big_v = atomic_load(&big_variant);
-  if (!mid_v) mid_v = avg <= MID_SPLIT ? MID_DEFAULT : MID_DEFAULT_LONG;
-  if (!big_v) big_v = BIG_DEFAULT;
-  int big = any_huge && big_v == 2;
-  int pair = team_all && mid_v == 5;
-  size_t lanes = pair ? 2 : 4;
-  const char *team_name = !team_all     ? "hash_team"
-                          : pair         ? "hash_pair_all"
-                          : mid_v == 3   ? "hash_team_all_flat"
-                                         : "hash_team_all";
-  /* Words of local memory a work-item of the team kernel needs (the
-     24-word secret comes on top): hash_pair_all's two rounds' buffers. */
-  size_t team_words = pair ? 4 : 2;
+  /* Kernels, then each group size lowered where the kernel's own limit is
+     below the plan's. */
   tabcl_status st = TABCL_OK;
-  if (!team_all) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
-  r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, 256) : 8;
-  int teams_used = any_long || team_all;
-  if (!st && teams_used) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
-  size_t mid_wg = team_all ? atomic_load(&mid_wg_override) : 0;
-  if (!st && teams_used)
-    r.wg_team = tabcl__wg_size(ctx, r.team, mid_wg ? mid_wg : team_all ? MID_WG_DEFAULT : 256);
-  if (!st && any_huge)
-    st = tabcl__kernel_create(ctx, "hash", NULL, big ? "hash_big" : "hash_units", &r.units);
-  if (!st && any_huge && !big) st = tabcl__kernel_create(ctx, "hash", NULL, "hash_chain", &r.chain);
-  cl_uint span_log2 = 0;
-  if (!st && big) {
-    /* Eight lanes a unit, as many units a pass as the longest label has
-       (up to BIG_WG_MAX / 8), or the test/bench override. */
-    size_t want = atomic_load(&big_wg_override);
-    if (!want) {
-      int64_t units = (s->max_label - 1) / 1024 + 1;
-      want = 8;
-      while (want < BIG_WG_MAX && (int64_t)(want / 8) < units) want *= 2;
-    }
-    r.wg_units = tabcl__wg_size(ctx, r.units, want);
-    r.wg_chain = 8;
-  }
-  if (!st && any_huge && !big) {
-    r.wg_units = tabcl__wg_size(ctx, r.units, 256);
-    r.wg_chain = tabcl__wg_size(ctx, r.chain, 256);
-    /* Teams of four lanes a label in hash_units: enough for the longest
-       label's units (a launch choice from max_label, not a build option),
-       at most 64, or the test override. */
-    size_t want = atomic_load(&group_wg_override);
-    int64_t units = (s->max_label - 1) / 1024 + 1;
-    while (span_log2 < SPAN_MAX_LOG2 && ((int64_t)1 << span_log2) < units) span_log2++;
-    if (want) {
-      span_log2 = 0;
-      while (((size_t)1 << (span_log2 + 1)) <= want / 4 && span_log2 < SPAN_MAX_LOG2) span_log2++;
-    }
-  }
-  if (!st && (r.wg_short < 8 || (teams_used && r.wg_team < 8) ||
+  if (short_name) st = tabcl__kernel_create(ctx, "hash", NULL, short_name, &r.shortk);
+  r.wg_short = r.shortk ? tabcl__wg_size(ctx, r.shortk, p.wg_short) : p.wg_short;
+  if (!st && team_name) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
+  if (!st && team_name) r.wg_team = tabcl__wg_size(ctx, r.team, p.wg_team);
+  if (!st && p.units_kernel) st = tabcl__kernel_create(ctx, "hash", NULL, p.units_kernel, &r.units);
+  if (!st && p.chain_kernel) st = tabcl__kernel_create(ctx, "hash", NULL, p.chain_kernel, &r.chain);
+  if (!st && r.units) r.wg_units = tabcl__wg_size(ctx, r.units, p.wg_units);
+  r.wg_chain = p.wg_chain;
+  if (!st && r.chain) r.wg_chain = tabcl__wg_size(ctx, r.chain, p.wg_chain);
+  if (!st && (r.wg_short < 8 || (team_name && r.wg_team < 8) ||
               (any_huge && (r.wg_units < 8 || r.wg_chain < 8))))
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
-  int64_t slice_max = s->length < per ? s->length : per;
   if (!st && lists) {
-    /* Each list holds at most one entry per label, and no more labels than
-       the bytes allow; hash_team_all needs only the list of huge labels.
-       A short one of those is zeroed at creation from the host (see
+    /* A short list of huge labels is zeroed at creation from the host (see
        scratch_create). */
-    uint64_t mid_cap = team_all ? 1 : (uint64_t)(s->bytes / (SHORT_MAX + 1)) + 1;
-    uint64_t huge_cap = (uint64_t)(s->bytes / gmin) + 1;
-    if (mid_cap > (uint64_t)slice_max) mid_cap = (uint64_t)slice_max;
-    if (huge_cap > (uint64_t)slice_max) huge_cap = (uint64_t)slice_max;
-    r.mid_cap = (cl_uint)mid_cap;
-    r.huge_cap = (cl_uint)huge_cap;
+    r.mid_cap = p.mid_cap;
+    r.huge_cap = p.huge_cap;
     if (!team_all)
-      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)mid_cap * sizeof(cl_uint), NULL,
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p.mid_cap * sizeof(cl_uint), NULL,
                                 &r.mid, "long-label list");
     if (!st)
-      st = scratch_create(ctx, col, (size_t)huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
+      st = scratch_create(ctx, col, (size_t)p.huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
   }
   if (!st && any_huge && !big) {
-    /* One slot of eight sums per 1 KiB of data (see hash_units), and one
-       per possible huge label for the tails. Every slot hash_chain reads
-       is written by hash_units first. */
-    uint64_t slots = (uint64_t)s->bytes / 1024 + 2;
-    uint64_t tails = direct ? (uint64_t)slice_max : (uint64_t)r.huge_cap;
-    st = scratch_create(ctx, col, (size_t)slots * 64, &r.block_sums, "block sums");
-    if (!st) st = scratch_create(ctx, col, (size_t)tails * 64, &r.tail_sums, "tail sums");
+    /* Every slot hash_chain reads is written by hash_units first. */
+    st = scratch_create(ctx, col, (size_t)p.block_sum_bytes, &r.block_sums, "block sums");
+    if (!st) st = scratch_create(ctx, col, (size_t)p.tail_sum_bytes, &r.tail_sums, "tail sums");
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   cl_uint list_arg = (cl_uint)list_huge, direct_arg = (cl_uint)direct;
@@ -299,7 +166,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                          last && !any_long ? ev : NULL, short_name);
     if (!st && team_all) {
       size_t teams = r.wg_team / lanes;
-      size_t groups = groups_for(ctx, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
+      size_t groups = tabcl__hash_groups(&ctx->info, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
@@ -311,7 +178,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
     } else if (!st && any_long) {
       uint64_t items = (uint64_t)r.mid_cap;
       size_t teams = r.wg_team / 4;
-      size_t groups = groups_for(ctx, (items + teams - 1) / teams, 4096 / r.wg_team);
+      size_t groups = tabcl__hash_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
@@ -324,7 +191,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
       /* One work-group a label, up to 64 a compute unit; groups loop over
          the rest. */
       uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
-      size_t g = groups_for(ctx, labels, 64) * r.wg_units;
+      size_t g = tabcl__hash_groups(&ctx->info, labels, 64) * r.wg_units;
       st = TABCL_SET_ARGS(r.units, "hash_big", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
                           TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge),
@@ -337,7 +204,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
          over (label, unit) pairs until the labels run out. */
       uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
       uint64_t teams = labels << span_log2;
-      size_t groups = groups_for(ctx, (teams * 4 + r.wg_units - 1) / r.wg_units, 8192 / r.wg_units);
+      size_t groups = tabcl__hash_groups(&ctx->info, (teams * 4 + r.wg_units - 1) / r.wg_units, 8192 / r.wg_units);
       size_t g = groups * r.wg_units;
       st = TABCL_SET_ARGS(r.units, "hash_units", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
@@ -346,7 +213,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
                           TABCL_ARG(r.tail_sums));
       if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, NULL, "hash_units");
       size_t per_group = r.wg_chain / 8;
-      groups = groups_for(ctx, (labels + per_group - 1) / per_group, 4096 / r.wg_chain);
+      groups = tabcl__hash_groups(&ctx->info, (labels + per_group - 1) / per_group, 4096 / r.wg_chain);
       g = groups * r.wg_chain;
       if (!st)
         st = TABCL_SET_ARGS(r.chain, "hash_chain", TABCL_ARG(s->offsets), TABCL_ARG(ubase),
@@ -370,7 +237,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, 
 /* Label i's length in the self-check column: every length class at odd
    starts, one label past the work-group threshold, then many tiny ones. */
 static int64_t check_len(int i) {
-  if (i == 150) return GROUP_MIN_DEFAULT + 4321;
+  if (i == 150) return CHECK_HUGE;
   return i < 300 ? (i * 37) % 1500 : i % 7;
 }
 
@@ -409,7 +276,7 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
     int64_t n = lengths[pass];
     const int64_t *o = offsets + firsts[pass];
     tabcl_strings_view v = {n, o, data, NULL};
-    tabcl_dev_strings d;
+    tabcl__dev_strings d;
     memset(&d, 0, sizeof d);
     cl_mem out = NULL;
     s = tabcl__strings_upload(ctx, &v, &d);

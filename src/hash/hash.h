@@ -24,7 +24,7 @@ uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, 
    s->max_label must be at least its longest label: it picks the kernels.
    A label whose offsets fall outside [0, s->bytes] or decrease is hashed
    as empty (never read out of bounds). */
-tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl_dev_strings *s, int col,
+tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev);
 
@@ -33,22 +33,34 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx);
 
 tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
 
-/* Test-only, process-wide: labels of at least group_min_bytes (> 240; 0 =
-   the default, 8192) are cut into 1 KiB blocks hashed in parallel, with
-   group_wg / 4 teams of four lanes a label (rounded down to a power of
-   two; 0 = sized from max_label, up to 64), so small tests reach that
-   path and teams that take several blocks. */
-void tabcl__hash_tune(int64_t group_min_bytes, size_t group_wg);
+/* ---- the plan (hash_plan.c): pure, no OpenCL call ---- */
 
-/* Process-wide kernel choices (tests and tabcl-bench's sweeps; 0 = the
-   default for each): mid 1 = hash_team_all (four lanes a label), 3 =
-   hash_team_all_flat (four, with branch-free tail loads), 5 =
-   hash_pair_all (two lanes a label, four accumulators each: halves of a
-   stripe); big 1 = hash_units + hash_chain, 2 = hash_big (one work-group
-   a label, no scratch buffer), whose work-group size is big_wg (a power
-   of two >= 8; 0 = sized from max_label, up to 128). mid_wg is the
-   work-group size of the mid kernel when it takes every label (0 = 64).
-   Any other mid or big number (mid 2, 4, 6 and 7 named kernels since
-   removed) means the default. */
-void tabcl__hash_variants(int mid, int big, size_t big_wg, size_t mid_wg);
+/* Labels up to this many bytes take one work-item each. */
+#define TABCL__HASH_SHORT_MAX 240
+
+typedef struct tabcl__hash_plan {
+  int64_t length, bytes;
+  int64_t group_min;          /* labels of this many bytes or more: block kernels */
+  int64_t slice;              /* labels a launch may take */
+  int any_long, any_huge, direct, team_all, list_huge, lists, big, pair, teams_used;
+  size_t lanes;               /* lanes a label in the team kernel */
+  size_t team_words;          /* local words a work-item of the team kernel needs */
+  const char *short_kernel, *team_kernel, *units_kernel, *chain_kernel; /* NULL: not used */
+  size_t wg_short, wg_team, wg_units, wg_chain; /* by the device's limits; a kernel's
+                                                   own limit may lower them */
+  unsigned span_log2;         /* hash_units: 2^span teams a label */
+  uint32_t mid_cap, huge_cap; /* entries of the long- and huge-label lists */
+  uint64_t block_sum_bytes, tail_sum_bytes;
+} tabcl__hash_plan;
+
+/* The plan for a column of length labels, bytes bytes and a longest label
+   of max_label bytes. Build options never depend on these: every kernel
+   comes from the one "hash" program. */
+void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes,
+                           int64_t max_label, tabcl__hash_plan *p);
+/* Work-groups a looping kernel gets: enough for every item, at most
+   per_cu a compute unit (about 4096 work-items each, two waves on a large
+   GPU); the groups loop over what is left. */
+size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu);
+void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap);
 #endif

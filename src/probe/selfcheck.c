@@ -11,7 +11,7 @@
 
 typedef struct selfcheck {
   const char *name;
-  tabcl_selfcheck_fn run;
+  tabcl__selfcheck_fn run;
 } selfcheck;
 
 static const selfcheck checks[] = {

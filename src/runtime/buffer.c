@@ -118,26 +118,28 @@ long tabcl__staging_live(void) { return atomic_load(&live_staging); }
 #define STAGING_MIN ((size_t)64 << 10)
 
 tabcl_status tabcl__staging_init(tabcl_context *ctx) {
-  tabcl_staging *sg = &ctx->staging;
+  tabcl__staging *sg = &ctx->staging;
   memset(sg, 0, sizeof *sg);
   sg->cap = STAGING_DEFAULT_CAP;
-  /* Test and benchmark switch: 0 maps as on CPUs, 1 stages on any device,
-     a larger number stages through an area of at most that many bytes. */
-  const char *env = getenv("TABCL_UPLOAD_STAGING");
-  if (env && *env) {
-    unsigned long long v = strtoull(env, NULL, 10);
-    sg->force = v ? 1 : -1;
-    if (v > 1) sg->cap = v < 16 ? 16 : (size_t)v;
-  }
   if (pthread_mutex_init(&sg->lock, NULL) != 0)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
   return TABCL_OK;
 }
 
+void tabcl__staging_configure(tabcl_context *ctx) {
+  /* upload.staging: 0 maps each buffer, 1 stages through an area of the
+     default size, a larger number stages through at most that many bytes. */
+  tabcl__staging *sg = &ctx->staging;
+  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_STAGING];
+  if (v == TABCL__TUNE_AUTO) return;
+  sg->force = v ? 1 : -1;
+  sg->cap = v > 1 ? (v < 16 ? 16 : (size_t)v) : STAGING_DEFAULT_CAP;
+}
+
 /* Waits for both halves and gives the area back; no failure can be
    reported from here (destroy paths), so nothing is injected. */
 static void staging_drop(tabcl_context *ctx) {
-  tabcl_staging *sg = &ctx->staging;
+  tabcl__staging *sg = &ctx->staging;
   for (int h = 0; h < 2; h++) {
     if (!sg->busy[h]) continue;
     clWaitForEvents(1, &sg->busy[h]);
@@ -182,7 +184,7 @@ void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap) {
 /* An area of at least `want` bytes (already capped). A failure leaves no
    area, so the next upload tries afresh. */
 static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
-  tabcl_staging *sg = &ctx->staging;
+  tabcl__staging *sg = &ctx->staging;
   if (sg->mem && sg->size >= want) return TABCL_OK;
   staging_drop(ctx);
   cl_mem m = NULL;
@@ -210,7 +212,7 @@ static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
 
 /* Half h free for the next chunk. An injected failure keeps the event (the
    transfer may still be running); a real one means it ended. */
-static tabcl_status staging_settle(tabcl_staging *sg, int h) {
+static tabcl_status staging_settle(tabcl__staging *sg, int h) {
   if (!sg->busy[h]) {
     sg->used[h] = 0;
     return TABCL_OK;
@@ -233,9 +235,9 @@ static size_t staging_want(const tabcl_context *ctx, size_t bytes) {
   return want;
 }
 
-static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                                   const void *arg, const char *what) {
-  tabcl_staging *sg = &ctx->staging;
+  tabcl__staging *sg = &ctx->staging;
   pthread_mutex_lock(&sg->lock);
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
@@ -270,7 +272,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return s;
 }
 
-static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                                   const void *arg, const char *what) {
   cl_int err = CL_SUCCESS;
   void *p = NULL;
@@ -286,7 +288,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", what);
 }
 
-tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                            const void *arg, const char *what) {
   if (!bytes) return TABCL_OK;
   return tabcl__upload_staged(ctx) ? upload_staged(ctx, m, bytes, fill, arg, what)
@@ -299,7 +301,7 @@ tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t
                              void *dst) {
   if (!bytes) return TABCL_OK;
   if (!tabcl__upload_staged(ctx)) return tabcl__read(ctx, m, offset, bytes, dst);
-  tabcl_staging *sg = &ctx->staging;
+  tabcl__staging *sg = &ctx->staging;
   pthread_mutex_lock(&sg->lock);
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   size_t half = (sg->size / 2) & ~(size_t)7;

@@ -5,8 +5,6 @@
 
 #include "runtime/internal.h"
 
-void tabcl__program_cache_clear(tabcl_context *ctx); /* program.c */
-
 /* The disk cache folder the options ask for; *dir stays NULL when the cache
    is off. Returns 0 only when out of memory. */
 static int resolve_cache_dir(const char *opt, char **dir) {
@@ -64,6 +62,9 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
   if (s != TABCL_OK) goto fail;
   s = tabcl__device_query(ctx->platform, ctx->device, &ctx->info);
   if (s != TABCL_OK) goto fail;
+  s = tabcl__tune_resolve(&ctx->info, o.tune ? o.tune : getenv("TABCL_TUNE"), &ctx->tune);
+  if (s != TABCL_OK) goto fail;
+  tabcl__staging_configure(ctx);
 
   const char *kdir = o.kernel_dir ? o.kernel_dir : getenv("TABCL_KERNEL_DIR");
   if (kdir && *kdir && !(ctx->kernel_dir = tabcl__strdup(kdir))) goto oom;
@@ -111,13 +112,16 @@ void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out) {
   out->kernel_launches = atomic_load(&((tabcl_context *)ctx)->launches);
 }
 
-void tabcl__stats_add(tabcl_context *ctx, uint64_t built, uint64_t from_cache, uint64_t launches) {
-  if (launches) atomic_fetch_add(&ctx->launches, launches);
-  if (!built && !from_cache) return;
-  pthread_mutex_lock(&ctx->lock);
-  ctx->stats.programs_built += built;
-  ctx->stats.programs_from_cache += from_cache;
-  pthread_mutex_unlock(&ctx->lock);
+tabcl__target tabcl__context_target(const tabcl_context *ctx) {
+  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch};
+  return t;
+}
+
+tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries) {
+  if (!ctx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__context_tune: ctx is NULL");
+  tabcl_status s = tabcl__tune_apply(&ctx->info, entries, &ctx->tune);
+  if (!s) tabcl__staging_configure(ctx);
+  return s;
 }
 
 void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits) {

@@ -40,7 +40,7 @@ static int contains_nocase(const char *hay, const char *needle) {
   return 0;
 }
 
-tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl_device_info *info) {
+tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info) {
   tabcl_status s;
   memset(info, 0, sizeof *info);
   if ((s = info_str(d, CL_DEVICE_NAME, "CL_DEVICE_NAME", info->name, sizeof info->name)) ||
@@ -92,6 +92,19 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl_device_
   info->is_nvidia = info->is_gpu && contains_nocase(info->vendor, "nvidia");
   info->is_amd = info->is_gpu && contains_nocase(info->vendor, "advanced micro");
   info->is_intel = info->is_gpu && contains_nocase(info->vendor, "intel");
+  /* The architecture the tuning table keys by: NVIDIA's compute
+     capability (an optional query: absent, the key is ""), AMD's device
+     name, which is the gfx target ("gfx1100"). */
+  if (info->is_nvidia && strstr(ext, "cl_nv_device_attribute_query")) {
+    cl_uint major = 0, minor = 0;
+    if (clGetDeviceInfo(d, 0x4000 /* CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV */, sizeof major,
+                        &major, NULL) == CL_SUCCESS &&
+        clGetDeviceInfo(d, 0x4001 /* CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV */, sizeof minor,
+                        &minor, NULL) == CL_SUCCESS)
+      snprintf(info->arch, sizeof info->arch, "sm_%u%u", major, minor);
+  } else if (info->is_amd) {
+    snprintf(info->arch, sizeof info->arch, "%.63s", info->name);
+  }
   if (sscanf(info->device_version, "OpenCL %d.%d", &info->cl_major, &info->cl_minor) != 2)
     info->cl_major = 1, info->cl_minor = 2;
   /* A good default until a kernel tells the truth (program.c refines it). */

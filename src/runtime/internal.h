@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "tabcl/tabcl.h"
+#include "runtime/tune.h"
 
 #if defined(__GNUC__)
 #define TABCL_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -63,13 +64,18 @@ long tabcl__mem_live(void);
 
 /* ---- devices (device.c) ----------------------------------------------- */
 
-typedef struct tabcl_device_info {
+/* The device description: everything a planner may read about a device.
+   Filled from the OpenCL device (tabcl__device_query); planner tests fill
+   it by hand. */
+typedef struct tabcl__device_desc {
   char name[256];
   char vendor[256];
   char platform_name[256];
   char driver_version[128];
   char device_version[128];
   char opencl_c_version[128];
+  char arch[64];                /* "sm_90" on NVIDIA (cl_nv_device_attribute_query),
+                                   the device name on AMD, else "" */
   cl_device_type type;
   cl_uint compute_units;
   cl_uint max_work_item_dims;
@@ -84,21 +90,21 @@ typedef struct tabcl_device_info {
   int has_fp64, has_fp16, has_subgroups;
   int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
   int cl_major, cl_minor;       /* device OpenCL version */
-} tabcl_device_info;
+} tabcl__device_desc;
 
 /* Fills info for one device; every query is checked. */
-tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl_device_info *info);
+tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info);
 
 /* Resolves a selector (NULL = defaults) to one device. */
 tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_device_id *d);
 
 /* ---- context (context.c) ---------------------------------------------- */
 
-typedef struct tabcl_program_entry tabcl_program_entry;
+typedef struct tabcl__program_entry tabcl__program_entry;
 
 /* A context's host staging area for uploads (buffer.c): one pinned buffer,
    mapped for the context's life, used as two halves. */
-typedef struct tabcl_staging {
+typedef struct tabcl__staging {
   pthread_mutex_t lock;       /* guards everything below */
   cl_mem mem;                 /* CL_MEM_ALLOC_HOST_PTR; NULL until first needed */
   uint8_t *host;              /* its mapping */
@@ -109,14 +115,15 @@ typedef struct tabcl_staging {
   int force;                  /* test-only: 1 staged on any device, -1 never,
                                  0 GPUs only (not oclgrind) */
   size_t cap;                 /* most bytes the area may grow to */
-} tabcl_staging;
+} tabcl__staging;
 
 struct tabcl_context {
   cl_platform_id platform;
   cl_device_id device;
   cl_context cl;
   cl_command_queue queue;     /* in order, profiling on */
-  tabcl_device_info info;
+  tabcl__device_desc info;
+  tabcl__tuning tune;         /* the table for this device, then TABCL_TUNE */
   char *kernel_dir;           /* NULL: embedded sources */
   char *cache_dir;            /* NULL: no disk cache */
   int64_t max_batch_per_launch; /* 0 = device limits only */
@@ -124,29 +131,39 @@ struct tabcl_context {
   int sdpa_mma_state[3];      /* tensor-core attention check, f32, f16 and bf16: 0 not
                                  run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
-  tabcl_program_entry *programs;
+  tabcl__program_entry *programs;
   tabcl_stats stats;          /* but kernel_launches, which is counted in launches */
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
-  tabcl_staging staging;      /* uploads on GPUs (buffer.c) */
+  tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
 };
 
-void tabcl__stats_add(tabcl_context *ctx, uint64_t built, uint64_t from_cache, uint64_t launches);
+/* What a planner reads: the device description, the tuning in force and
+   the caller's launch cap. Plain data: tests build one by hand. */
+typedef struct tabcl__target {
+  const tabcl__device_desc *dev;
+  const tabcl__tuning *tune;
+  int64_t max_batch_per_launch;   /* 0 = device limits only */
+} tabcl__target;
+tabcl__target tabcl__context_target(const tabcl_context *ctx);
+/* Test-only: applies TABCL_TUNE-style entries to this context's tuning
+   (checked as TABCL_TUNE is). Not for use while other threads use ctx. */
+tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries);
 /* Test-only: shrink hashes to the low `bits` bits (1..64) so tests can force collisions. */
 void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits);
 
 /* ---- programs and kernels (program.c, disk_cache.c) ------------------- */
 
 /* The built-in kernel sources (generated at build time from cl/). */
-typedef struct tabcl_embedded_source {
+typedef struct tabcl__embedded_source {
   const char *name;       /* "hash" for cl/hash.cl */
   const char *text;
   size_t length;
-} tabcl_embedded_source;
-extern const tabcl_embedded_source tabcl__embedded_sources[];
+} tabcl__embedded_source;
+extern const tabcl__embedded_source tabcl__embedded_sources[];
 extern const size_t tabcl__embedded_source_count;
 
 /* The build options that come from the device (fp64, vendor, limits). */
-void tabcl__device_build_options(const tabcl_device_info *info, char *buf, size_t cap);
+void tabcl__device_build_options(const tabcl__device_desc *info, char *buf, size_t cap);
 /* The full text handed to the compiler for program `name`: common.cl, then
    name.cl, each from the context's kernel_dir when it holds that file, else
    the copy built into the library. *out is freed with tabcl__free. */
@@ -164,16 +181,21 @@ tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const
                                   const char *kernel, cl_kernel *out);
 void tabcl__kernel_release(cl_kernel k);   /* NULL is fine */
 
-typedef struct tabcl_arg {
+typedef struct tabcl__arg {
   size_t size;
   const void *ptr;        /* NULL with a size: local memory of that many bytes */
-} tabcl_arg;
-#define TABCL_ARG(v) ((tabcl_arg){sizeof(v), &(v)})
-#define TABCL_LOCAL(bytes) ((tabcl_arg){(bytes), NULL})
-tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl_arg *args);
+} tabcl__arg;
+#define TABCL_ARG(v) ((tabcl__arg){sizeof(v), &(v)})
+#define TABCL_LOCAL(bytes) ((tabcl__arg){(bytes), NULL})
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl__arg *args);
 #define TABCL_SET_ARGS(k, kname, ...)                                              \
-  tabcl__set_args((k), (kname), (int)(sizeof((tabcl_arg[]){__VA_ARGS__}) / sizeof(tabcl_arg)), \
-                  (tabcl_arg[]){__VA_ARGS__})
+  tabcl__set_args((k), (kname), (int)(sizeof((tabcl__arg[]){__VA_ARGS__}) / sizeof(tabcl__arg)), \
+                  (tabcl__arg[]){__VA_ARGS__})
+
+/* Counts one launch made outside tabcl__launch (CLBlast's). */
+void tabcl__count_launch(tabcl_context *ctx);
+/* Releases every program of the context (context destruction). */
+void tabcl__program_cache_clear(tabcl_context *ctx);
 
 /* Enqueues k; counts a launch. global sizes must be multiples of local when
    local is given. wait/ev as clEnqueueNDRangeKernel. */
@@ -218,12 +240,12 @@ tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t byt
 tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes);
 
 /* Produces bytes [at, at + n) of an upload's content into dst. */
-typedef void (*tabcl_fill_fn)(void *dst, size_t at, size_t n, const void *arg);
+typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
 /* Fills all `bytes` of m (from offset 0) with fill's content. On GPUs (or
    when forced) through the context's staging area in chunks that may still
    be in flight on return (later commands on the queue see the data); else
    through one whole-buffer map. On failure m's content is undefined. */
-tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_fill_fn fill,
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                            const void *arg, const char *what);
 /* Whether tabcl__upload goes through the staging area on this context. */
 int tabcl__upload_staged(tabcl_context *ctx);
@@ -244,6 +266,8 @@ tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, s
                                        const void *src, cl_mem *out, const char *what);
 /* Context creation and destruction (context.c). */
 tabcl_status tabcl__staging_init(tabcl_context *ctx);
+/* Takes the upload.staging tuning of the context (after tabcl__tune_resolve). */
+void tabcl__staging_configure(tabcl_context *ctx);
 void tabcl__staging_destroy(tabcl_context *ctx);
 /* Staging buffers alive in the process; they are not in tabcl__mem_live,
    since an area outlives the call that grew it. */
@@ -255,8 +279,11 @@ tabcl_status tabcl__finish(tabcl_context *ctx);
 /* The most items one launch may take so that items * bytes_per_item fits
    in one allocation, items * work_items_per_item fits the NDRange, and
    items <= max_batch_per_launch when that is set. Always >= 1. */
-int64_t tabcl__slice_items(const tabcl_context *ctx, uint64_t bytes_per_item,
+int64_t tabcl__slice_items(const tabcl__target *t, uint64_t bytes_per_item,
                            uint64_t work_items_per_item);
+/* The same for a context's own target. */
+int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item,
+                               uint64_t work_items_per_item);
 /* Rounds n up to a multiple of m (m > 0). */
 size_t tabcl__round_up(size_t n, size_t m);
 /* A work-group size for a 1-D kernel: the preferred size capped by the
@@ -265,7 +292,7 @@ size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want);
 
 /* ---- self-checks (selfcheck.c) ---------------------------------------- */
 
-typedef tabcl_status (*tabcl_selfcheck_fn)(tabcl_context *ctx);
+typedef tabcl_status (*tabcl__selfcheck_fn)(tabcl_context *ctx);
 tabcl_status tabcl__selfcheck_probe(tabcl_context *ctx);
 
 #endif

@@ -7,17 +7,19 @@
 
 #include "runtime/internal.h"
 
-struct tabcl_program_entry {
+struct tabcl__program_entry {
   char *name;
   char *extra;
   cl_program program;
-  tabcl_program_entry *next;
+  tabcl__program_entry *next;
 };
 
+void tabcl__count_launch(tabcl_context *ctx) { atomic_fetch_add(&ctx->launches, 1); }
+
 void tabcl__program_cache_clear(tabcl_context *ctx) {
-  tabcl_program_entry *e = ctx->programs;
+  tabcl__program_entry *e = ctx->programs;
   while (e) {
-    tabcl_program_entry *next = e->next;
+    tabcl__program_entry *next = e->next;
     if (e->program) clReleaseProgram(e->program);
     tabcl__free(e->name);
     tabcl__free(e->extra);
@@ -27,7 +29,7 @@ void tabcl__program_cache_clear(tabcl_context *ctx) {
   ctx->programs = NULL;
 }
 
-static const tabcl_embedded_source *embedded(const char *name) {
+static const tabcl__embedded_source *embedded(const char *name) {
   for (size_t i = 0; i < tabcl__embedded_source_count; i++)
     if (strcmp(tabcl__embedded_sources[i].name, name) == 0) return &tabcl__embedded_sources[i];
   return NULL;
@@ -87,7 +89,7 @@ tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, c
       use[i] = texts[i];
       continue;
     }
-    const tabcl_embedded_source *e = embedded(parts[i]);
+    const tabcl__embedded_source *e = embedded(parts[i]);
     if (!e) {
       s = tabcl__fail(TABCL_INVALID_ARGUMENT, "no kernel program named \"%s\"", parts[i]);
       goto done;
@@ -114,7 +116,7 @@ done:
   return s;
 }
 
-void tabcl__device_build_options(const tabcl_device_info *info, char *buf, size_t cap) {
+void tabcl__device_build_options(const tabcl__device_desc *info, char *buf, size_t cap) {
   snprintf(buf, cap,
            "-cl-std=CL1.2 -DTABCL_HAS_FP64=%d -DTABCL_VENDOR_NVIDIA=%d -DTABCL_VENDOR_AMD=%d "
            "-DTABCL_VENDOR_INTEL=%d -DTABCL_IS_CPU=%d -DTABCL_MAX_WG=%zu -DTABCL_LOCAL_MEM=%llu",
@@ -133,7 +135,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 
 static char *cache_key(const tabcl_context *ctx, const char *source, const char *options) {
   uint64_t h = fnv1a(0xcbf29ce484222325ULL, source, strlen(source));
-  const tabcl_device_info *i = &ctx->info;
+  const tabcl__device_desc *i = &ctx->info;
   size_t cap = strlen(options) + 2048;
   char *key = tabcl__malloc(cap);
   if (!key) return NULL;
@@ -264,7 +266,7 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
   int cached = -1;
   tabcl_status s = TABCL_OK;
   pthread_mutex_lock(&ctx->lock);
-  for (tabcl_program_entry *e = ctx->programs; e; e = e->next) {
+  for (tabcl__program_entry *e = ctx->programs; e; e = e->next) {
     if (same(e->name, name) && same(e->extra, extra)) {
       *out = e->program;
       goto done;
@@ -272,7 +274,7 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
   }
   /* Building under the lock makes two threads asking for the same program
      wait for one build instead of compiling it twice. */
-  tabcl_program_entry *e = tabcl__calloc(1, sizeof *e);
+  tabcl__program_entry *e = tabcl__calloc(1, sizeof *e);
   if (!e || !(e->name = tabcl__strdup(name)) || !(e->extra = tabcl__strdup(extra ? extra : ""))) {
     s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
     if (e) {
@@ -318,7 +320,7 @@ void tabcl__kernel_release(cl_kernel k) {
   if (k) clReleaseKernel(k);
 }
 
-tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl_arg *args) {
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl__arg *args) {
   for (int i = 0; i < n; i++) {
     cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr));
     if (err != CL_SUCCESS) {
@@ -374,7 +376,7 @@ tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const 
     if (ev) clRetainEvent(*ev);
     trace_events[trace_count++] = ev ? *ev : mine;
   }
-  tabcl__stats_add(ctx, 0, 0, 1);
+  tabcl__count_launch(ctx);
   return TABCL_OK;
 }
 

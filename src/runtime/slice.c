@@ -3,22 +3,28 @@
 
 size_t tabcl__round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-int64_t tabcl__slice_items(const tabcl_context *ctx, uint64_t bytes_per_item,
+int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item,
+                               uint64_t work_items_per_item) {
+  tabcl__target t = tabcl__context_target(ctx);
+  return tabcl__slice_items(&t, bytes_per_item, work_items_per_item);
+}
+
+int64_t tabcl__slice_items(const tabcl__target *t, uint64_t bytes_per_item,
                            uint64_t work_items_per_item) {
   uint64_t limit = (uint64_t)INT64_MAX;
   if (bytes_per_item) {
-    uint64_t by_alloc = ctx->info.max_mem_alloc_size / bytes_per_item;
+    uint64_t by_alloc = t->dev->max_mem_alloc_size / bytes_per_item;
     if (by_alloc < limit) limit = by_alloc;
   }
   /* NDRange sizes are size_t on the device; stay well inside 32 bits so
      kernels may index with int and global ids never wrap on 32-bit devices. */
-  uint64_t ndrange = ((uint64_t)1 << 31) - ctx->info.max_work_group_size;
+  uint64_t ndrange = ((uint64_t)1 << 31) - t->dev->max_work_group_size;
   if (work_items_per_item) {
     uint64_t by_range = ndrange / work_items_per_item;
     if (by_range < limit) limit = by_range;
   }
-  if (ctx->max_batch_per_launch > 0 && (uint64_t)ctx->max_batch_per_launch < limit)
-    limit = (uint64_t)ctx->max_batch_per_launch;
+  if (t->max_batch_per_launch > 0 && (uint64_t)t->max_batch_per_launch < limit)
+    limit = (uint64_t)t->max_batch_per_launch;
   return limit ? (int64_t)limit : 1;
 }
 

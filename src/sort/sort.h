@@ -15,8 +15,40 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys /* ulong[n] */,
 
 tabcl_status tabcl__selfcheck_sort(tabcl_context *ctx);
 
-/* Test-only, process-wide: force the local tile to `tile` pairs (a power of
-   two >= 2; 0 = from the device) and cap the work-items of one launch
-   (0 = the NDRange limit), so tiny inputs take every kernel path. */
-void tabcl__sort_set_test_limits(unsigned tile, size_t max_items_per_launch);
+/* ---- the plan (sort_plan.c): pure, no OpenCL call ---- */
+
+/* The largest register pass: 2^5 pairs a work-item, i.e. 5 stages per trip
+   through memory, with 96 32-bit registers of pairs (GPUs have 128 to 255
+   per work-item); a 2^24-pair sort then takes 24 passes of this kind
+   instead of 28 with 16 pairs. */
+#define TABCL__SORT_MAX_LOGR 5
+/* Passes of a sort of up to 2^40 pairs: one local, then per merge level at
+   most 40 register passes and a local finish. */
+#define TABCL__SORT_MAX_STEPS 1024
+
+/* One pass: logr 0 is the local-memory kernel over every tile (flip 1: the
+   full tile sort, 0: the finish of a merge); else a register pass of logr
+   stages from stride 2^logj down (flip 1 on the first of a merge). */
+typedef struct tabcl__sort_step {
+  unsigned logj, logr;
+  int flip;
+} tabcl__sort_step;
+
+typedef struct tabcl__sort_plan {
+  unsigned tile, wg;     /* pairs per local tile; its work-group size */
+  size_t max_items;      /* work-items one launch may take */
+  size_t gwg;            /* work-group size of the register passes (a kernel's own
+                            limit may lower it when it is enqueued) */
+  unsigned max_logr;     /* stages a register pass takes at most */
+  char extra[64];        /* the build options: tile and wg, never n */
+  uint64_t n, tiles;
+  int nsteps;
+  tabcl__sort_step steps[TABCL__SORT_MAX_STEPS];
+} tabcl__sort_plan;
+
+void tabcl__sort_plan_make(const tabcl__target *t, uint64_t n, tabcl__sort_plan *p);
+/* Work-items step st launches in all (split into launches of at most
+   max_items, rounded to whole groups). */
+uint64_t tabcl__sort_step_items(const tabcl__sort_plan *p, const tabcl__sort_step *st);
+void tabcl__sort_plan_print(const tabcl__sort_plan *p, char *buf, size_t cap);
 #endif

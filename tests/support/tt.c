@@ -1,6 +1,8 @@
 #include "tt.h"
 
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,4 +162,14 @@ int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s) {
   if (s == TABCL_OK) return 1;
   const char *name = tabcl_selfcheck_name(i);
   return s == TABCL_UNSUPPORTED && name && strcmp(name, "sdpa_mma") == 0 && !ctx->info.is_nvidia;
+}
+
+void tt_tune(tabcl_context *ctx, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  tabcl_status s = tabcl__context_tune(ctx, buf);
+  cr_assert_eq(s, TABCL_OK, "tuning \"%s\": %s", buf, tabcl_last_error());
 }

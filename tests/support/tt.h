@@ -14,6 +14,9 @@
    disk cache; fails the test if none can be made. */
 tabcl_context *tt_context(void);
 tabcl_context *tt_context_with(const tabcl_options *o);
+/* Applies tuning entries ("key=value;...", printf-style) to ctx, as
+   TABCL_TUNE would; the test fails if they are refused. */
+void tt_tune(tabcl_context *ctx, const char *fmt, ...) TABCL_PRINTF(2, 3);
 /* Whether self-check i passed with status s on ctx's device: TABCL_OK, or
    TABCL_UNSUPPORTED from a vendor path's check on another vendor's device. */
 int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s);

@@ -24,7 +24,7 @@ static void fill_random(uint8_t *p, size_t n, uint64_t x) {
 /* Device time of one hash_column call: from its first kernel's start to its
    last kernel's end, taken from the launches' own profiling events (a user
    event gate in front of the call inflated NVIDIA's times by 0.1-0.3 ms). */
-static tabcl_status time_once(tabcl_context *ctx, const tabcl_dev_strings *d, cl_mem out,
+static tabcl_status time_once(tabcl_context *ctx, const tabcl__dev_strings *d, cl_mem out,
                               double *seconds) {
   tabcl_status s = tabcl__finish(ctx);
   if (s) return s;
@@ -73,10 +73,18 @@ static int parse_variants(variant *v, int cap) {
   return n;
 }
 
-static void apply_variant(const variant *v) {
-  tabcl__hash_variants((int)v->f[0], (int)v->f[2], v->f[3] > 0 ? (size_t)v->f[3] : 0,
-                       v->f[1] > 0 ? (size_t)v->f[1] : 0);
-  tabcl__hash_tune(v->f[4] > 0 ? v->f[4] : 0, 0);
+/* A variant as tuning entries on the context: 0 (or a number the key does
+   not take) leaves that key to the table. */
+static void apply_variant(tabcl_context *ctx, const variant *v) {
+  static const char *const keys[5] = {"hash.mid", "hash.mid_wg", "hash.big", "hash.big_wg",
+                                      "hash.group_min"};
+  for (int k = 0; k < 5; k++) {
+    char entry[64];
+    if (v->f[k] > 0) snprintf(entry, sizeof entry, "%s=%ld", keys[k], v->f[k]);
+    else snprintf(entry, sizeof entry, "%s=auto", keys[k]);
+    if (tabcl__context_tune(ctx, entry) != TABCL_OK)
+      fprintf(stderr, "hash bench: %s\n", tabcl_last_error());
+  }
 }
 
 static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double copy_bw,
@@ -97,7 +105,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   for (size_t i = 0; i <= n; i++) offsets[i] = (int64_t)(i * len);
   fill_random(data, n * len, 0x9E3779B97F4A7C15ULL ^ len);
   tabcl_strings_view v = {(int64_t)n, offsets, data, NULL};
-  tabcl_dev_strings d;
+  tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   cl_mem out = NULL;
   int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
@@ -116,7 +124,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   int failed = 0;
   for (int vi = 0; !s && vi < nvars; vi++) {
     double times[64], t = 0;
-    apply_variant(&vars[vi]);
+    apply_variant(ctx, &vars[vi]);
     for (int w = 0; !s && w < 2; w++) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
     for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
     if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
@@ -149,8 +157,11 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
     }
     fflush(stdout);
   }
-  tabcl__hash_variants(0, 0, 0, 0);
-  tabcl__hash_tune(0, 0);
+  {
+    variant none;
+    memset(&none, 0, sizeof none);
+    apply_variant(ctx, &none);
+  }
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   if (s) {

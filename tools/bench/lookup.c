@@ -206,21 +206,24 @@ static int ntune;
 
 static tabcl_status tune(tabcl_context *ctx, const bench_args *a, tabcl_category_index *idx,
                          int ncols, lk_dev *d, const char *name, int reps) {
-  static const size_t lanes[] = {0, 32, 64, 128, 256};
+  static const char *const lane_names[] = {"auto", "32", "64", "128", "256"};
   static const char *const metric[] = {"lookup_ms_item", "lookup_ms_group32", "lookup_ms_group64",
                                        "lookup_ms_group128", "lookup_ms_group256"};
   double ms[5], t[64], wall;
   tabcl_status s = TABCL_OK;
   for (int v = 0; v < 5 && !s; v++) {
-    tabcl__catindex_set_group_threshold(v == 0 ? INT64_MAX : 0);
-    tabcl__catindex_set_group_lanes(lanes[v]);
+    char entries[96];
+    snprintf(entries, sizeof entries, "lookup.group_bytes=%s;lookup.group_lanes=%s",
+             v == 0 ? "1099511627776" : "0", v == 0 ? "auto" : lane_names[v]);
+    s = tabcl__context_tune(ctx, entries);
+    if (s) break;
     s = time_lookup(ctx, idx, ncols, d, &t[0], &wall);
     for (int r = 0; r < reps && !s; r++) s = time_lookup(ctx, idx, ncols, d, &t[r], &wall);
     ms[v] = s ? 0 : bench_median(t, reps) * 1e3;
     if (!s) bench_record(a, "lookup", name, metric[v], ms[v], "ms");
   }
-  tabcl__catindex_set_group_threshold(-1);
-  tabcl__catindex_set_group_lanes(0);
+  if (tabcl__context_tune(ctx, "lookup.group_bytes=auto;lookup.group_lanes=auto") != TABCL_OK && !s)
+    s = TABCL_INVALID_ARGUMENT;
   if (!s && ntune < 16)
     snprintf(tune_rows[ntune++], sizeof tune_rows[0], "| %s | %.3f | %.3f | %.3f | %.3f | %.3f |",
              name, ms[0], ms[1], ms[2], ms[3], ms[4]);

@@ -1,0 +1,132 @@
+/* The tuning table: every choice a planner makes that is a matter of
+ * measurement rather than of correctness, with the default for each kind of
+ * device and one override, TABCL_TUNE (or tabcl_options.tune).
+ *
+ * A key's value comes from, in order: the override; the table row that
+ * matches the device most closely (a device-name row over an architecture
+ * row over a vendor row over the generic row); else the planner's own rule
+ * ("auto"). Each row names the measurement that chose it (a section of
+ * bench/RESULTS.md). Resolution is a pure function of the device
+ * description and the override text, so tests can resolve a table for a
+ * hand-written device. */
+#ifndef TABCL_TUNE_H
+#define TABCL_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tabcl/tabcl.h"
+
+struct tabcl__device_desc;
+
+/* id, name, kind, lo, hi, meaning. Kinds: POW2 and INT take a decimal
+   number in [lo, hi] (POW2 a power of two); TILES the fused attention
+   kernel's tile syntax (tune.c, parse_tiles). */
+#define TABCL__TUNE_KEYS(X)                                                                      \
+  X(SORT_TILE, "sort.tile", POW2, 2, 4096,                                                      \
+    "pairs one local-memory sort tile holds (also capped by local memory)")                      \
+  X(SORT_LOCAL, "sort.local", POW2, 2, 1024, "work-items a group of the local-memory passes")    \
+  X(SORT_GLOBAL, "sort.global", POW2, 32, 1024, "work-items a group of the register passes")     \
+  X(SORT_PAIRS, "sort.pairs", POW2, 2, 32, "pairs a work-item of a register pass holds")         \
+  X(SORT_MAX_ITEMS, "sort.max_items", INT, 1, 1073741824,                                       \
+    "work-items one sort launch may take (tests set it low to force splits)")                    \
+  X(HASH_TEAM_AVG, "hash.team_avg", INT, 0, 1048576,                                            \
+    "average label bytes above which teams of lanes hash every label")                           \
+  X(HASH_GROUP_MIN, "hash.group_min", INT, 241, 1099511627776LL,                                \
+    "label bytes from which a label is hashed by a work-group of its own")                       \
+  X(HASH_GROUP_WG, "hash.group_wg", INT, 4, 1024,                                               \
+    "work-items of the block kernel's teams (hash.big=1)")                                       \
+  X(HASH_MID, "hash.mid", INT, 1, 5,                                                            \
+    "kernel for labels of 241 bytes up: 1 team_all, 3 team_all_flat, 5 pair_all")                \
+  X(HASH_MID_SPLIT, "hash.mid_split", INT, 0, 1048576,                                          \
+    "average label bytes up to which hash.mid defaults to pair_all")                             \
+  X(HASH_BIG, "hash.big", INT, 1, 2, "kernel for labels of hash.group_min up: 1 blocks, 2 big")  \
+  X(HASH_BIG_WG, "hash.big_wg", POW2, 8, 1024, "work-items a group of hash_big")                 \
+  X(HASH_MID_WG, "hash.mid_wg", POW2, 8, 1024, "work-items a group of the team kernels")         \
+  X(LOOKUP_GROUP_BYTES, "lookup.group_bytes", INT, 0, 1099511627776LL,                          \
+    "average query bytes from which a work-group compares each label")                           \
+  X(LOOKUP_GROUP_LANES, "lookup.group_lanes", POW2, 1, 1024,                                    \
+    "work-items comparing one long query label")                                                 \
+  X(UPLOAD_STAGING, "upload.staging", INT, 0, 1099511627776LL,                                  \
+    "host uploads: 0 map each buffer, 1 pinned staging of 64 MiB, N staging of N bytes")         \
+  X(SDPA_MMA_KEYS, "sdpa.mma.keys", POW2, 16, 64, "keys a tile of the tensor-core kernel")       \
+  X(SDPA_MMA_WARPS, "sdpa.mma.warps", POW2, 2, 8, "warps a group of the tensor-core kernel")     \
+  X(SDPA_MMA_QMODE, "sdpa.mma.qmode", INT, 0, 2,                                                \
+    "f32 Q in the tensor-core kernel: 0 TF32 parts in registers, 1 local tile, 2 words")         \
+  X(SDPA_MMA_BATCH, "sdpa.mma.batch", INT, 0, 1,                                                \
+    "tensor-core kernel: 1 issues a tile's global loads together")                               \
+  X(SDPA_GROUPS_YZ, "sdpa.groups_yz", INT, 1, 65535,                                            \
+    "work-groups an attention launch puts in NDRange dims 1 and 2")                              \
+  X(SDPA_GEMM_INDEX, "sdpa.gemm.index_limit", INT, 64, 2147483647,                              \
+    "elements CLBlast may address in one buffer (tests set it low to force windows)")            \
+  X(SDPA_FUSED_D16, "sdpa.fused.d16", TILES, 16, 16, "fused attention tiles, head dims 1-16")    \
+  X(SDPA_FUSED_D32, "sdpa.fused.d32", TILES, 32, 32, "fused attention tiles, head dims 17-32")   \
+  X(SDPA_FUSED_D48, "sdpa.fused.d48", TILES, 48, 48, "fused attention tiles, head dims 33-48")   \
+  X(SDPA_FUSED_D64, "sdpa.fused.d64", TILES, 64, 64, "fused attention tiles, head dims 49-64")   \
+  X(SDPA_FUSED_D80, "sdpa.fused.d80", TILES, 80, 80, "fused attention tiles, head dims 65-80")   \
+  X(SDPA_FUSED_D96, "sdpa.fused.d96", TILES, 96, 96, "fused attention tiles, head dims 81-96")   \
+  X(SDPA_FUSED_D112, "sdpa.fused.d112", TILES, 112, 112, "fused attention tiles, 97-112")        \
+  X(SDPA_FUSED_D128, "sdpa.fused.d128", TILES, 128, 128, "fused attention tiles, 113-128")       \
+  X(SDPA_FUSED_D144, "sdpa.fused.d144", TILES, 144, 144, "fused attention tiles, 129-144")       \
+  X(SDPA_FUSED_D160, "sdpa.fused.d160", TILES, 160, 160, "fused attention tiles, 145-160")       \
+  X(SDPA_FUSED_D176, "sdpa.fused.d176", TILES, 176, 176, "fused attention tiles, 161-176")       \
+  X(SDPA_FUSED_D192, "sdpa.fused.d192", TILES, 192, 192, "fused attention tiles, 177-192")       \
+  X(SDPA_FUSED_D208, "sdpa.fused.d208", TILES, 208, 208, "fused attention tiles, 193-208")       \
+  X(SDPA_FUSED_D224, "sdpa.fused.d224", TILES, 224, 224, "fused attention tiles, 209-224")       \
+  X(SDPA_FUSED_D240, "sdpa.fused.d240", TILES, 240, 240, "fused attention tiles, 225-240")       \
+  X(SDPA_FUSED_D256, "sdpa.fused.d256", TILES, 256, 256, "fused attention tiles, 241-256")
+
+typedef enum tabcl__tune_key {
+#define TABCL__TUNE_ENUM(id, name, kind, lo, hi, what) TABCL__TUNE_##id,
+  TABCL__TUNE_KEYS(TABCL__TUNE_ENUM)
+#undef TABCL__TUNE_ENUM
+  TABCL__TUNE_COUNT
+} tabcl__tune_key;
+
+/* A key whose value is left to the planner's own rule. */
+#define TABCL__TUNE_AUTO INT64_MIN
+
+/* The fused attention kernel's tile shape as an override gives it; the
+   planner derives the rest (cl/sdpa.cl) and checks it fits the device. */
+typedef struct tabcl__tile_request {
+  int bq, bk;      /* queries a group, keys a tile (0: automatic) */
+  int per_row;     /* work-items a query row: 1, 2 or 4 (0: as the automatic shape) */
+  int tks, kc, vk; /* work-items across S's keys, K chunk columns, V chunk keys (0: default) */
+  int prefetch;    /* -1 default, 0 off, 1 on */
+} tabcl__tile_request;
+
+typedef enum tabcl__tune_origin {
+  TABCL__TUNE_FROM_RULE = 0,     /* no row: the planner's own rule */
+  TABCL__TUNE_FROM_TABLE = 1,
+  TABCL__TUNE_FROM_OVERRIDE = 2,
+} tabcl__tune_origin;
+
+typedef struct tabcl__tuning {
+  int64_t value[TABCL__TUNE_COUNT];      /* TABCL__TUNE_AUTO where the rule decides */
+  tabcl__tile_request tiles[TABCL__TUNE_COUNT]; /* for TILES keys */
+  unsigned char origin[TABCL__TUNE_COUNT];     /* tabcl__tune_origin */
+  const char *source[TABCL__TUNE_COUNT]; /* the row's measurement, or NULL */
+} tabcl__tuning;
+
+/* Resolves the table for dev, then applies override ("key=value;..." or
+   NULL/""). An unknown key, a malformed value or one outside the key's
+   range, or a value that cannot fit dev (a work-group larger than it
+   allows, a tile larger than its local memory) is TABCL_INVALID_ARGUMENT
+   naming the entry; *out is then untouched. */
+tabcl_status tabcl__tune_resolve(const struct tabcl__device_desc *dev, const char *override,
+                        tabcl__tuning *out);
+
+/* Applies override entries on top of *out (the same checks; *out is
+   untouched on failure). Tests use it through tabcl__context_tune. */
+tabcl_status tabcl__tune_apply(const struct tabcl__device_desc *dev, const char *override,
+                               tabcl__tuning *out);
+
+/* The key's name, kind ("pow2", "int", "tiles") and meaning, for reports. */
+const char *tabcl__tune_key_name(tabcl__tune_key k);
+const char *tabcl__tune_key_meaning(tabcl__tune_key k);
+/* Writes "value (origin)" for key k into buf: "128 (table: RESULTS.md ...)". */
+void tabcl__tune_describe(const tabcl__tuning *t, tabcl__tune_key k, char *buf, size_t cap);
+/* The TILES key for padded head dim dp (16..256), or -1. */
+int tabcl__tune_tiles_key(int dp);
+
+#endif
