@@ -492,10 +492,10 @@ Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
     tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, a, path));
     tabcl_stats before, after;
     tabcl_context_stats(ctx, &before);
-    tabcl__sdpa_max_groups_yz = 2;
+    tt_tune(ctx, "sdpa.groups_yz=2");
     memset(c.out, 0x7F, bytes);
     tabcl_status s = tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path);
-    tabcl__sdpa_max_groups_yz = 65535;
+    tt_tune(ctx, "sdpa.groups_yz=auto");
     tt_assert_ok(s);
     tabcl_context_stats(ctx, &after);
     cr_expect_eq(memcmp(a, c.out, bytes), 0, "path %d: split launches differ", path);
@@ -537,31 +537,53 @@ Test(sdpa, two_hundred_shapes_build_nothing_new) {
   tabcl_context_destroy(ctx);
 }
 
-/* Malformed TABCL_SDPA_TILES entries are skipped without arithmetic on
-   their numbers (no query tile, no work-items, an absurd chunk or prefetch
-   value; the sanitizer build fails on a division by zero or an overflow),
-   and the first sound entry after them is taken. */
-Test(sdpa, malformed_tile_overrides_ignored) {
+/* Malformed sdpa.fused tuning entries are refused with a message naming
+   them, without arithmetic on their numbers (no query tile, no work-items,
+   an absurd chunk or prefetch value; the sanitizer build fails on a
+   division by zero or an overflow), and leave the tiles as they were; an
+   entry that parses but cannot fit is refused by the call that would use
+   it, which then changes nothing; a sound one is taken. */
+Test(sdpa, malformed_tile_overrides_refused) {
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES",
-         "16:0x16,16:64x16/0,16:64x16p7,16:64x16k2000000000,16:64x16t0,16:2000000000x16/4,"
-         "16:32x16/2p0", 1);
-  tabcl__sdpa_tiles t;
+  tabcl__sdpa_tiles before, t;
+  cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &before));
+  static const char *const bad[] = {
+      "sdpa.fused.d16=0x16",         "sdpa.fused.d16=64x16/0",  "sdpa.fused.d16=64x16p7",
+      "sdpa.fused.d16=64x16k2000000000", "sdpa.fused.d16=64x16t0", "sdpa.fused.d16=2000000000x16/4",
+      "sdpa.fused.d16=64x64/8",      "sdpa.fused.d16=16x24/1",  "sdpa.fused.d17=32x16",
+      "sdpa.fused.d16=32x16/2q1",    "sdpa.fused.d16="};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_expect_eq(tabcl__context_tune(ctx, bad[i]), TABCL_INVALID_ARGUMENT, "%s", bad[i]);
+    cr_expect(strstr(tabcl_last_error(), bad[i]) != NULL, "%s: message %s", bad[i],
+              tabcl_last_error());
+    cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
+    cr_expect(t.bq == before.bq && t.bk == before.bk && t.nt == before.nt, "%s changed tiles",
+              bad[i]);
+  }
+  /* K chunks of 12 columns do not divide a row of 16 */
+  tt_tune(ctx, "sdpa.fused.d16=64x16k12");
+  cr_expect(!tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
+  float q[2 * 16], out[2 * 16];
+  for (int i = 0; i < 32; i++) q[i] = 0.25f * (float)(i % 5), out[i] = -7.0f;
+  tabcl_sdpa_desc d = desc_of(1, 2, 2, 1, 1, 16, TABCL_F32);
+  cr_expect_eq(tabcl_sdpa_host(ctx, &d, q, q, q, NULL, out), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "sdpa.fused.d16") != NULL, "message: %s",
+            tabcl_last_error());
+  for (int i = 0; i < 32; i++) cr_expect_eq(out[i], -7.0f, "out changed at %d", i);
+  tt_tune(ctx, "sdpa.fused.d16=32x16/2p0");
   cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
   cr_expect(t.bq == 32 && t.bk == 16 && t.nt == 64 && t.prefetch == 0,
-            "head dim 16: %dx%d, %d work-items, p%d; the last entry's 32x16, 64, p0 expected",
-            t.bq, t.bk, t.nt, t.prefetch);
-  unsetenv("TABCL_SDPA_TILES");
+            "head dim 16: %dx%d, %d work-items, p%d; 32x16, 64, p0 expected", t.bq, t.bk, t.nt,
+            t.prefetch);
   tabcl_context_destroy(ctx);
 }
 
-/* TABCL_SDPA_TILES may also set the work-items per query row ("/f"): four
-   (small register blocks) and one (large ones) compute the same attention;
-   entries that cannot run are ignored. */
+/* The tile tuning may also set the work-items per query row ("/f"): four
+   (small register blocks) and one (large ones) compute the same attention. */
 Test(sdpa, work_items_per_row_override) {
   tt_rng r = {tt_seed("sdpa.work_items_per_row_override")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES", "16:64x64/8,16:64x64/4,32:16x24/1,32:32x24/1", 1);
+  tt_tune(ctx, "sdpa.fused.d16=64x64/4;sdpa.fused.d32=32x24/1");
   tabcl__sdpa_tiles t;
   cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
   cr_expect(t.bq == 64 && t.bk == 64 && t.nt == 256, "head dim 16: %dx%d, %d work-items", t.bq,
@@ -577,7 +599,6 @@ Test(sdpa, work_items_per_row_override) {
     d.mask = i ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "work-items per row"));
   }
-  unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }
 
@@ -591,7 +612,8 @@ Test(sdpa, chunked_tiles) {
   /* Head dim 128 forces the register prefetch of its 8-vector shares (the
      default reads shares past 4 vectors straight into local memory, as
      head dim 256 does here); head dim 80 has 3-vector shares, prefetched. */
-  setenv("TABCL_SDPA_TILES", "128:32x64/2t16k32v16p1,80:32x32/2t4k4v8,256:16x32/4t32k64v8", 1);
+  tt_tune(ctx, "sdpa.fused.d128=32x64/2t16k32v16p1;sdpa.fused.d80=32x32/2t4k4v8;"
+               "sdpa.fused.d256=16x32/4t32k64v8");
   static const struct { int dim, bq, bk, nt, tks, kc, vk, prefetch; } want[] = {
       {128, 32, 64, 64, 16, 32, 16, 1}, {80, 32, 32, 64, 4, 4, 8, 1}, {256, 16, 32, 64, 32, 64, 8, 0}};
   static const int lks[] = {5, 16, 23, 64, 97};
@@ -612,7 +634,6 @@ Test(sdpa, chunked_tiles) {
       tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "chunked tiles"));
     }
   }
-  unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }
 
@@ -840,16 +861,15 @@ Test(oclgrind_sdpa, small_tiles) {
   tabcl_context_destroy(ctx);
 }
 
-/* Four work-items per query row (TABCL_SDPA_TILES "/4"): f32 with a
+/* Four work-items per query row (the tile tuning's "/4"): f32 with a
    boolean mask. */
 Test(oclgrind_sdpa, four_work_items_per_row) {
   tt_rng r = {tt_seed("oclgrind_sdpa.four_work_items_per_row")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES", "16:16x8/4", 1);
+  tt_tune(ctx, "sdpa.fused.d16=16x8/4");
   tabcl_sdpa_desc d = desc_of(1, 3, 5, 2, 1, 16, TABCL_F32);
   d.mask = TABCL_MASK_BOOL;
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind four per row"));
-  unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }
 
@@ -860,7 +880,7 @@ Test(oclgrind_sdpa, four_work_items_per_row) {
 Test(oclgrind_sdpa, unmasked_full_tiles) {
   tt_rng r = {tt_seed("oclgrind_sdpa.unmasked_full_tiles")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES", "16:16x16/2", 1);
+  tt_tune(ctx, "sdpa.fused.d16=16x16/2");
   tabcl__sdpa_tiles t;
   cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, 16, &t));
   cr_assert(t.bq == 16 && t.bk == 16, "tiles %d x %d, not the override's", t.bq, t.bk);
@@ -869,22 +889,20 @@ Test(oclgrind_sdpa, unmasked_full_tiles) {
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind plain tiles"));
   d.causal = 0;
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind plain tiles"));
-  unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }
 
-/* K and V in chunks (TABCL_SDPA_TILES suffixes): K by 4 head-dim columns,
+/* K and V in chunks (tile tuning suffixes): K by 4 head-dim columns,
    V by 8 keys, 4 work-items across the keys of S; a key count that leaves
    the last V chunk partial and the second skipped. */
 Test(oclgrind_sdpa, chunked_tiles) {
   tt_rng r = {tt_seed("oclgrind_sdpa.chunked_tiles")};
   tabcl_context *ctx = tt_context();
-  setenv("TABCL_SDPA_TILES", "16:16x16/2t4k4v8", 1);
+  tt_tune(ctx, "sdpa.fused.d16=16x16/2t4k4v8");
   tabcl_sdpa_desc d = desc_of(1, 3, 21, 2, 1, 16, TABCL_F32);
   d.mask = TABCL_MASK_ADD;
   d.causal = 1;
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind chunks"));
-  unsetenv("TABCL_SDPA_TILES");
   tabcl_context_destroy(ctx);
 }
 
@@ -996,7 +1014,6 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
   if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
   tt_rng r = {tt_seed("sdpa.clblast_windows_past_the_index_limit")};
   tabcl_context *ctx = tt_context();
-  const size_t saved = tabcl__sdpa_clblast_index_limit;
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt += TABCL_F64 - TABCL_F32) {
     if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
     tabcl_sdpa_desc d = desc_of(9, 13, 21, 4, 2, 24, (tabcl_dtype)dt);
@@ -1009,7 +1026,7 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
     memset(a, 0x7F, bytes);
     tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_CLBLAST));
     /* one batch entry of q is 13 x 4 x 24 = 1248 elements: windows from entry 3 on */
-    tabcl__sdpa_clblast_index_limit = 4000;
+    tt_tune(ctx, "sdpa.gemm.index_limit=4000");
     tabcl_stats before, after;
     tabcl_context_stats(ctx, &before);
     memset(b, 0x7F, bytes);
@@ -1041,10 +1058,9 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
       cr_expect(untouched, "failure %ld changed out", n);
     }
 #endif
-    tabcl__sdpa_clblast_index_limit = saved;
+    tt_tune(ctx, "sdpa.gemm.index_limit=auto");
     free(a), free(b);
     case_free(&c);
   }
-  tabcl__sdpa_clblast_index_limit = saved;
   tabcl_context_destroy(ctx);
 }

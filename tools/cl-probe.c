@@ -13,85 +13,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/internal.h"
+#include "cl-probe.h"
 #include "probe/measure.h"
 
 typedef struct probe_opts {
-  int json, quick;
+  int json, quick, plan;
   const char *device;
 } probe_opts;
-
-/* ---- output: one writer for both the text table and JSON ---- */
-
-static int json_mode;
-static int json_first = 1; /* whether the next JSON member is the first of its object */
-
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c == '\n') printf("\\n");
-    else if (c == '\t') printf("\\t");
-    else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
-
-static void json_key(const char *key) {
-  printf("%s", json_first ? "" : ",");
-  json_first = 0;
-  if (key) {
-    json_string(key);
-    putchar(':');
-  }
-}
-static void json_open(const char *key, char bracket) {
-  json_key(key);
-  putchar(bracket);
-  json_first = 1;
-}
-static void json_close(char bracket) {
-  putchar(bracket);
-  json_first = 0;
-}
-
-/* A row: name and value text, or an error shown inline. */
-static void row(const char *name, const char *error, const char *fmt, ...) TABCL_PRINTF(3, 4);
-static void row(const char *name, const char *error, const char *fmt, ...) {
-  char value[1024] = "";
-  if (!error && fmt) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(value, sizeof value, fmt, ap);
-    va_end(ap);
-  }
-  if (json_mode) {
-    json_open(name, '{');
-    if (error) {
-      json_key("error");
-      json_string(error);
-    } else {
-      json_key("value");
-      json_string(value);
-    }
-    json_close('}');
-  } else {
-    printf("  %-32s %s%s\n", name, error ? "ERROR: " : "", error ? error : value);
-  }
-}
-
-static void heading(const char *fmt, ...) TABCL_PRINTF(1, 2);
-static void heading(const char *fmt, ...) {
-  if (json_mode) return;
-  va_list ap;
-  va_start(ap, fmt);
-  printf("\n");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-}
 
 static double now(void) {
   struct timespec ts;
@@ -272,6 +200,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   char devopts[512];
   tabcl__device_build_options(&ctx->info, devopts, sizeof devopts);
   row("build options", NULL, "%s", devopts);
+  probe_tuning(ctx);
 
   /* Kernel programs */
   if (json_mode) json_open("programs", '[');
@@ -298,6 +227,8 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     failures += step_result(name, s, (now() - t0) * 1e3, NULL, 1);
   }
   if (json_mode) json_close(']');
+
+  if (o->plan) probe_plans(ctx);
 
   /* Ceilings */
   if (json_mode) json_open("measured", '{');
@@ -342,8 +273,9 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cl-probe [--json] [--quick] [--device SEL]\n"
+          "usage: cl-probe [--json] [--quick] [--plan] [--device SEL]\n"
           "  --device SEL  only the device SEL names (\"P:D\" or a name substring)\n"
+          "  --plan        also the plans of representative calls of every family\n"
           "  --quick       small measurements, for a fast check\n"
           "  --json        a machine-readable report on stdout\n");
 }
@@ -353,6 +285,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) o.json = 1;
     else if (!strcmp(argv[i], "--quick")) o.quick = 1;
+    else if (!strcmp(argv[i], "--plan")) o.plan = 1;
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) o.device = argv[++i];
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
     else { usage(stderr); return 2; }

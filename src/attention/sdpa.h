@@ -1,6 +1,16 @@
-/* Attention internals shared by sdpa.c (validation, slicing, entry points),
- * sdpa_fused.c (the fused kernel), sdpa_clblast.c (the GEMM path) and the
- * tests and benchmark. */
+/* Attention internals. The files, from the top down (none calls a file
+ * above it):
+ *   sdpa.c          the public calls: validate, gather the facts, execute
+ *   sdpa_selfcheck.c cl-probe's portable check (through the public call)
+ *   sdpa_mma_check.c the tensor-core kernel's device check and its verdict
+ *   sdpa_exec.c     executes a plan: buffers, uploads, slices, launches
+ *   sdpa_plan.c     the planner: picks a backend from a table, slices
+ *   sdpa_fused.c    the portable fused kernel: tiles (pure) and launch
+ *   sdpa_mma.c      the NVIDIA tensor-core kernel: shape (pure) and launch
+ *   sdpa_clblast.c  the GEMM path: slice (pure) and run
+ *   sdpa_grid.c     the launch grid the fused and tensor-core kernels share
+ *   sdpa_reference.c the double host loop the checks compare with
+ *   sdpa_common.c   descriptor helpers, validation, event tracking */
 #ifndef TABCL_SDPA_H
 #define TABCL_SDPA_H
 
@@ -8,29 +18,15 @@
 
 enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2, TABCL__SDPA_MMA = 3 };
 
-/* Work-groups a launch puts in NDRange dims 1 and 2 (NVIDIA allows 65535
-   there); the batch goes in dim 0. A variable so tests can force the split. */
-extern int tabcl__sdpa_max_groups_yz;
+/* ---- descriptor helpers and validation (sdpa_common.c) ---- */
 
-/* Sets kernel arguments first, first + 1, ... (TABCL_SET_ARGS starts at 0). */
-tabcl_status tabcl__sdpa_set_args_at(cl_kernel k, const char *kname, int first, int n,
-                                     const tabcl__arg *args);
-#define TABCL_SET_ARGS_AT(k, kname, first, ...)                                          \
-  tabcl__sdpa_set_args_at((k), (kname), (first),                                         \
-                          (int)(sizeof((tabcl__arg[]){__VA_ARGS__}) / sizeof(tabcl__arg)), \
-                          (tabcl__arg[]){__VA_ARGS__})
-
-/* The fused kernel's tile shape for one device, dtype and head dim. */
-typedef struct tabcl__sdpa_tiles {
-  int dp;      /* head dim rounded up to a multiple of 16 */
-  int bq, bk;  /* queries per work-group, keys per tile */
-  int nt;      /* work-group size */
-  int tc;      /* work-items across the output's float4 columns */
-  int tks;     /* work-items across the keys of S */
-  int kc, vk;  /* head-dim columns of a K chunk, keys of a V chunk (see cl/sdpa.cl) */
-  int prefetch; /* 1: K/V chunks are read into registers one phase ahead of their use */
-  size_t local_bytes;
-} tabcl__sdpa_tiles;
+size_t tabcl__sdpa_elem_size(tabcl_dtype dt);
+int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d);
+double tabcl__sdpa_scale(const tabcl_sdpa_desc *d);
+/* Checks every field; has_* say whether the caller passed that tensor. */
+tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
+                                  const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,
+                                  int has_mask, int has_out);
 
 /* The device buffers of one call: whole tensors, batch entry 0 first. */
 typedef struct tabcl__sdpa_bufs {
@@ -45,62 +41,46 @@ typedef struct tabcl__sdpa_events {
 void tabcl__sdpa_track(tabcl__sdpa_events *e, cl_event ev);
 void tabcl__sdpa_events_release(tabcl__sdpa_events *e);
 
-size_t tabcl__sdpa_elem_size(tabcl_dtype dt);
-int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d);
-double tabcl__sdpa_scale(const tabcl_sdpa_desc *d);
-/* Checks every field; has_* say whether the caller passed that tensor. */
-tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
-                                  const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,
-                                  int has_mask, int has_out);
-/* 1 and fills t when the fused kernel fits the device for this dtype and head dim. */
+/* ---- the portable fused kernel (sdpa_fused.c) ---- */
+
+/* The fused kernel's tile shape for one device, dtype and head dim. */
+typedef struct tabcl__sdpa_tiles {
+  int dp;      /* head dim rounded up to a multiple of 16 */
+  int bq, bk;  /* queries per work-group, keys per tile */
+  int nt;      /* work-group size */
+  int tc;      /* work-items across the output's float4 columns */
+  int tks;     /* work-items across the keys of S */
+  int kc, vk;  /* head-dim columns of a K chunk, keys of a V chunk (see cl/sdpa.cl) */
+  int prefetch; /* 1: K/V chunks are read into registers one phase ahead of their use */
+  size_t local_bytes;
+} tabcl__sdpa_tiles;
+
+/* Pure: the tile shape for dtype dt and head_dim on target t, with at most
+   kernel_cap work-items a group (the compiled kernel's own limit where it
+   is known; 0: the device's). 1 and fills *out when a shape fits; 0 when
+   none does (the GEMM path takes the call); -1 when the sdpa.fused.dNN
+   tuning entry for this head dim does not fit, and *why says how. */
+int tabcl__sdpa_fused_tiles(const tabcl__target *t, size_t kernel_cap, tabcl_dtype dt,
+                            int head_dim, tabcl__sdpa_tiles *out, const char **why);
+/* The same for ctx's own target (tests, the benchmark). */
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t);
-/* Resolves TABCL__SDPA_AUTO and checks that the path can run here. */
-tabcl_status tabcl__sdpa_pick_path(const tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
-                                   int *picked, tabcl__sdpa_tiles *t);
-
-/* Runs the whole call on device buffers, slicing the batch into launches.
-   wait applies to the first command; ev receives the first/last commands. */
-tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
-                             const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
-                             tabcl__sdpa_events *ev);
-
-/* One fused launch over batch entries [b0, b0 + nb) of the buffers. */
+/* The build options of a shape: dtype and tiles, never sizes. */
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap);
+/* Batch entries a fused launch may take (NDRange and max_batch_per_launch). */
+int64_t tabcl__sdpa_fused_slice(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                                const tabcl__sdpa_tiles *tiles);
+/* One fused launch over batch entries [b0, b0 + nb) of the buffers. A
+   kernel whose own work-group limit is below the shape's is refused before
+   anything is enqueued: TABCL_UNSUPPORTED with *kernel_cap set to it. */
 tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                       const tabcl__sdpa_tiles *t, const tabcl__sdpa_bufs *b,
                                       int64_t b0, int64_t nb, cl_uint nwait,
-                                      const cl_event *wait, tabcl__sdpa_events *ev);
-/* Batch entries a fused launch may take (NDRange and max_batch_per_launch). */
-int64_t tabcl__sdpa_fused_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                const tabcl__sdpa_tiles *t);
+                                      const cl_event *wait, tabcl__sdpa_events *ev,
+                                      size_t *kernel_cap);
 
-/* The CLBlast path over batch entries [b0, b0 + nb): Q K^T, softmax, P V. */
-int tabcl__sdpa_clblast_available(void);
-tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                     const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
-                                     cl_uint nwait, const cl_event *wait,
-                                     tabcl__sdpa_events *ev);
-/* The most elements CLBlast may address in one buffer (2^31 - 1: its
-   offsets are 32-bit); a variable so tests can make windows necessary. */
-extern size_t tabcl__sdpa_clblast_index_limit;
-/* Batch entries one CLBlast step may take (its temporaries must fit). */
-int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d);
+/* ---- the NVIDIA tensor-core kernel (sdpa_mma.c) ---- */
 
-/* tabcl_sdpa_host with a forced path (tests use it to cross-check). */
-tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
-                                   const void *q, const void *k, const void *v,
-                                   const void *mask, void *out, int path);
-
-tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
-/* The self-checks' reference: out[0, head_dim) = the attention output of
-   batch entry b, head h, query i by a double host loop over d's tensors
-   (no causality), with mask NULL or a boolean [q_heads, q_len, kv_len]
-   mask shared by the batch; w holds kv_len values of scratch. */
-void tabcl__sdpa_expect_row(const tabcl_sdpa_desc *d, const double *q, const double *k,
-                            const double *v, const uint8_t *mask, int b, int h, int i,
-                            double *w, double *out);
-
-/* ---- the NVIDIA tensor-core path for f32/f16/bf16 (sdpa_mma.c) ---- */
 typedef struct tabcl__sdpa_mma_shape {
   int dp;   /* head dim rounded up to a multiple of 16 (at most 128) */
   int bk;   /* keys per tile */
@@ -108,32 +88,140 @@ typedef struct tabcl__sdpa_mma_shape {
   int qmode;   /* f32: where Q lives for the pass (MMA_QMODE) */
   int batch;   /* a tile's global loads issued together (MMA_BATCH) */
 } tabcl__sdpa_mma_shape;
-/* 1 and fills m when the kernel may run this call on this device (NVIDIA,
-   f32, f16 or bf16 with head dim <= 128, and
-   TABCL_SDPA_MMA is not "0"); says nothing about the device check. */
+/* Pure: 1 and fills m when the kernel may run this call on target t
+   (NVIDIA, f32, f16 or bf16 with head dim <= 128, fits local memory);
+   says nothing about the device check or TABCL_SDPA_MMA. */
+int tabcl__sdpa_mma_shape_for(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                              tabcl__sdpa_mma_shape *m);
+/* tabcl__sdpa_mma_shape_for on ctx's target, and 0 when TABCL_SDPA_MMA is "0". */
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m);
-/* TABCL_OK once the kernel has built and passed its check on this device
-   for dtype; the first call runs the check, later ones reuse the verdict. */
-tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt);
-/* Runs the call on the tensor-core kernel and sets *taken when the kernel
-   may run it and path is TABCL__SDPA_MMA, or AUTO and the kernel passed
-   its check; else clears *taken and does nothing. */
-tabcl_status tabcl__sdpa_mma_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
-                                 const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
-                                 tabcl__sdpa_events *ev, int *taken);
-tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx);
+/* Whether TABCL_SDPA_MMA leaves the tensor-core kernel on (a user switch). */
+int tabcl__sdpa_mma_enabled(void);
+void tabcl__sdpa_mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf,
+                             size_t cap);
+int64_t tabcl__sdpa_mma_slice(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                              const tabcl__sdpa_mma_shape *m);
+tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
+                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                                    tabcl__sdpa_events *ev);
+
+/* ---- the GEMM path (sdpa_clblast.c) ---- */
+
+int tabcl__sdpa_clblast_available(void);
+/* Pure: batch entries one CLBlast step may take (its temporaries must fit,
+   its 32-bit element offsets must hold). */
+int64_t tabcl__sdpa_clblast_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
+/* The CLBlast path over batch entries [b0, b0 + nb): Q K^T, softmax, P V. */
+tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                     const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
+                                     cl_uint nwait, const cl_event *wait,
+                                     tabcl__sdpa_events *ev);
+
+/* ---- the launch grid of the tile kernels (sdpa_grid.c) ---- */
 
 /* Runs kernel kname of program (built with opts) over batch entries
    [b0, b0 + nb) x all heads x nqt query tiles, in groups of nt, with the
    arguments the fused and tensor-core kernels share; dims 1 and 2 are split
-   where they exceed tabcl__sdpa_max_groups_yz. TABCL_UNSUPPORTED, before
+   where they exceed the sdpa.groups_yz tuning. TABCL_UNSUPPORTED, before
    anything is enqueued, when the compiled kernel cannot run nt work-items
-   a group (what names it in the message). */
+   a group (what names it in the message; *kernel_cap, if given, gets the
+   kernel's limit). */
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
-                                     const cl_event *wait, tabcl__sdpa_events *ev);
+                                     const cl_event *wait, tabcl__sdpa_events *ev,
+                                     size_t *kernel_cap);
+
+/* ---- the planner (sdpa_plan.c): pure, no OpenCL call ---- */
+
+/* What only running something on the device can tell, handed to the
+   planner as data. */
+typedef struct tabcl__sdpa_facts {
+  int clblast;            /* the GEMM path is built in */
+  int mma_enabled;        /* TABCL_SDPA_MMA leaves the tensor-core kernel on */
+  int mma_passed;         /* it passed its device check for this dtype, so the
+                             automatic choice may take it */
+  size_t fused_cap;       /* the fused kernel's own work-group limit for this call's
+                             shape class, once a build showed it below the device's; 0 */
+} tabcl__sdpa_facts;
+
+typedef struct tabcl__sdpa_plan {
+  int path;                     /* TABCL__SDPA_FUSED, _MMA or _CLBLAST */
+  const char *backend;          /* its name in reports */
+  tabcl__sdpa_tiles tiles;      /* FUSED */
+  tabcl__sdpa_mma_shape mma;    /* MMA */
+  const char *program;          /* "sdpa", "sdpa_mma" or "softmax" */
+  char options[256];            /* its build options (dtype and shape, never sizes) */
+  size_t group;                 /* work-items a group of the main kernel */
+  int64_t query_tiles;          /* work-groups along the queries (tile kernels) */
+  int64_t launch_step;          /* batch entries a launch (or CLBlast step) takes */
+  /* host calls: */
+  int64_t host_step;            /* batch entries an upload takes */
+  uint64_t q_bytes, kv_bytes, mask_bytes, out_bytes; /* the device buffers it makes */
+  int mask_whole;               /* a batch-broadcast mask is uploaded once */
+} tabcl__sdpa_plan;
+
+/* Plans attention d on t. forced is TABCL__SDPA_AUTO (the first backend of
+   the table that takes the call) or one backend. A call no backend can run
+   is TABCL_UNSUPPORTED; a tuning entry that does not fit is
+   TABCL_INVALID_ARGUMENT naming it. */
+tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_facts *f,
+                                   const tabcl_sdpa_desc *d, int forced, tabcl__sdpa_plan *p);
+void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap);
+
+/* ---- execution (sdpa_exec.c) ---- */
+
+/* Runs d on device buffers, sliced into launches: plans with f, and plans
+   again where a kernel shows a lower work-group limit (remembered in the
+   context) or, for the automatic choice, where the tensor-core kernel
+   cannot build or run this shape. wait applies to the first command; ev
+   receives the first/last commands. */
+tabcl_status tabcl__sdpa_exec(tabcl_context *ctx, const tabcl__sdpa_facts *f,
+                              const tabcl_sdpa_desc *d, int forced, const tabcl__sdpa_bufs *b,
+                              cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev);
+/* A host call: device buffers, uploads and read-back as the plan slices
+   them, around tabcl__sdpa_exec. d is validated. */
+tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *f,
+                                   const tabcl_sdpa_desc *d, int forced, const void *q,
+                                   const void *k, const void *v, const void *mask, void *out);
+/* The fused kernel's remembered work-group limit for d's shape class (0: none). */
+size_t tabcl__sdpa_fused_cap(tabcl_context *ctx, const tabcl_sdpa_desc *d);
+
+/* ---- the tensor-core check (sdpa_mma_check.c) ---- */
+
+/* TABCL_OK once the kernel has built and passed its check on this device
+   for dtype; the first call runs the check, later ones reuse the verdict. */
+tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt);
+tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx);
+
+/* ---- the entry points (sdpa.c) ---- */
+
+/* The facts for d on ctx (runs the tensor-core check the first time the
+   automatic choice could take that kernel). */
+void tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
+                           tabcl__sdpa_facts *f);
+/* tabcl__sdpa_exec with the facts gathered (the benchmark times it). */
+tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                             const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
+                             tabcl__sdpa_events *ev);
+/* tabcl_sdpa_host with a forced path (tests use it to cross-check). */
+tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
+                                   const void *q, const void *k, const void *v,
+                                   const void *mask, void *out, int path);
+
+tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx);
+
+/* ---- the checks' reference (sdpa_reference.c) ---- */
+
+/* out[0, head_dim) = the attention output of batch entry b, head h, query
+   i by a double host loop over d's tensors (no causality), with mask NULL
+   or a boolean [q_heads, q_len, kv_len] mask shared by the batch; w holds
+   kv_len values of scratch. */
+void tabcl__sdpa_expect_row(const tabcl_sdpa_desc *d, const double *q, const double *k,
+                            const double *v, const uint8_t *mask, int b, int h, int i,
+                            double *w, double *out);
 
 #endif

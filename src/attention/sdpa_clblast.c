@@ -18,12 +18,22 @@
 
 int tabcl__sdpa_clblast_available(void) { return 1; }
 
-size_t tabcl__sdpa_clblast_index_limit = (size_t)INT32_MAX;
-
 static size_t score_size(tabcl_dtype dt) { return dt == TABCL_F64 ? 8 : 4; }
 static int widened(tabcl_dtype dt) { return dt == TABCL_F16 || dt == TABCL_BF16; }
 
-int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d) {
+/* The most elements CLBlast may address in one buffer: 2^31 - 1, its
+   offsets being 32-bit (sdpa.gemm.index_limit; tests set it low). */
+static size_t index_limit(const tabcl__tuning *t) {
+  const int64_t v = t->value[TABCL__TUNE_SDPA_GEMM_INDEX];
+  return v == TABCL__TUNE_AUTO ? (size_t)INT32_MAX : (size_t)v;
+}
+
+static int64_t groups_yz(const tabcl__tuning *t) {
+  const int64_t v = t->value[TABCL__TUNE_SDPA_GROUPS_YZ];
+  return v == TABCL__TUNE_AUTO ? 65535 : v;
+}
+
+int64_t tabcl__sdpa_clblast_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d) {
   uint64_t scores = (uint64_t)d->q_heads * (uint64_t)d->q_len * (uint64_t)d->kv_len *
                     score_size(d->dtype);
   uint64_t qe = (uint64_t)d->q_len * d->q_heads * d->head_dim;
@@ -36,19 +46,19 @@ int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_des
   uint64_t items = (uint64_t)d->q_heads * d->q_len * SM_WG;
   if (qe > items) items = qe;
   if (ke > items) items = ke;
-  int64_t n = tabcl__slice_items_ctx(ctx, bytes, items);
+  int64_t n = tabcl__slice_items(tg, bytes, items);
   /* CLBlast addresses elements with 32-bit ints: one step's tensors (each
      seen through a window that may start up to one alignment unit early)
      and its scores must stay below the limit. */
   uint64_t per = qe > ke ? qe : ke;
   if (scores / score_size(d->dtype) > per) per = scores / score_size(d->dtype);
-  const uint64_t early = ctx->info.mem_base_addr_align_bits / 8 + 1;
-  const uint64_t limit = tabcl__sdpa_clblast_index_limit;
+  const uint64_t early = tg->dev->mem_base_addr_align_bits / 8 + 1;
+  const uint64_t limit = index_limit(tg->tune);
   const int64_t by_index = per && limit > early ? (int64_t)((limit - early) / per) : 1;
   if (by_index >= 1 && by_index < n) n = by_index;
   /* CLBlast's batched GEMM may put the batch in a grid dimension that some
      devices limit to 65535 groups. */
-  return n < tabcl__sdpa_max_groups_yz ? n : tabcl__sdpa_max_groups_yz;
+  return n < groups_yz(tg->tune) ? n : groups_yz(tg->tune);
 }
 
 static tabcl_status blast_fail(CLBlastStatusCode st, const char *call) {
@@ -72,7 +82,7 @@ static tabcl_status gemm(tabcl_context *ctx, tabcl_dtype dt, int transb, size_t 
   const size_t end_a = aoff + (nb - 1) * astr + (m - 1) * lda + k;
   const size_t end_b = boff + (nb - 1) * bstr + (rows_b - 1) * ldb + cols_b;
   const size_t end_c = coff + (nb - 1) * cstr + (m - 1) * ldc + n;
-  const size_t lim = tabcl__sdpa_clblast_index_limit;
+  const size_t lim = index_limit(&ctx->tune);
   if (end_a > lim || end_b > lim || end_c > lim)
     return tabcl__fail(TABCL_UNSUPPORTED,
                        "attention (CLBlast path): one batch entry reaches element %zu; CLBlast "
@@ -151,7 +161,7 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
   if (!s) {
     /* Heads and queries go in dims 1 and 2, which may be limited to 65535
        groups: larger extents take several launches. */
-    const cl_int most = tabcl__sdpa_max_groups_yz;
+    const cl_int most = (cl_int)groups_yz(&ctx->tune);
     for (cl_int i0 = 0; i0 < lq && !s; i0 += most)
       for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
         s = TABCL_SET_ARGS_AT(k, "sdpa_softmax", 11, TABCL_ARG(h0), TABCL_ARG(i0));
@@ -200,8 +210,8 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
   cl_mem qw = NULL, kw = NULL, vw = NULL, ow = NULL;
   cl_mem qm = b->q, km = b->k, vm = b->v, om = b->out;
   size_t qoff = (size_t)b0 * qe, koff = (size_t)b0 * ke;
-  if (!wide && (qoff + n * qe > tabcl__sdpa_clblast_index_limit ||
-                koff + n * ke > tabcl__sdpa_clblast_index_limit)) {
+  if (!wide && (qoff + n * qe > index_limit(&ctx->tune) ||
+                koff + n * ke > index_limit(&ctx->tune))) {
     /* A slice far into the caller's tensors: CLBlast sees it through
        sub-buffers that start just before it, so its offsets stay small. */
     size_t qskip = 0, kskip = 0, vskip = 0, oskip = 0;
@@ -255,9 +265,8 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
 #else
 
 int tabcl__sdpa_clblast_available(void) { return 0; }
-size_t tabcl__sdpa_clblast_index_limit = (size_t)INT32_MAX;
-int64_t tabcl__sdpa_clblast_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d) {
-  (void)ctx, (void)d;
+int64_t tabcl__sdpa_clblast_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d) {
+  (void)tg, (void)d;
   return 1;
 }
 tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,

@@ -1,9 +1,141 @@
-/* Launching the fused attention kernel (cl/sdpa.cl). */
+/* The portable fused attention kernel (cl/sdpa.cl): its tile shapes, a
+ * pure choice from the device, the tuning table and the kernel's own
+ * work-group limit, and its launch. */
 #include <stdio.h>
 
 #include "attention/sdpa.h"
 
-static void fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap) {
+/* Local memory of a tile shape: the Q tile, the larger of a K chunk and a V
+   chunk (unpadded, swizzled), P transposed with four padding columns, a
+   rescale factor and tks partial maxima/sums per query. */
+static size_t tile_bytes(size_t es, const tabcl__sdpa_tiles *t) {
+  const size_t kch = (size_t)t->bk * (size_t)t->kc, vch = (size_t)t->vk * (size_t)t->dp;
+  return es * ((size_t)t->bq * (size_t)t->dp + (kch > vch ? kch : vch) +
+               (size_t)t->bk * (size_t)(t->bq + 4) + (size_t)(1 + t->tks) * (size_t)t->bq);
+}
+
+static int pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+/* Float4 vectors of the larger chunk (K or V) per work-item. */
+static int share_of_chunk(const tabcl__sdpa_tiles *t) {
+  const int kg = t->bk * t->kc / 4, vg = t->vk * t->dp / 4, g = kg > vg ? kg : vg;
+  return (g + t->nt - 1) / t->nt;
+}
+
+/* Reading the next chunk into registers while the current one is used
+   hides the reads' latency but holds 4 registers a vector for the whole
+   pass: it pays up to 4 vectors a work-item (bench/RESULTS.md, Tuning:
+   sdpa.fused). */
+static int default_prefetch(const tabcl__sdpa_tiles *t) { return share_of_chunk(t) <= 4; }
+
+/* Whether the kernel's index arithmetic holds for t (see cl/sdpa.cl): every
+   work-item has whole register blocks, the swizzles stay inside a row, and
+   a work-item's share of a K or V chunk is at most 16 vectors. */
+static int shape_ok(const tabcl__device_desc *dev, size_t es, size_t maxwg,
+                    const tabcl__sdpa_tiles *t) {
+  if (t->nt <= 0 || (size_t)t->nt > maxwg || !pow2(t->nt) || !pow2(t->tks) || t->tks > 32)
+    return 0;
+  if (t->bk < 8 || t->bk > 64 || t->bk % t->tks || t->nt % t->tks || t->bq % (t->nt / t->tks))
+    return 0;
+  if (t->nt % t->tc || t->bq % (t->nt / t->tc)) return 0;
+  /* A chunk narrower than the row has a power of two of float4 columns, so
+     the XOR masks (powers of two less one) fit in it. */
+  if (t->kc < 4 || t->kc % 4 || t->dp % t->kc || (t->kc < t->dp && !pow2(t->kc / 4))) return 0;
+  if (t->vk < 4 || t->vk % 4 || t->bk % t->vk) return 0;
+  if (share_of_chunk(t) > 16) return 0;
+  return tile_bytes(es, t) <= dev->local_mem_size;
+}
+
+/* The shape an sdpa.fused.dNN request asks for, from the automatic shape
+   a; 1 and *out when it is well formed and fits, else 0. */
+static int requested(const tabcl__device_desc *dev, size_t es, size_t maxwg,
+                     const tabcl__tile_request *r, const tabcl__sdpa_tiles *a,
+                     tabcl__sdpa_tiles *out) {
+  tabcl__sdpa_tiles c = *a;
+  const int f = r->per_row ? r->per_row : a->nt / a->bq;
+  c.bq = r->bq, c.bk = r->bk;
+  c.tks = r->tks ? r->tks : 8;
+  c.kc = r->kc ? r->kc : a->dp;
+  c.vk = r->vk ? r->vk : r->bk;
+  if (f > c.tc || r->bq * f < 32) return 0;
+  c.nt = r->bq * f;
+  if (!shape_ok(dev, es, maxwg, &c)) return 0;
+  /* The default prefetch divides by the work-items and multiplies the
+     chunk sizes: it is judged only on a shape that shape_ok has taken. */
+  c.prefetch = r->prefetch >= 0 ? r->prefetch : default_prefetch(&c);
+  *out = c;
+  return 1;
+}
+
+int tabcl__sdpa_fused_tiles(const tabcl__target *tg, size_t kernel_cap, tabcl_dtype dt,
+                            int head_dim, tabcl__sdpa_tiles *t, const char **why) {
+  const tabcl__device_desc *dev = tg->dev;
+  if (why) *why = NULL;
+  /* The fused kernel's register blocks are sized for head dims up to 256;
+     wider heads take the CLBlast path. */
+  if (head_dim > 256 || head_dim < 1) return 0;
+  const size_t es = dt == TABCL_F64 ? 8 : 4;
+  const int dp = (head_dim + 15) / 16 * 16;
+  /* More work-items per query row for the widest heads keeps the output
+     block (and so the register count) per work-item at most 64 values. */
+  const int ntf = dp > 128 ? 4 : 2;
+  /* The output's float4 columns split evenly over a power of two of work-items. */
+  const int tc = (dp / 4) % 16 == 0 ? 16 : (dp / 4) % 8 == 0 ? 8 : 4;
+  size_t maxwg = dev->max_work_group_size;
+  if (dev->max_work_item_sizes[0] < maxwg) maxwg = dev->max_work_item_sizes[0];
+  if (kernel_cap && kernel_cap < maxwg) maxwg = kernel_cap;
+  static const int bqs[] = {64, 32, 16};
+  tabcl__sdpa_tiles best = {0};
+  /* First choice: the largest query tile that takes a key tile of 16 or
+     more (fewer barriers and softmax passes per FLOP; each K/V tile reused
+     by more queries), with the largest such key tile; else the shape with
+     the most query x key pairs per tile, ties to the longer key tile
+     (bench/RESULTS.md, Tuning: sdpa.fused). Key tiles are multiples of 8 up
+     to 64 that shape_ok takes. With 48 KiB in f32 this gives 64 x 64 for
+     head dims up to 32, 64 x 56 for 64, 64 x 16 for 128 and 16 x 16 for
+     256. Whole tiles go through local memory (one K chunk, one V chunk).
+     Where the group must be smaller than ntf work-items a row allow (a
+     kernel limit of 32, say), rows take fewer work-items. */
+  for (int f = ntf; f >= 1 && !best.bq; f /= 2)
+    for (int pass = 0; pass < 2 && !best.bq; pass++)
+      for (size_t i = 0; i < sizeof bqs / sizeof bqs[0]; i++) {
+        const int bq = bqs[i], nt = bq * f;
+        if ((size_t)nt > maxwg || nt < 32) continue;
+        for (int bk = 64; bk >= (pass == 0 ? 16 : 8); bk -= 8) {
+          tabcl__sdpa_tiles c = {dp, bq, bk, nt, tc, 8, dp, bk, 0, 0};
+          if (!shape_ok(dev, es, maxwg, &c)) continue;
+          c.prefetch = default_prefetch(&c);
+          if (pass == 0 || bq * bk > best.bq * best.bk ||
+              (bq * bk == best.bq * best.bk && bk > best.bk))
+            best = c;
+          break;
+        }
+        if (pass == 0 && best.bq) break;
+      }
+  if (!best.bq) return 0;
+  const int key = tabcl__tune_tiles_key(dp);
+  if (key >= 0 && tg->tune->value[key] != TABCL__TUNE_AUTO) {
+    tabcl__sdpa_tiles c;
+    if (!requested(dev, es, maxwg, &tg->tune->tiles[key], &best, &c)) {
+      if (why)
+        *why = kernel_cap ? "the shape does not fit the device or the kernel's work-group limit"
+                          : "the shape does not fit the device";
+      return -1;
+    }
+    best = c;
+  }
+  best.local_bytes = tile_bytes(es, &best);
+  *t = best;
+  return 1;
+}
+
+int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
+                             tabcl__sdpa_tiles *t) {
+  const tabcl__target tg = tabcl__context_target(ctx);
+  return tabcl__sdpa_fused_tiles(&tg, 0, dt, head_dim, t, NULL) == 1;
+}
+
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap) {
   snprintf(buf, cap, "-DSDPA_DTYPE=%d -DSDPA_DP=%d -DSDPA_BQ=%d -DSDPA_BK=%d -DSDPA_NT=%d "
                    "-DSDPA_TC=%d -DSDPA_TKS=%d -DSDPA_KC=%d -DSDPA_VK=%d -DSDPA_NOPRE=%d", (int)dt,
                    t->dp, t->bq, t->bk, t->nt, t->tc, t->tks, t->kc, t->vk, !t->prefetch);
@@ -13,18 +145,20 @@ static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t)
   return (d->q_len + t->bq - 1) / t->bq;
 }
 
-int64_t tabcl__sdpa_fused_slice(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
+int64_t tabcl__sdpa_fused_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,
                                 const tabcl__sdpa_tiles *t) {
-  return tabcl__slice_items_ctx(ctx, 0, (uint64_t)t->nt * (uint64_t)query_tiles(d, t) *
-                                        (uint64_t)d->q_heads);
+  return tabcl__slice_items(tg, 0, (uint64_t)t->nt * (uint64_t)query_tiles(d, t) *
+                                       (uint64_t)d->q_heads);
 }
 
 tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                       const tabcl__sdpa_tiles *t, const tabcl__sdpa_bufs *b,
                                       int64_t b0, int64_t nb, cl_uint nwait,
-                                      const cl_event *wait, tabcl__sdpa_events *ev) {
+                                      const cl_event *wait, tabcl__sdpa_events *ev,
+                                      size_t *kernel_cap) {
   char opts[256];
-  fused_options(d->dtype, t, opts, sizeof opts);
+  tabcl__sdpa_fused_options(d->dtype, t, opts, sizeof opts);
   return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
-                                 (size_t)t->nt, (int)query_tiles(d, t), b0, nb, nwait, wait, ev);
+                                 (size_t)t->nt, (int)query_tiles(d, t), b0, nb, nwait, wait, ev,
+                                 kernel_cap);
 }

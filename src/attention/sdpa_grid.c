@@ -7,7 +7,8 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
-                                     const cl_event *wait, tabcl__sdpa_events *ev) {
+                                     const cl_event *wait, tabcl__sdpa_events *ev,
+                                     size_t *kernel_cap) {
   cl_kernel k = NULL;
   tabcl_status s = tabcl__kernel_create(ctx, program, opts, kname, &k);
   if (s) return s;
@@ -15,6 +16,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
   if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
                                NULL) == CL_SUCCESS && kmax > 0 && kmax < nt) {
     tabcl__kernel_release(k);
+    if (kernel_cap) *kernel_cap = kmax;
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: %s runs the %s with at most %zu "
                        "work-items per group; it needs %zu", ctx->info.name, what, kmax, nt);
   }
@@ -34,7 +36,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                      TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   /* Heads and query tiles go in dims 1 and 2, which may be limited to
      65535 groups: larger extents take several launches. */
-  const cl_int most = tabcl__sdpa_max_groups_yz;
+  const cl_int most = (cl_int)ctx->tune.value[TABCL__TUNE_SDPA_GROUPS_YZ];
   for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += most)
     for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
       s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));

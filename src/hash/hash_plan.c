@@ -134,13 +134,19 @@ void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
     snprintf(buf, cap, "empty column: a marker only");
     return;
   }
-  snprintf(buf, cap,
-           "%lld labels, %lld bytes: %s%s%s (group %zu)%s%s (group %zu)%s%s%s; slices of %lld "
-           "labels; lists %u/%u; block sums %llu B",
-           (long long)p->length, (long long)p->bytes, p->short_kernel ? p->short_kernel : "",
-           p->short_kernel ? " (group " : "", p->short_kernel ? "" : "", p->wg_short,
-           p->team_kernel ? ", " : "", p->team_kernel ? p->team_kernel : "", p->wg_team,
-           p->units_kernel ? ", " : "", p->units_kernel ? p->units_kernel : "",
-           p->chain_kernel ? ", hash_chain" : "", (long long)p->slice, p->mid_cap, p->huge_cap,
-           (unsigned long long)p->block_sum_bytes);
+  int n = snprintf(buf, cap, "%lld labels, %lld bytes:", (long long)p->length,
+                   (long long)p->bytes);
+  const char *names[4] = {p->short_kernel, p->team_kernel, p->units_kernel, p->chain_kernel};
+  const size_t wgs[4] = {p->wg_short, p->wg_team, p->wg_units, p->wg_chain};
+  const char *sep = " ";
+  for (int i = 0; i < 4; i++) {
+    if (!names[i] || n < 0 || (size_t)n >= cap) continue;
+    n += snprintf(buf + n, cap - (size_t)n, "%s%s (groups of %zu)", sep, names[i], wgs[i]);
+    sep = ", ";
+  }
+  if (n >= 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n,
+             "; %lld labels a launch; lists of %u long and %u huge labels; %llu B of block sums",
+             (long long)p->slice, p->mid_cap, p->huge_cap,
+             (unsigned long long)(p->block_sum_bytes + p->tail_sum_bytes));
 }

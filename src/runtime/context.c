@@ -112,11 +112,6 @@ void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out) {
   out->kernel_launches = atomic_load(&((tabcl_context *)ctx)->launches);
 }
 
-tabcl__target tabcl__context_target(const tabcl_context *ctx) {
-  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch};
-  return t;
-}
-
 tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries) {
   if (!ctx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__context_tune: ctx is NULL");
   tabcl_status s = tabcl__tune_apply(&ctx->info, entries, &ctx->tune);

@@ -128,6 +128,9 @@ struct tabcl_context {
   char *cache_dir;            /* NULL: no disk cache */
   int64_t max_batch_per_launch; /* 0 = device limits only */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
+  size_t sdpa_fused_cap[32]; /* the fused kernel's own work-group limit where a build
+                                 showed it below the device's, by f64 or not and padded
+                                 head dim (attention/sdpa_exec.c; guarded by lock) */
   int sdpa_mma_state[3];      /* tensor-core attention check, f32, f16 and bf16: 0 not
                                  run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
@@ -144,12 +147,17 @@ typedef struct tabcl__target {
   const tabcl__tuning *tune;
   int64_t max_batch_per_launch;   /* 0 = device limits only */
 } tabcl__target;
-tabcl__target tabcl__context_target(const tabcl_context *ctx);
 /* Test-only: applies TABCL_TUNE-style entries to this context's tuning
    (checked as TABCL_TUNE is). Not for use while other threads use ctx. */
 tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries);
 /* Test-only: shrink hashes to the low `bits` bits (1..64) so tests can force collisions. */
 void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits);
+
+/* What a planner reads of ctx. */
+static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
+  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch};
+  return t;
+}
 
 /* ---- programs and kernels (program.c, disk_cache.c) ------------------- */
 
@@ -187,10 +195,14 @@ typedef struct tabcl__arg {
 } tabcl__arg;
 #define TABCL_ARG(v) ((tabcl__arg){sizeof(v), &(v)})
 #define TABCL_LOCAL(bytes) ((tabcl__arg){(bytes), NULL})
-tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl__arg *args);
-#define TABCL_SET_ARGS(k, kname, ...)                                              \
-  tabcl__set_args((k), (kname), (int)(sizeof((tabcl__arg[]){__VA_ARGS__}) / sizeof(tabcl__arg)), \
+/* Sets arguments first, first + 1, ... of k from args. */
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
+                             const tabcl__arg *args);
+#define TABCL_SET_ARGS_AT(k, kname, first, ...)                                        \
+  tabcl__set_args((k), (kname), (first),                                               \
+                  (int)(sizeof((tabcl__arg[]){__VA_ARGS__}) / sizeof(tabcl__arg)),     \
                   (tabcl__arg[]){__VA_ARGS__})
+#define TABCL_SET_ARGS(k, kname, ...) TABCL_SET_ARGS_AT(k, kname, 0, __VA_ARGS__)
 
 /* Counts one launch made outside tabcl__launch (CLBlast's). */
 void tabcl__count_launch(tabcl_context *ctx);

@@ -320,12 +320,13 @@ void tabcl__kernel_release(cl_kernel k) {
   if (k) clReleaseKernel(k);
 }
 
-tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int n, const tabcl__arg *args) {
+tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
+                             const tabcl__arg *args) {
   for (int i = 0; i < n; i++) {
-    cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr));
+    cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)(first + i), args[i].size, args[i].ptr));
     if (err != CL_SUCCESS) {
       char what[160];
-      snprintf(what, sizeof what, "setting argument %d of %s", i, kname);
+      snprintf(what, sizeof what, "setting argument %d of %s", first + i, kname);
       return tabcl__cl_fail(err, "clSetKernelArg", what);
     }
   }

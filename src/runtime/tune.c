@@ -64,6 +64,21 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GROUPS_YZ, "65535", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GEMM_INDEX, "2147483647", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D16, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D32, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D48, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D64, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D80, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D96, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D112, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D128, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D144, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D160, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D176, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D192, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D208, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D224, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D240, "auto", R("sdpa.fused")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D256, "auto", R("sdpa.fused")},
 };
 #undef R
 
@@ -152,12 +167,12 @@ static int parse_tiles(const char *text, size_t len, tabcl__tile_request *t) {
   if (!small_number(&p, &r.bq) || *p++ != 'x' || !small_number(&p, &r.bk)) return 0;
   if (*p == '/') {
     p++;
-    if (!small_number(&p, &r.per_row)) return 0;
+    if (!small_number(&p, &r.per_row) || r.per_row == 0) return 0;
   }
   while (*p) {
     char c = *p++;
     int v;
-    if (!small_number(&p, &v)) return 0;
+    if (!small_number(&p, &v) || (c != 'p' && v == 0)) return 0;
     if (c == 't') r.tks = v;
     else if (c == 'k') r.kc = v;
     else if (c == 'v') r.vk = v;
@@ -167,6 +182,8 @@ static int parse_tiles(const char *text, size_t len, tabcl__tile_request *t) {
   if (r.bq != 16 && r.bq != 32 && r.bq != 64) return 0;
   if (r.bk < 8 || r.bk > 64 || r.bk % 8) return 0;
   if (r.per_row && r.per_row != 1 && r.per_row != 2 && r.per_row != 4) return 0;
+  /* a group has at least 32 work-items (cl/sdpa.cl) */
+  if (r.per_row && r.bq * r.per_row < 32) return 0;
   *t = r;
   return 1;
 }
@@ -183,7 +200,12 @@ static int parse_value(tabcl__tune_key k, const char *text, size_t len, tabcl__t
     t->value[k] = 1;
     return 1;
   }
-  return parse_number(&keys[k], text, len, &t->value[k]);
+  int64_t v;
+  if (!parse_number(&keys[k], text, len, &v)) return 0;
+  /* hash.mid names kernels: 2, 4, 6 and 7 named kernels since removed */
+  if (k == TABCL__TUNE_HASH_MID && v != 1 && v != 3 && v != 5) return 0;
+  t->value[k] = v;
+  return 1;
 }
 
 /* What a value cannot be on dev (NULL: it fits). Only what the device

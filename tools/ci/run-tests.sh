@@ -31,6 +31,9 @@ failed_output() {
     on && n++ < 80 { print }' "$1" >>"$details"
 }
 
+step "source layout (src/README.md)"
+"$root/tools/ci/check-layout.sh" || { echo "FAIL: source layout"; fail=1; }
+
 step "ctest on the default device"
 if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$logs/ctest.log"; then
   echo "FAIL: ctest"; fail=1

@@ -1,0 +1,361 @@
+/* The planners without a device: every family planned for hand-written
+ * device descriptions (small and large limits, no fp64, tiny local memory,
+ * work-group limits of 64 and 1024, a 256 MiB max allocation) at sizes
+ * from 0 to past 2^31 elements, checking properties of each plan: every
+ * launch within the limits, local memory within the device's, slices that
+ * cover the work exactly once, buffers within the max allocation, and one
+ * build per configuration whatever the sizes. ctest runs this binary with
+ * no OpenCL platform at all (OCL_ICD_VENDORS names an empty folder), so a
+ * planner that reached for the device would fail here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/sdpa.h"
+#include "catindex/catindex.h"
+#include "hash/hash.h"
+#include "sort/sort.h"
+#include "tt.h"
+
+typedef struct dev_case {
+  const char *what;
+  tabcl__device_desc d;
+} dev_case;
+
+static tabcl__device_desc make_dev(const char *name, int gpu, const char *vendor, size_t maxwg,
+                                   cl_ulong local, cl_ulong max_alloc, int fp64, cl_uint cus) {
+  tabcl__device_desc d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "%s", name);
+  snprintf(d.vendor, sizeof d.vendor, "%s", vendor);
+  d.type = gpu ? CL_DEVICE_TYPE_GPU : CL_DEVICE_TYPE_CPU;
+  d.is_gpu = gpu, d.is_cpu = !gpu;
+  d.is_nvidia = gpu && strstr(vendor, "NVIDIA") != NULL;
+  d.is_amd = gpu && strstr(vendor, "Advanced Micro") != NULL;
+  d.is_intel = gpu && strstr(vendor, "Intel") != NULL;
+  d.compute_units = cus;
+  d.max_work_item_dims = 3;
+  d.max_work_item_sizes[0] = maxwg, d.max_work_item_sizes[1] = maxwg;
+  d.max_work_item_sizes[2] = 64;
+  d.max_work_group_size = maxwg;
+  d.local_mem_size = local;
+  d.max_mem_alloc_size = max_alloc;
+  d.global_mem_size = max_alloc * 4;
+  d.address_bits = 64;
+  d.mem_base_addr_align_bits = 1024;
+  d.has_fp64 = fp64;
+  d.preferred_wg_multiple = 32;
+  d.cl_major = 1, d.cl_minor = 2;
+  return d;
+}
+
+#define GiB ((cl_ulong)1 << 30)
+#define MiB ((cl_ulong)1 << 20)
+#define KiB ((cl_ulong)1 << 10)
+
+static int make_devices(dev_case *out) {
+  int n = 0;
+  out[n++] = (dev_case){"large GPU", make_dev("big gpu", 1, "NVIDIA Corporation", 1024, 48 * KiB,
+                                                  32 * GiB, 1, 132)};
+  out[n++] = (dev_case){"wg 64, tiny local", make_dev("small gpu", 1, "Advanced Micro Devices",
+                                                          64, 4 * KiB, 256 * MiB, 0, 4)};
+  out[n++] = (dev_case){"mobile, 256 MiB", make_dev("mobile gpu", 1, "ARM", 256, 32 * KiB,
+                                                        256 * MiB, 0, 8)};
+  out[n++] = (dev_case){"CPU", make_dev("cpu", 0, "GenuineIntel", 4096, 2 * MiB, 8 * GiB, 1, 2)};
+  out[n++] = (dev_case){"wg 1024, 16 KiB", make_dev("mid gpu", 1, "Intel(R) Corporation", 1024,
+                                                        16 * KiB, 1 * GiB, 0, 32)};
+  return n;
+}
+
+static size_t dev_wg_cap(const tabcl__device_desc *d) {
+  return d->max_work_group_size < d->max_work_item_sizes[0] ? d->max_work_group_size
+                                                            : d->max_work_item_sizes[0];
+}
+
+static tabcl__tuning tuning_for(const tabcl__device_desc *d, const char *override) {
+  tabcl__tuning t;
+  cr_assert_eq(tabcl__tune_resolve(d, override, &t), TABCL_OK, "%s: %s", d->name,
+               tabcl_last_error());
+  return t;
+}
+
+static const uint64_t sizes[] = {0, 1, 2, 3, 255, 257, 4097, 65537, 1000003,
+                                 ((uint64_t)1 << 31) + 11, ((uint64_t)1 << 33) + 5};
+
+/* Every row of the table parses, for every device kind, and resolving
+   twice gives the same tuning. */
+Test(plan, table_rows_parse) {
+  dev_case devs[8];
+  int n = make_devices(devs);
+  for (int i = 0; i < n; i++) {
+    tabcl__tuning a = tuning_for(&devs[i].d, NULL), b = tuning_for(&devs[i].d, "");
+    cr_expect_eq(memcmp(a.value, b.value, sizeof a.value), 0);
+    for (int k = 0; k < TABCL__TUNE_COUNT; k++) {
+      /* A key the table names is resolved from its row (or its rule, "auto"). */
+      cr_expect(a.origin[k] == TABCL__TUNE_FROM_TABLE || a.origin[k] == TABCL__TUNE_FROM_RULE);
+      if (a.origin[k] == TABCL__TUNE_FROM_TABLE) cr_expect_not_null(a.source[k]);
+    }
+  }
+  /* device-type rows: CPUs map uploads and give teams longer labels */
+  tabcl__tuning cpu = tuning_for(&devs[3].d, NULL), gpu = tuning_for(&devs[0].d, NULL);
+  cr_expect_eq(cpu.value[TABCL__TUNE_UPLOAD_STAGING], 0);
+  cr_expect_eq(gpu.value[TABCL__TUNE_UPLOAD_STAGING], 1);
+  cr_expect_eq(cpu.value[TABCL__TUNE_HASH_TEAM_AVG], 240);
+  cr_expect_eq(gpu.value[TABCL__TUNE_HASH_TEAM_AVG], 48);
+}
+
+/* TABCL_TUNE entries: taken, or refused with the entry named and the
+   tuning untouched. */
+Test(plan, override_entries) {
+  dev_case devs[8];
+  make_devices(devs);
+  const tabcl__device_desc *small = &devs[1].d;
+  tabcl__tuning t = tuning_for(small, "sort.local=32; hash.mid=3;sdpa.fused.d64=32x16/2");
+  cr_expect_eq(t.value[TABCL__TUNE_SORT_LOCAL], 32);
+  cr_expect_eq(t.origin[TABCL__TUNE_SORT_LOCAL], TABCL__TUNE_FROM_OVERRIDE);
+  cr_expect_eq(t.value[TABCL__TUNE_HASH_MID], 3);
+  cr_expect_eq(t.tiles[TABCL__TUNE_SDPA_FUSED_D64].bq, 32);
+  static const char *const bad[] = {
+      "sort.local=128",        /* more work-items than the device's 64 */
+      "sort.tile=4096",        /* 4096 pairs need 52 KB of its 4 KiB */
+      "sort.local=3",          /* not a power of two */
+      "no.such.key=1",         "sort.local",      "sort.local=",      "sort.local=12x",
+      "upload.staging=-1",     "hash.mid=2",      "sdpa.fused.d64=48x16",
+      "sdpa.mma.warps=16",     "sort.max_items=0"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tabcl__tuning u = t;
+    cr_expect_eq(tabcl__tune_apply(small, bad[i], &u), TABCL_INVALID_ARGUMENT, "%s", bad[i]);
+    cr_expect(strstr(tabcl_last_error(), bad[i]) != NULL, "%s: %s", bad[i], tabcl_last_error());
+    cr_expect_eq(memcmp(&u, &t, sizeof t), 0, "%s changed the tuning", bad[i]);
+  }
+  /* "auto" goes back to the table's value for this device */
+  tabcl__tuning cpu = tuning_for(&devs[3].d, "hash.team_avg=7");
+  cr_expect_eq(cpu.value[TABCL__TUNE_HASH_TEAM_AVG], 7);
+  cr_assert_eq(tabcl__tune_apply(&devs[3].d, "hash.team_avg=auto", &cpu), TABCL_OK);
+  cr_expect_eq(cpu.value[TABCL__TUNE_HASH_TEAM_AVG], 240);
+}
+
+/* Sort: groups and tiles within the device, every pass's work split into
+   launches of at most max_items that cover it exactly once, and build
+   options that never depend on n. */
+Test(plan, sort_plans) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    for (int o = 0; o < 2; o++) {
+      tabcl__tuning tune = tuning_for(dev, o ? "sort.tile=4;sort.max_items=1000" : NULL);
+      tabcl__target tg = {dev, &tune, 0};
+      char first_opts[64] = "";
+      for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        const uint64_t n = sizes[si] > ((uint64_t)1 << 40) ? ((uint64_t)1 << 40) : sizes[si];
+        static tabcl__sort_plan p;
+        tabcl__sort_plan_make(&tg, n, &p);
+        cr_expect_leq(p.wg, dev_wg_cap(dev), "%s: local group %u", devs[i].what, p.wg);
+        cr_expect_leq(p.gwg, dev_wg_cap(dev), "%s: register-pass group %zu", devs[i].what, p.gwg);
+        cr_expect_leq((cl_ulong)(p.tile + p.tile / 16) * 12, dev->local_mem_size,
+                      "%s: tile %u", devs[i].what, p.tile);
+        cr_expect_geq(p.tile, 2 * p.wg);
+        if (si == 0) snprintf(first_opts, sizeof first_opts, "%s", p.extra);
+        cr_expect_str_eq(p.extra, first_opts, "%s: build options changed with n", devs[i].what);
+        cr_expect_eq(p.nsteps == 0, n < 2);
+        cr_expect_leq(p.nsteps, TABCL__SORT_MAX_STEPS);
+        /* Each pass covers its items once in launches of at most max_items;
+           the stages of each merge level are all taken. */
+        for (int s = 0; s < p.nsteps; s++) {
+          const tabcl__sort_step *st = &p.steps[s];
+          uint64_t items = tabcl__sort_step_items(&p, st), covered = 0, per = p.max_items;
+          if (st->logr) per = p.max_items >= p.gwg ? p.max_items / p.gwg * p.gwg : p.gwg;
+          else per = (p.max_items >= p.wg ? p.max_items / p.wg : 1) * p.wg;
+          /* launches of per items, the last of what is left */
+          const uint64_t launches = (items + per - 1) / per;
+          const uint64_t last = items - (launches ? launches - 1 : 0) * per;
+          cr_expect_leq(per, ((uint64_t)1 << 31), "launches of %llu work-items",
+                        (unsigned long long)per);
+          cr_expect(launches == 0 || (last >= 1 && last <= per));
+          covered = launches ? (launches - 1) * per + last : 0;
+          cr_expect_eq(covered, items);
+          cr_expect_leq(st->logr, p.max_logr);
+        }
+      }
+    }
+  }
+}
+
+/* Hash: kernels' groups within the device, lists and block sums within
+   one allocation, slices covering the labels once, and the lists no
+   longer than a slice. */
+Test(plan, hash_plans) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  static const int64_t lens[] = {0, 1, 8, 240, 241, 1000, 8191, 8192, 70000, 1 << 20};
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    tabcl__tuning tune = tuning_for(dev, NULL);
+    for (int batch = 0; batch < 2; batch++) {
+      tabcl__target tg = {dev, &tune, batch ? 1000 : 0};
+      for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+          const int64_t n = (int64_t)sizes[si], max = lens[li];
+          const int64_t bytes = n ? (n - 1) * (max / 2) + max : 0;
+          tabcl__hash_plan p;
+          tabcl__hash_plan_make(&tg, n, bytes, max, &p);
+          if (!n) continue;
+          const size_t cap = dev_wg_cap(dev);
+          cr_expect_leq(p.wg_short, cap);
+          cr_expect_leq(p.wg_team, cap);
+          cr_expect_leq(p.wg_units, cap);
+          cr_expect_leq(p.wg_chain, cap);
+          cr_expect_geq(p.slice, 1);
+          cr_expect_leq((uint64_t)p.slice * 8, dev->max_mem_alloc_size,
+                        "%s: a slice of %lld hashes", devs[i].what, (long long)p.slice);
+          if (batch) cr_expect_leq(p.slice, 1000);
+          cr_expect_leq((uint64_t)p.huge_cap * 4, dev->max_mem_alloc_size);
+          cr_expect_leq(p.huge_cap, (uint64_t)p.slice);
+          cr_expect_leq(p.mid_cap, (uint64_t)p.slice);
+          cr_expect_eq(p.any_huge, max >= p.group_min);
+          cr_expect_eq(p.short_kernel == NULL, p.team_all);
+          if (p.any_huge) cr_expect_not_null(p.units_kernel);
+          /* the team kernels' local words fit the device */
+          if (p.team_kernel)
+            cr_expect_leq((p.team_words * p.wg_team + 24) * 8, dev->local_mem_size,
+                          "%s: team kernel local memory", devs[i].what);
+        }
+    }
+  }
+}
+
+/* Lookup: groups within the device and launches within the NDRange. */
+Test(plan, lookup_plans) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    tabcl__tuning tune = tuning_for(dev, NULL);
+    tabcl__target tg = {dev, &tune, 0};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 4 : 1) {
+        tabcl__lookup_plan p;
+        const int64_t rows = (int64_t)sizes[si];
+        tabcl__lookup_plan_make(&tg, rows, rows * avg, &p);
+        cr_expect_leq(p.lanes, dev_wg_cap(dev));
+        cr_expect_leq(p.item_wg, dev_wg_cap(dev));
+        cr_expect_eq(p.grouped, rows > 0 && avg >= 256);
+        cr_expect_leq((uint64_t)p.group_step * p.lanes, ((uint64_t)1 << 31));
+        cr_expect_leq((uint64_t)p.item_step, ((uint64_t)1 << 31));
+      }
+  }
+}
+
+/* Attention: the backend picked from the table, launches within the
+   device's groups and local memory, host buffers within one allocation,
+   f64 refused without fp64, and the build options a function of dtype and
+   head dim alone. */
+Test(plan, attention_plans) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  static const int dims[] = {1, 16, 40, 64, 100, 128, 200, 256, 300};
+  static const int64_t batches[] = {0, 1, 7, 65537, (int64_t)1 << 31};
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    tabcl__tuning tune = tuning_for(dev, NULL);
+    tabcl__target tg = {dev, &tune, 0};
+    for (int cl = 0; cl < 2; cl++)
+      for (int dt = TABCL_F32; dt <= TABCL_F64; dt++)
+        for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+          char opts[256] = "";
+          for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+            tabcl__sdpa_facts f = {cl, 1, 1, 0};
+            tabcl_sdpa_desc d = {batches[bi], 54, 54, 8, 2, dims[di], (tabcl_dtype)dt,
+                                 0, 1, TABCL_MASK_BOOL, 1, 0};
+            tabcl__sdpa_plan p;
+            tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
+            if (dt == TABCL_F64 && !dev->has_fp64) {
+              cr_expect_eq(s, TABCL_UNSUPPORTED, "%s: f64", devs[i].what);
+              continue;
+            }
+            if (s) {
+              /* only a head dim no kernel holds, without CLBlast */
+              cr_expect_eq(s, TABCL_UNSUPPORTED);
+              cr_expect(!cl, "%s: head dim %d: %s", devs[i].what, dims[di], tabcl_last_error());
+              continue;
+            }
+            cr_expect_leq(p.group, dev_wg_cap(dev), "%s: group %zu", devs[i].what, p.group);
+            if (p.path == TABCL__SDPA_FUSED)
+              cr_expect_leq(p.tiles.local_bytes, dev->local_mem_size);
+            if (p.path == TABCL__SDPA_MMA) cr_expect(dev->is_nvidia);
+            if (d.batch > 0) {
+              cr_expect_geq(p.launch_step, 1);
+              cr_expect_geq(p.host_step, 1);
+              cr_expect_leq(p.host_step, d.batch);
+              /* a host call's buffers fit one allocation unless one batch entry alone does not */
+              if (p.host_step > 1) {
+                cr_expect_leq(p.q_bytes, dev->max_mem_alloc_size);
+                cr_expect_leq(p.kv_bytes, dev->max_mem_alloc_size);
+              }
+              /* launches stay inside the NDRange */
+              if (p.path != TABCL__SDPA_CLBLAST)
+                cr_expect_leq((uint64_t)p.launch_step * p.group * (uint64_t)p.query_tiles *
+                                  (uint64_t)d.q_heads, (uint64_t)1 << 31);
+            }
+            if (!opts[0]) snprintf(opts, sizeof opts, "%s", p.options);
+            cr_expect_str_eq(p.options, opts, "%s: options changed with the batch",
+                             devs[i].what);
+          }
+        }
+  }
+}
+
+/* The fused kernel's own work-group limit, once known, bounds the plan:
+   a limit of 32 (as Mesa's llvmpipe reports for large kernels) still
+   gives a fused plan, in groups of 32. */
+Test(plan, kernel_limit_bounds_the_group) {
+  dev_case devs[8];
+  make_devices(devs);
+  const tabcl__device_desc *dev = &devs[3].d;
+  tabcl__tuning tune = tuning_for(dev, NULL);
+  tabcl__target tg = {dev, &tune, 0};
+  for (int dim = 16; dim <= 256; dim += 16) {
+    tabcl__sdpa_facts f = {1, 1, 0, 32};
+    tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+    tabcl__sdpa_plan p;
+    cr_assert_eq(tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+    if (dim <= 128) cr_expect_eq(p.path, TABCL__SDPA_FUSED, "head dim %d: %s", dim, p.backend);
+    cr_expect_leq(p.group, 32, "head dim %d", dim);
+  }
+  /* a tile tuning that cannot run in 32 is refused, naming the entry */
+  tabcl__tuning forced = tuning_for(dev, "sdpa.fused.d64=64x32/2");
+  tabcl__target tf = {dev, &forced, 0};
+  tabcl__sdpa_facts f = {1, 1, 0, 32};
+  tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl__sdpa_plan p;
+  cr_expect_eq(tabcl__sdpa_plan_make(&tf, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "sdpa.fused.d64") != NULL, "%s", tabcl_last_error());
+}
+
+/* The automatic choice follows the backend table: the tensor-core kernel
+   only on NVIDIA and only after its check passed, the fused kernel where
+   it fits, CLBlast past head dim 256. */
+Test(plan, backend_table_order) {
+  dev_case devs[8];
+  make_devices(devs);
+  const tabcl__device_desc *nv = &devs[0].d, *cpu = &devs[3].d;
+  tabcl__tuning tn = tuning_for(nv, NULL), tc = tuning_for(cpu, NULL);
+  tabcl__target gn = {nv, &tn, 0}, gc = {cpu, &tc, 0};
+  tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl__sdpa_plan p;
+  tabcl__sdpa_facts passed = {1, 1, 1, 0}, unchecked = {1, 1, 0, 0}, off = {1, 0, 1, 0};
+  cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_MMA);
+  cr_assert_eq(tabcl__sdpa_plan_make(&gn, &unchecked, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_FUSED);
+  cr_expect_eq(tabcl__sdpa_plan_make(&gn, &off, &d, TABCL__SDPA_MMA, &p), TABCL_UNSUPPORTED);
+  cr_assert_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_FUSED);
+  cr_expect_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_MMA, &p), TABCL_UNSUPPORTED);
+  d.head_dim = 300;
+  cr_assert_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_CLBLAST);
+  tabcl__sdpa_facts noblas = {0, 1, 1, 0};
+  cr_expect_eq(tabcl__sdpa_plan_make(&gc, &noblas, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
+}

@@ -1,0 +1,104 @@
+/* cl-probe's tuning and plan reports: the tuning in force for a device,
+ * and (--plan) the plans of a few representative calls of each family, as
+ * the planners make them for that device. Planning runs nothing on the
+ * device. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cl-probe.h"
+#include "attention/sdpa.h"
+#include "catindex/catindex.h"
+#include "hash/hash.h"
+#include "sort/sort.h"
+
+void probe_tuning(tabcl_context *ctx) {
+  char line[512];
+  if (json_mode) json_open("tuning", '{');
+  else heading("  Tuning in force (key: value (origin))");
+  for (int k = 0; k < TABCL__TUNE_COUNT; k++) {
+    tabcl__tune_describe(&ctx->tune, (tabcl__tune_key)k, line, sizeof line);
+    if (json_mode) {
+      json_key(tabcl__tune_key_name((tabcl__tune_key)k));
+      json_string(line);
+    } else {
+      printf("  %-32s %s\n", tabcl__tune_key_name((tabcl__tune_key)k), line);
+    }
+  }
+  if (json_mode) json_close('}');
+}
+
+static void plan_row(const char *name, tabcl_status s, const char *text) {
+  if (json_mode) {
+    json_key(name);
+    json_string(s ? tabcl_last_error() : text);
+  } else if (s) {
+    printf("  %-32s %s: %s\n", name, tabcl_status_name(s), tabcl_last_error());
+  } else {
+    printf("  %-32s %s\n", name, text);
+  }
+}
+
+void probe_plans(tabcl_context *ctx) {
+  const tabcl__target tg = tabcl__context_target(ctx);
+  static char text[2048];
+  if (json_mode) json_open("plans", '{');
+  else heading("  Plans (planned for this device; nothing runs)");
+
+  static const struct { const char *name; int64_t n, bytes, max; } columns[] = {
+      {"hash 1e5 x 8 B", 100000, 800000, 8},
+      {"hash 1e5 x 512 B", 100000, 51200000, 512},
+      {"hash 2e4 x 4 KiB", 20000, 81920000, 4096},
+      {"hash 4e3 x 64 KiB", 4000, 262144000, 65536},
+  };
+  for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
+    tabcl__hash_plan p;
+    tabcl__hash_plan_make(&tg, columns[i].n, columns[i].bytes, columns[i].max, &p);
+    tabcl__hash_plan_print(&p, text, sizeof text);
+    plan_row(columns[i].name, TABCL_OK, text);
+  }
+
+  static const uint64_t pairs[] = {10007, (uint64_t)1 << 20, (uint64_t)1 << 24};
+  for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+    static tabcl__sort_plan p;
+    char name[48];
+    snprintf(name, sizeof name, "sort %llu pairs", (unsigned long long)pairs[i]);
+    tabcl__sort_plan_make(&tg, pairs[i], &p);
+    tabcl__sort_plan_print(&p, text, sizeof text);
+    plan_row(name, TABCL_OK, text);
+  }
+
+  static const struct { const char *name; int64_t rows, bytes; } lookups[] = {
+      {"lookup/align 1e5 x 8 B", 100000, 800000},
+      {"lookup/align 1e5 x 4 KiB", 100000, 409600000},
+  };
+  for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
+    tabcl__lookup_plan p;
+    tabcl__lookup_plan_make(&tg, lookups[i].rows, lookups[i].bytes, &p);
+    tabcl__lookup_plan_print(&p, text, sizeof text);
+    plan_row(lookups[i].name, TABCL_OK, text);
+  }
+
+  /* Attention: the tabular shape and a long sequence, in each dtype, as
+     the automatic choice plans them with the facts this context has
+     (cl-probe's self-checks ran the tensor-core check before this). */
+  static const char *const dtn[] = {"f32", "f16", "bf16", "f64"};
+  static const struct { const char *name; int64_t b, lq, lk; int hq, hkv, d; } shapes[] = {
+      {"tabular 2000x54x8 d64", 2000, 54, 54, 8, 8, 64},
+      {"long 4x1024x16 d128", 4, 1024, 1024, 16, 16, 128},
+      {"wide 2x300x4 d320", 2, 300, 300, 4, 4, 320},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
+      tabcl_sdpa_desc d = {shapes[i].b, shapes[i].lq, shapes[i].lk, shapes[i].hq, shapes[i].hkv,
+                           shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+      tabcl__sdpa_facts f;
+      tabcl__sdpa_facts_get(ctx, &d, TABCL__SDPA_AUTO, &f);
+      tabcl__sdpa_plan p;
+      tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
+      if (!s) tabcl__sdpa_plan_print(&p, text, sizeof text);
+      char name[64];
+      snprintf(name, sizeof name, "attention %s %s", shapes[i].name, dtn[dt]);
+      plan_row(name, s, text);
+    }
+  if (json_mode) json_close('}');
+}

@@ -1,0 +1,22 @@
+/* cl-probe's parts: the report writer (cl-probe.c) and the tuning and plan
+ * reports (cl-probe-plan.c). */
+#ifndef TABCL_CL_PROBE_H
+#define TABCL_CL_PROBE_H
+#include "runtime/internal.h"
+
+/* One writer for the text table and JSON (--json). */
+extern int json_mode;
+void json_string(const char *s);
+void json_key(const char *key);
+void json_open(const char *key, char bracket);
+void json_close(char bracket);
+void heading(const char *fmt, ...) TABCL_PRINTF(1, 2);
+/* One named value of the report, or its error (error non-NULL). */
+void row(const char *name, const char *error, const char *fmt, ...) TABCL_PRINTF(3, 4);
+
+/* The tuning in force on ctx's device, key by key, with where each value
+   came from. */
+void probe_tuning(tabcl_context *ctx);
+/* The plans of representative calls of every family on ctx's device. */
+void probe_plans(tabcl_context *ctx);
+#endif
