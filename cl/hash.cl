@@ -17,8 +17,9 @@
 //               across the whole column (hash_units, four lanes a block,
 //               no barriers) and only the scrambles between blocks run in
 //               order, eight lanes a label (hash_chain).
-// Alternatives with the same results (tabcl__hash_variants picks; the
-// defaults, from sweeps on the H200, are in src/hash.c):
+// Alternatives with the same results (the hash.mid and hash.big tuning
+// keys pick; the defaults and the sweeps that chose them are in
+// src/runtime/tune.c and bench/RESULTS.md, "Tuning: hash kernels"):
 //   hash_team_all_flat  hash_team_all whose tails load without branches;
 //   hash_pair_all       the same with two lanes a label, four
 //                       accumulators each, every load of a run of

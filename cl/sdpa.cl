@@ -30,7 +30,7 @@
 // longer key tile gives each work-item a larger register block of S, which
 // is more FMAs per local-memory read. By default each is one whole tile:
 // on the H200 no chunked shape beat whole tiles (bench/RESULTS.md), so
-// chunks are reached only through TABCL_SDPA_TILES, for tuning elsewhere.
+// chunks are reached only through the sdpa.fused.dNN tuning, for other devices.
 //
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,
 // SDPA_BK, SDPA_NT, SDPA_TC (work-items across the output's float4 columns),

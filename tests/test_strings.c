@@ -11,7 +11,7 @@
 #include "tt.h"
 
 static void expect_invalid(const tabcl_strings_view *v, int col, const char *part1, const char *part2) {
-  tabcl_status s = tabcl__strings_validate(v, "tabcl_test_call", col);
+  tabcl_status s = tabcl__strings_validate(v, "tabcl_test_call", col, NULL);
   cr_expect_eq(s, TABCL_INVALID_ARGUMENT, "%s", tabcl_status_name(s));
   const char *msg = tabcl_last_error();
   char colname[32];
@@ -26,12 +26,12 @@ Test(strings, validation_messages) {
   const uint8_t data[16] = "abcdefghijklmno";
   int64_t good[] = {2, 4, 4, 9};
   tabcl_strings_view v = {3, good, data, NULL};
-  tt_assert_ok(tabcl__strings_validate(&v, "f", 0));
+  tt_assert_ok(tabcl__strings_validate(&v, "f", 0, NULL));
   tabcl_strings_view empty = {0, NULL, NULL, NULL};
-  tt_assert_ok(tabcl__strings_validate(&empty, "f", 0));
+  tt_assert_ok(tabcl__strings_validate(&empty, "f", 0, NULL));
   int64_t zero[] = {0, 0, 0};
   tabcl_strings_view no_bytes = {2, zero, NULL, NULL};
-  tt_assert_ok(tabcl__strings_validate(&no_bytes, "f", 0));
+  tt_assert_ok(tabcl__strings_validate(&no_bytes, "f", 0, NULL));
 
   tabcl_strings_view neg = {-1, good, data, NULL};
   expect_invalid(&neg, 2, "negative length -1", NULL);
@@ -49,7 +49,7 @@ Test(strings, validation_messages) {
   int64_t some[] = {3, 3, 3, 5};
   tabcl_strings_view nodata = {3, some, NULL, NULL};
   expect_invalid(&nodata, 7, "data is NULL", "label 2 has 2 bytes");
-  cr_expect_eq(tabcl__strings_validate(NULL, "f", 1), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl__strings_validate(NULL, "f", 1, NULL), TABCL_INVALID_ARGUMENT);
 }
 
 Test(strings, valid_bits) {
@@ -427,7 +427,7 @@ Test(oclgrind_strings, tiny_upload_keeps_the_map) {
   tabcl_options o = {0};
   o.cache_dir = "";
   tabcl_context *ctx = tt_context_with(&o);
-  /* unless TABCL_UPLOAD_STAGING forces a way */
+  /* unless the upload.staging tuning forces a way */
   if (ctx->info.is_cpu && !ctx->staging.force)
     cr_expect(!tabcl__upload_staged(ctx), "a CPU device maps");
   int64_t off[] = {2, 3, 3, 7};

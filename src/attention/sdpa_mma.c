@@ -8,16 +8,12 @@
 
 #include "attention/sdpa.h"
 
-static int tuned(const tabcl__tuning *t, tabcl__tune_key k, int dflt) {
-  return t->value[k] == TABCL__TUNE_AUTO ? dflt : (int)t->value[k];
-}
-
 /* Keys per tile: 64 keeps short sequences (the tabular case) to one tile
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
    32 (bench/RESULTS.md, Tuning: sdpa.mma). */
 static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp) {
-  return tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
+  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
 }
 
 /* f32's Q: a local tile up to head dim 64 (sdpa.mma.qmode's measurement);
@@ -25,7 +21,7 @@ static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp) {
    48 KB of local memory), so Q's words stay in registers. */
 static int q_mode(const tabcl__tuning *t, tabcl_dtype dt, int dp) {
   if (dt != TABCL_F32) return 0;
-  return tuned(t, TABCL__TUNE_SDPA_MMA_QMODE, dp <= 64 ? 1 : 2);
+  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_QMODE, dp <= 64 ? 1 : 2);
 }
 
 int tabcl__sdpa_mma_enabled(void) {
@@ -40,13 +36,13 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
   m->bk = keys_per_tile(tg->tune, d->dtype, m->dp);
-  m->nw = tuned(tg->tune, TABCL__TUNE_SDPA_MMA_WARPS, 4);
+  m->nw = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_WARPS, 4);
   m->qmode = q_mode(tg->tune, d->dtype, m->dp);
   /* Both TF32 parts of Q in registers take 2 x dp / 4 a lane beside O's
      dp / 2: past head dim 64 that is more than a work-item may hold. */
   if (m->qmode == 0 && d->dtype == TABCL_F32 && m->dp > 64) return 0;
   /* Loads issued a tile at a time help f32 and cost f16 (sdpa.mma.batch). */
-  m->batch = tuned(tg->tune, TABCL__TUNE_SDPA_MMA_BATCH, d->dtype == TABCL_F32);
+  m->batch = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_BATCH, d->dtype == TABCL_F32);
   /* Q passes through the V tile unless it has its own or stays out of
      local memory. */
   const int vrows = m->qmode || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;

@@ -42,13 +42,6 @@ struct tabcl_category_index {
   int64_t device_bytes; /* sum of the sizes above */
 };
 
-/* A query column on the device, owned by the caller or by the call. */
-typedef struct tabcl__catquery {
-  int64_t length, bytes;
-  int64_t max_label;                /* longest label, or bytes when unknown */
-  cl_mem data, offsets, validity;   /* validity NULL = all present */
-} tabcl__catquery;
-
 /* Fits from validated views (load uses it with the file's vocabularies). */
 tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
                                    tabcl_code_order order, const char *fn,
@@ -58,9 +51,18 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
    at element out_off[c]. Every query must already be on the device; nothing
    is validated here. *last (may be NULL) is the event of the last command;
    the queue is in order, so it completes after everything before it. */
-tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__catquery *q,
+tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__dev_strings *q,
                                         cl_mem const *out, const int64_t *out_off,
                                         cl_uint nwait, const cl_event *wait, cl_event *last);
+
+/* The host calls' shared part (lookup, and align for its categories):
+   uploads views[c] (each validated once by the caller, which reported
+   longest[c]) and looks them up into out[c] from element out_off[c];
+   every temporary is released before it returns. */
+tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
+                                          const tabcl_strings_view *const *views,
+                                          const int64_t *longest, cl_mem const *out,
+                                          const int64_t *out_off, const char *fn);
 
 /* Checks lookup's arguments (shared by the host and device variants). */
 tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn);

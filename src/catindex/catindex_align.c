@@ -5,18 +5,14 @@
 
 #include "catindex/catindex.h"
 
-tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
-                                        const tabcl_dictionary_view *inputs,
-                                        int32_t *const *codes) {
-  static const char fn[] = "tabcl_category_index_align";
-  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
-  if (st) return st;
-  if (!inputs || !codes)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !inputs ? "inputs" : "codes");
-  int64_t rows = 0, tsize = 0;
+/* Every input column: its categories (validated once; longest[c] gets the
+   longest label), its codes within [-1, categories), the output arrays. */
+static tabcl_status check_inputs(const tabcl_dictionary_view *inputs, int ncols,
+                                 int32_t *const *codes, const char *fn, int64_t *longest) {
+  tabcl_status st;
   for (int c = 0; c < ncols; c++) {
     const tabcl_dictionary_view *in = &inputs[c];
-    if ((st = tabcl__strings_validate(&in->categories, fn, c))) return st;
+    if ((st = tabcl__strings_validate(&in->categories, fn, c, &longest[c]))) return st;
     if (in->length < 0)
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: length is %lld", fn, c,
                          (long long)in->length);
@@ -33,14 +29,37 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
                            "%s: column %d: code %d at row %lld is outside [-1, %lld)", fn, c, k,
                            (long long)i, (long long)in->categories.length);
     }
-    rows += in->length;
-    tsize += in->categories.length + 1;
+  }
+  return TABCL_OK;
+}
+
+tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
+                                        const tabcl_dictionary_view *inputs,
+                                        int32_t *const *codes) {
+  static const char fn[] = "tabcl_category_index_align";
+  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
+  if (st) return st;
+  if (!inputs || !codes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !inputs ? "inputs" : "codes");
+  int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
+  if (!longest) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  st = check_inputs(inputs, ncols, codes, fn, longest);
+  if (st) {
+    tabcl__free(longest);
+    return st;
+  }
+  int64_t rows = 0, tsize = 0;
+  for (int c = 0; c < ncols; c++) {
+    rows += inputs[c].length;
+    tsize += inputs[c].categories.length + 1;
   }
   tabcl__clear_error();
-  if (!rows) return TABCL_OK;
+  if (!rows) {
+    tabcl__free(longest);
+    return TABCL_OK;
+  }
   tabcl_context *ctx = idx->ctx;
-  tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
-  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  const tabcl_strings_view **views = tabcl__calloc((size_t)ncols, sizeof *views);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
   int64_t *tbase = tabcl__calloc((size_t)ncols + 1, sizeof *tbase);
   int64_t *rowstart = tabcl__calloc((size_t)ncols + 1, sizeof *rowstart);
@@ -48,7 +67,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
   cl_mem table = NULL, din = NULL, dout = NULL, drow = NULL, dtb = NULL;
   cl_kernel k = NULL;
-  if (!dev || !q || !outs || !tbase || !rowstart || !in_codes || !host) {
+  if (!views || !outs || !tbase || !rowstart || !in_codes || !host) {
     st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
     goto done;
   }
@@ -73,12 +92,10 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     if (st) goto done;
   }
   for (int c = 0; c < ncols; c++) {
-    if ((st = tabcl__strings_upload(ctx, &inputs[c].categories, &dev[c]))) goto done;
-    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
-                             dev[c].offsets, dev[c].validity};
+    views[c] = &inputs[c].categories;
     outs[c] = table;
   }
-  if ((st = tabcl__catindex_lookup_dev(idx, q, outs, tbase, 0, NULL, NULL))) goto done;
+  if ((st = tabcl__catindex_lookup_views(idx, views, longest, outs, tbase, fn))) goto done;
   const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
   if ((st = tabcl__buffer_create(ctx, ro, (size_t)rows * 4, in_codes, &din, "align input codes")) ||
       (st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &dout,
@@ -104,16 +121,14 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     if (inputs[c].length)
       memcpy(codes[c], host + rowstart[c], (size_t)inputs[c].length * sizeof *host);
 done:
-  if (dev)
-    for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
   tabcl__kernel_release(k);
   tabcl__buffer_release(table);
   tabcl__buffer_release(din);
   tabcl__buffer_release(dout);
   tabcl__buffer_release(drow);
   tabcl__buffer_release(dtb);
-  tabcl__free(dev);
-  tabcl__free(q);
+  tabcl__free(longest);
+  tabcl__free(views);
   tabcl__free(outs);
   tabcl__free(tbase);
   tabcl__free(rowstart);

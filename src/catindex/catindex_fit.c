@@ -491,7 +491,7 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
   if (order != TABCL_CODES_BY_POSITION && order != TABCL_CODES_BY_VALUE)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: unknown code order %d", fn, (int)order);
   for (int c = 0; c < ncols; c++) {
-    tabcl_status st = tabcl__strings_validate(&vocabularies[c], fn, c);
+    tabcl_status st = tabcl__strings_validate(&vocabularies[c], fn, c, NULL);
     if (st) return st;
   }
   tabcl__clear_error();

@@ -15,7 +15,7 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
   return TABCL_OK;
 }
 
-tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__catquery *q,
+tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__dev_strings *q,
                                         cl_mem const *out, const int64_t *out_off,
                                         cl_uint nwait, const cl_event *wait, cl_event *last) {
   tabcl_context *ctx = idx->ctx;
@@ -36,9 +36,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   int64_t hoff = 0;
   for (int c = 0; c < ncols && !st; c++) {
     if (!q[c].length) continue;
-    tabcl__dev_strings ds = {q[c].length, q[c].bytes, q[c].max_label, q[c].data, q[c].offsets,
-                            q[c].validity};
-    st = tabcl__hash_column(ctx, &ds, c, idx->seed, idx->mask, qhash, (size_t)hoff, nwait, wait,
+    st = tabcl__hash_column(ctx, &q[c], c, idx->seed, idx->mask, qhash, (size_t)hoff, nwait, wait,
                             NULL);
     hoff += q[c].length;
   }
@@ -132,6 +130,22 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   return st;
 }
 
+tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
+                                          const tabcl_strings_view *const *views,
+                                          const int64_t *longest, cl_mem const *out,
+                                          const int64_t *out_off, const char *fn) {
+  const int ncols = idx->ncols;
+  tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
+  if (!dev) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  tabcl_status st = TABCL_OK;
+  for (int c = 0; c < ncols && !st; c++)
+    st = tabcl__strings_upload_checked(idx->ctx, views[c], longest[c], &dev[c]);
+  if (!st) st = tabcl__catindex_lookup_dev(idx, dev, out, out_off, 0, NULL, NULL);
+  for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
+  tabcl__free(dev);
+  return st;
+}
+
 tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
                                          const tabcl_strings_view *queries,
                                          int32_t *const *codes) {
@@ -140,24 +154,29 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   if (st) return st;
   if (!queries || !codes)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
+  int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
+  if (!longest) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
   int64_t rows = 0;
-  for (int c = 0; c < ncols; c++) {
-    if ((st = tabcl__strings_validate(&queries[c], fn, c))) return st;
+  for (int c = 0; c < ncols && !st; c++) {
+    if ((st = tabcl__strings_validate(&queries[c], fn, c, &longest[c]))) break;
     if (queries[c].length && !codes[c])
-      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
-                         c, (long long)queries[c].length);
+      st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
+                       c, (long long)queries[c].length);
     rows += queries[c].length;
   }
+  if (st || !rows) {
+    tabcl__free(longest);
+    if (!st) tabcl__clear_error();
+    return st;
+  }
   tabcl__clear_error();
-  if (!rows) return TABCL_OK;
   tabcl_context *ctx = idx->ctx;
-  tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
-  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  const tabcl_strings_view **views = tabcl__calloc((size_t)ncols, sizeof *views);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
   int64_t *off = tabcl__calloc((size_t)ncols, sizeof *off);
   int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
   cl_mem out = NULL;
-  if (!dev || !q || !outs || !off || !host) {
+  if (!views || !outs || !off || !host) {
     st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
     goto done;
   }
@@ -165,25 +184,21 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
     goto done;
   int64_t at = 0;
   for (int c = 0; c < ncols; c++) {
-    if ((st = tabcl__strings_upload(ctx, &queries[c], &dev[c]))) goto done;
-    q[c] = (tabcl__catquery){dev[c].length, dev[c].bytes, dev[c].max_label, dev[c].data,
-                             dev[c].offsets, dev[c].validity};
+    views[c] = &queries[c];
     outs[c] = out;
     off[c] = at;
     at += queries[c].length;
   }
-  if ((st = tabcl__catindex_lookup_dev(idx, q, outs, off, 0, NULL, NULL))) goto done;
+  if ((st = tabcl__catindex_lookup_views(idx, views, longest, outs, off, fn))) goto done;
   if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
   /* every step succeeded: only now do the caller's arrays change */
   for (int c = 0; c < ncols; c++)
     if (queries[c].length)
       memcpy(codes[c], host + off[c], (size_t)queries[c].length * sizeof *host);
 done:
-  if (dev)
-    for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
   tabcl__buffer_release(out);
-  tabcl__free(dev);
-  tabcl__free(q);
+  tabcl__free(longest);
+  tabcl__free(views);
   tabcl__free(outs);
   tabcl__free(off);
   tabcl__free(host);
@@ -239,7 +254,7 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
       return st;
   }
   tabcl__clear_error();
-  tabcl__catquery *q = tabcl__calloc((size_t)ncols, sizeof *q);
+  tabcl__dev_strings *q = tabcl__calloc((size_t)ncols, sizeof *q);
   int64_t *off = tabcl__calloc((size_t)ncols, sizeof *off);
   if (!q || !off) {
     tabcl__free(q);
@@ -252,8 +267,9 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
     int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
                           ? queries[c].max_label
                           : queries[c].bytes;
-    q[c] = (tabcl__catquery){queries[c].length, queries[c].bytes, longest, queries[c].data,
-                             queries[c].offsets, queries[c].validity};
+    /* the public struct, as the internal one, once */
+    q[c] = (tabcl__dev_strings){queries[c].length, queries[c].bytes, longest, queries[c].data,
+                                queries[c].offsets, queries[c].validity};
     if (!q[c].length) continue;
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */

@@ -75,13 +75,14 @@ static tabcl_status check32(int64_t length, const int32_t *offsets, const uint8_
   CHECK_OFFSETS(int32_t, length, offsets, data, fn, col, longest);
 }
 
-tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col) {
+tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col,
+                                     int64_t *longest) {
   if (!v) {
     char at[160];
     where(at, sizeof at, fn, col);
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%sthe column view is NULL", at);
   }
-  return check64(v->length, v->offsets, v->data, fn, col, NULL);
+  return check64(v->length, v->offsets, v->data, fn, col, longest);
 }
 
 int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
@@ -157,10 +158,16 @@ static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const colu
 
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
                                    tabcl__dev_strings *out) {
-  if (!v) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__strings_upload: the column view is NULL");
+  int64_t longest = 0;
+  tabcl_status s = tabcl__strings_validate(v, "tabcl__strings_upload", -1, &longest);
+  return s ? s : tabcl__strings_upload_checked(ctx, v, longest, out);
+}
+
+tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
+                                           int64_t longest, tabcl__dev_strings *out) {
   tabcl__dev_strings t = {0};
-  tabcl_status s = check64(v->length, v->offsets, v->data, "tabcl__strings_upload", -1, &t.max_label);
-  if (s) return s;
+  tabcl_status s;
+  t.max_label = longest;
   static const int64_t zero_offset[1] = {0};
   const int64_t *offsets = v->offsets ? v->offsets : zero_offset;
   t.length = v->length;

@@ -18,12 +18,20 @@ typedef struct tabcl__dev_strings {
 /* Checks a view: length >= 0, offsets non-NULL (a view of length 0 may have
    NULL offsets), every offset >= 0 and non-decreasing, data non-NULL when any
    byte is present. fn and col name the call and column in the message:
-   "tabcl_category_index_lookup: column 2: offsets decrease at label 17 (40 < 41)". */
-tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col);
+   "tabcl_category_index_lookup: column 2: offsets decrease at label 17 (40 < 41)".
+   *longest (may be NULL) receives the longest label's bytes, which an
+   upload of the checked view needs. */
+tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col,
+                                     int64_t *longest);
 /* Whether label i of a (validated) view is present. */
 int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i);
 
-/* Uploads a validated view. On failure nothing is left allocated. */
+/* Uploads a view that tabcl__strings_validate passed, with the longest
+   label it reported: the view is read once, not checked again. On failure
+   nothing is left allocated. */
+tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
+                                           int64_t longest, tabcl__dev_strings *out);
+/* Validates, then uploads (tests, self-checks, the benchmark). */
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
                                    tabcl__dev_strings *out);
 /* Arrow utf8 (32-bit offsets) converted on the way in. */

@@ -14,19 +14,6 @@
    longest label has, up to this many lanes. */
 #define BIG_WG_MAX 128
 
-static int64_t tuned(const tabcl__tuning *t, tabcl__tune_key k, int64_t dflt) {
-  return t->value[k] == TABCL__TUNE_AUTO ? dflt : t->value[k];
-}
-
-/* The largest power of two <= want and <= the device's group limit. */
-static size_t device_wg(const tabcl__device_desc *dev, size_t want) {
-  size_t cap = dev->max_work_group_size;
-  if (dev->max_work_item_sizes[0] < cap) cap = dev->max_work_item_sizes[0];
-  size_t wg = 1;
-  while (wg * 2 <= want && wg * 2 <= cap) wg *= 2;
-  return wg;
-}
-
 void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t bytes,
                            int64_t max_label, tabcl__hash_plan *p) {
   const tabcl__device_desc *dev = tg->dev;
@@ -35,7 +22,7 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   p->length = length;
   p->bytes = bytes;
   if (length <= 0) return;
-  p->group_min = tuned(tune, TABCL__TUNE_HASH_GROUP_MIN, 8192);
+  p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN, 8192);
   const int any_long = max_label > TABCL__HASH_SHORT_MAX;
   p->any_long = any_long;
   p->any_huge = max_label >= p->group_min;
@@ -52,14 +39,14 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
      the teams (hash_short_list, hash_team). */
   const int64_t avg = bytes / length;
   p->direct = p->any_huge && avg >= p->group_min;
-  p->team_all = p->direct || (any_long && avg > tuned(tune, TABCL__TUNE_HASH_TEAM_AVG, 48));
+  p->team_all = p->direct || (any_long && avg > tabcl__tuned(tune, TABCL__TUNE_HASH_TEAM_AVG, 48));
   p->list_huge = p->any_huge && !p->direct;
   p->lists = p->team_all ? p->list_huge : any_long;
   p->short_kernel = p->team_all ? NULL : any_long ? "hash_short_list" : "hash_short";
-  int mid = (int)tuned(tune, TABCL__TUNE_HASH_MID, 0);
+  int mid = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_MID, 0);
   if (mid != 1 && mid != 3 && mid != 5)
-    mid = avg <= tuned(tune, TABCL__TUNE_HASH_MID_SPLIT, 512) ? 5 : 3;
-  const int big_v = (int)tuned(tune, TABCL__TUNE_HASH_BIG, 2);
+    mid = avg <= tabcl__tuned(tune, TABCL__TUNE_HASH_MID_SPLIT, 512) ? 5 : 3;
+  const int big_v = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG, 2);
   p->big = p->any_huge && big_v == 2;
   p->pair = p->team_all && mid == 5;
   p->lanes = p->pair ? 2 : 4;
@@ -74,27 +61,27 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   p->team_words = p->pair ? 4 : 2;
   p->units_kernel = !p->any_huge ? NULL : p->big ? "hash_big" : "hash_units";
   p->chain_kernel = p->any_huge && !p->big ? "hash_chain" : NULL;
-  p->wg_short = p->short_kernel ? device_wg(dev, 256) : 8;
+  p->wg_short = p->short_kernel ? tabcl__plan_wg(dev, 256) : 8;
   if (p->teams_used)
-    p->wg_team = device_wg(dev, p->team_all ? (size_t)tuned(tune, TABCL__TUNE_HASH_MID_WG, 64)
+    p->wg_team = tabcl__plan_wg(dev, p->team_all ? (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_MID_WG, 64)
                                             : 256);
   if (p->big) {
-    size_t want = (size_t)tuned(tune, TABCL__TUNE_HASH_BIG_WG, 0);
+    size_t want = (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG_WG, 0);
     if (!want) {
       const int64_t units = (max_label - 1) / 1024 + 1;
       want = 8;
       while (want < BIG_WG_MAX && (int64_t)(want / 8) < units) want *= 2;
     }
-    p->wg_units = device_wg(dev, want);
+    p->wg_units = tabcl__plan_wg(dev, want);
     p->wg_chain = 8;
   } else if (p->any_huge) {
-    p->wg_units = device_wg(dev, 256);
-    p->wg_chain = device_wg(dev, 256);
+    p->wg_units = tabcl__plan_wg(dev, 256);
+    p->wg_chain = tabcl__plan_wg(dev, 256);
     /* Teams of four lanes a label in hash_units: enough for the longest
        label's units (a launch choice from max_label, not a build option),
        at most 64, or hash.group_wg / 4. */
     const int64_t units = (max_label - 1) / 1024 + 1;
-    const size_t want = (size_t)tuned(tune, TABCL__TUNE_HASH_GROUP_WG, 0);
+    const size_t want = (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_WG, 0);
     unsigned span = 0;
     if (want) {
       while (((size_t)1 << (span + 1)) <= want / 4 && span < SPAN_MAX_LOG2) span++;

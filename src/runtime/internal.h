@@ -298,8 +298,10 @@ int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item
                                uint64_t work_items_per_item);
 /* Rounds n up to a multiple of m (m > 0). */
 size_t tabcl__round_up(size_t n, size_t m);
-/* A work-group size for a 1-D kernel: the preferred size capped by the
-   device and kernel limits, a power of two. */
+/* Planners: the largest power of two <= want that the device allows a
+   1-D work-group. */
+size_t tabcl__plan_wg(const tabcl__device_desc *dev, size_t want);
+/* Executors: the same, also capped by kernel k's own limit. */
 size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want);
 
 /* ---- self-checks (selfcheck.c) ---------------------------------------- */

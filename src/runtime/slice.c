@@ -28,6 +28,14 @@ int64_t tabcl__slice_items(const tabcl__target *t, uint64_t bytes_per_item,
   return limit ? (int64_t)limit : 1;
 }
 
+size_t tabcl__plan_wg(const tabcl__device_desc *dev, size_t want) {
+  size_t cap = dev->max_work_group_size;
+  if (dev->max_work_item_sizes[0] < cap) cap = dev->max_work_item_sizes[0];
+  size_t wg = 1;
+  while (wg * 2 <= want && wg * 2 <= cap) wg *= 2;
+  return wg;
+}
+
 size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want) {
   size_t cap = ctx->info.max_work_group_size;
   if (ctx->info.max_work_item_sizes[0] < cap) cap = ctx->info.max_work_item_sizes[0];

@@ -126,6 +126,11 @@ const char *tabcl__tune_key_name(tabcl__tune_key k);
 const char *tabcl__tune_key_meaning(tabcl__tune_key k);
 /* Writes "value (origin)" for key k into buf: "128 (table: RESULTS.md ...)". */
 void tabcl__tune_describe(const tabcl__tuning *t, tabcl__tune_key k, char *buf, size_t cap);
+/* Key k's value, or dflt where the planner's rule decides. */
+static inline int64_t tabcl__tuned(const tabcl__tuning *t, tabcl__tune_key k, int64_t dflt) {
+  return t->value[k] == TABCL__TUNE_AUTO ? dflt : t->value[k];
+}
+
 /* The TILES key for padded head dim dp (16..256), or -1. */
 int tabcl__tune_tiles_key(int dp);
 

@@ -14,10 +14,6 @@ static unsigned log2_ceil(uint64_t x) {
   return l;
 }
 
-static unsigned tuned(const tabcl__tuning *t, tabcl__tune_key k, unsigned dflt) {
-  return t->value[k] == TABCL__TUNE_AUTO ? dflt : (unsigned)t->value[k];
-}
-
 void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan *p) {
   const tabcl__device_desc *dev = tg->dev;
   const tabcl__tuning *tune = tg->tune;
@@ -32,25 +28,25 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
   unsigned tile = 4096;
   while (tile > 2 && (cl_ulong)(tile + tile / 16) * (sizeof(cl_ulong) + sizeof(cl_uint)) > room)
     tile /= 2;
-  const unsigned tile_cap = tuned(tune, TABCL__TUNE_SORT_TILE, 4096);
+  const unsigned tile_cap = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_TILE, 4096);
   if (tile_cap < tile) tile = tile_cap;
   size_t cap = dev->max_work_group_size;
   if (dev->max_work_item_sizes[0] < cap) cap = dev->max_work_item_sizes[0];
   /* Each work-item of a local pass handles at least two pairs. */
-  const unsigned wgmax = tuned(tune, TABCL__TUNE_SORT_LOCAL, 128);
+  const unsigned wgmax = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_LOCAL, 128);
   unsigned wg = 1;
   while (wg * 2 <= wgmax && wg * 2 <= cap && wg * 2 <= tile / 2) wg *= 2;
   p->tile = tile;
   p->wg = wg;
   size_t gwg = 1;
-  const unsigned gwant = tuned(tune, TABCL__TUNE_SORT_GLOBAL, 256);
+  const unsigned gwant = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_GLOBAL, 256);
   while (gwg * 2 <= gwant && gwg * 2 <= cap) gwg *= 2;
   p->gwg = gwg;
-  p->max_logr = log2_ceil(tuned(tune, TABCL__TUNE_SORT_PAIRS, 1u << TABCL__SORT_MAX_LOGR));
+  p->max_logr = log2_ceil((unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_PAIRS, 1u << TABCL__SORT_MAX_LOGR));
   if (p->max_logr < 1) p->max_logr = 1;
   if (p->max_logr > TABCL__SORT_MAX_LOGR) p->max_logr = TABCL__SORT_MAX_LOGR;
   /* Global ids stay well inside 31 bits, as tabcl__slice_items does. */
-  p->max_items = tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS, 1u << 30);
+  p->max_items = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS, 1u << 30);
   snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u", tile, wg);
 
   p->n = n;

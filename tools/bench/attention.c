@@ -198,7 +198,7 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
              "(%d across keys), K chunks of %d columns, V chunks of %d keys, %s, %zu bytes "
              "local\n", dims[di], t.bq, t.bk, t.nt, t.tks, t.kc, t.vk,
              t.prefetch ? "prefetched" : "not prefetched", t.local_bytes);
-  printf("(TABCL_SDPA_TILES=\"64:64x32,128:64x16\" overrides the tiles per padded head dim; "
-         "see src/sdpa.c)\n");
+  printf("(TABCL_TUNE=\"sdpa.fused.d64=64x32;sdpa.fused.d128=64x16\" overrides the tiles per "
+         "padded head dim; see README.md, Tuning)\n");
   return failed;
 }

@@ -34,8 +34,9 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl__dev_strings *d, c
   return s ? s : t;
 }
 
-/* Kernel choices for GPU sweeps, from the environment (read here only; the
-   library's defaults take none). TABCL_BENCH_HASH_VARIANTS is a
+/* Kernel choices for GPU sweeps, from the environment (read here only, and
+   applied as tuning entries on the benchmark's context, so one run can time
+   several). TABCL_BENCH_HASH_VARIANTS is a
    comma-separated list of choices, each MID:MID_WG:BIG:BIG_WG:GROUP_MIN
    (missing fields 0 = the library's default): MID 1 hash_team_all (four
    lanes a label), 3 hash_team_all_flat (four, branch-free tail loads), 5
