@@ -48,7 +48,8 @@ typedef enum tabcl_status {
   TABCL_NO_DEVICE = 3,         /* no OpenCL platform, or no device matches the selector */
   TABCL_BUILD_FAILED = 4,      /* kernel compile failed; tabcl_last_error() holds the log */
   TABCL_UNSUPPORTED = 5,       /* e.g. f64 on a device without fp64 */
-  TABCL_TYPE_MISMATCH = 6,
+  TABCL_TYPE_MISMATCH = 6,     /* reserved for arguments of one call whose element types
+                                  differ; no call of this version returns it */
   TABCL_OPENCL_ERROR = 7,      /* any other OpenCL failure; the detail names call and code */
   TABCL_IO_ERROR = 8,
   TABCL_CORRUPT_DATA = 9,      /* a saved index or cache file that fails its checks */
