@@ -69,6 +69,8 @@ def test_encode_arguments(ctx):
     ddf = dd.from_pandas(pd.DataFrame({"x": ["a", "b"]}), npartitions=1)
     with pytest.raises(tabcl.InvalidArgument, match="1 columns given|2 columns given"):
         tabcl.dask.encode(ddf, idx, ["x", "x"])
+    with pytest.raises(tabcl.InvalidArgument, match="one name"):
+        tabcl.dask.encode(ddf, idx, "x")
     with pytest.raises(tabcl.InvalidArgument, match="not in the DataFrame"):
         tabcl.dask.encode(ddf, idx, ["y"])
     # without a cluster, dask's local scheduler runs it in this process

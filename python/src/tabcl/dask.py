@@ -55,6 +55,8 @@ def encode(ddf, idx, columns):
     in its order) replaced by its int32 codes in idx, -1 for null or unknown
     labels. Lazy, as Dask is: compute() runs it on the workers."""
     import dask
+    if isinstance(columns, (str, bytes)):
+        raise InvalidArgument("columns is one name (%r); give a list of column names" % (columns,))
     columns = list(columns)
     if len(columns) != idx.num_columns:
         raise InvalidArgument("%d columns given; the index has %d" %
