@@ -9,6 +9,8 @@ library was built with it). Where the library comes from:
                              libtabcl.a; tools/ci/run-tests.sh passes its own
   otherwise                  python/build/libtabcl, configured and built here
                              with CMake (the library target only)
+
+TABCL_WERROR=1 makes the extension's warnings errors.
 """
 import os
 import re
@@ -73,12 +75,18 @@ def version():
 (HERE / "src" / "tabcl" / "_version.py").write_text(
     '# Written by setup.py from include/tabcl/tabcl.h.\n__version__ = "%s"\n' % version())
 
+# Warnings are errors where the project asks for it (TABCL_WERROR=1: CI), as
+# the CMake option of the same name does for the library.
+flags = ["-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
+         "-Wno-cast-function-type"]
+if os.environ.get("TABCL_WERROR") == "1":
+    flags.append("-Werror")
+
 ext = Extension(
     "tabcl._tabcl",
     sources=sorted(str(p.relative_to(HERE)) for p in (HERE / "ext").glob("*.c")),
     include_dirs=[str(ROOT / "include")],
-    extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
-                        "-Wno-cast-function-type"],
+    extra_compile_args=flags,
 )
 
 setup(ext_modules=[ext], cmdclass={"build_ext": BuildWithLibrary})

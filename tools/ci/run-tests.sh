@@ -102,7 +102,7 @@ build_abs=$(cd "$build" && pwd)
 venv=$build_abs/python-venv
 rm -rf "$venv"
 if ! "$py" -m venv --system-site-packages "$venv" >"$logs/python-install.log" 2>&1 ||
-   ! TABCL_BUILD_DIR=$build_abs "$venv/bin/pip" install --no-build-isolation --no-index \
+   ! TABCL_BUILD_DIR=$build_abs TABCL_WERROR=1 "$venv/bin/pip" install --no-build-isolation --no-index \
        "$root/python" >>"$logs/python-install.log" 2>&1; then
   echo "FAIL: installing the Python package"; tail -30 "$logs/python-install.log"; fail=1
 elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
