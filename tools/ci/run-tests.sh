@@ -106,8 +106,8 @@ if ! "$py" -m venv --system-site-packages "$venv" >"$logs/python-install.log" 2>
        "$root/python" >>"$logs/python-install.log" 2>&1; then
   echo "FAIL: installing the Python package"; tail -30 "$logs/python-install.log"; fail=1
 elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
-        timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:logging . \
-        >"$logs/pytest.log" 2>&1); then
+        timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:logging .) \
+        >"$logs/pytest.log" 2>&1; then
   echo "FAIL: pytest"; fail=1
   { echo "--- pytest"; grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest.log" | head -120; } >>"$details"
 fi
