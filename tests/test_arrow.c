@@ -311,7 +311,8 @@ Test(arrow, malformed_strings) {
       {"schema has a dictionary", "dictionary-encoded", 8},
       {"negative length", "negative length -1", 9},
       {"negative offset", "negative offset -2", 10},
-      {"offset + length overflows", "overflows", 11},
+      {"offset + length overflows", "overflows any buffer size", 11},
+      {"length beyond any buffer", "length 1152921504606846975 overflows", 27},
       {"two buffers", "has 2 buffers; this format has 3", 12},
       {"buffers NULL", "buffers is NULL", 13},
       {"a child", "has 1 children", 14},
@@ -360,6 +361,7 @@ Test(arrow, malformed_strings) {
       case 24: b.buffers[2] = NULL; break;
       case 25: b.array.dictionary = &dict; break;
       case 26: b.array.null_count = 0; break;
+      case 27: b.array.length = INT64_MAX / 8; b.array.offset = 0; b.array.null_count = 0; break;
     }
     tabcl_arrow_strings s;
     memset(&s, 0xAB, sizeof s);

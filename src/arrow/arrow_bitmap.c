@@ -16,10 +16,12 @@ tabcl_status tabcl__arrow_check_array(const struct ArrowArray *a, int64_t n_buff
   if (a->offset < 0)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %snegative offset %lld", fn, what,
                        (long long)a->offset);
-  /* offset + length + 1 (the last offset's index) must not overflow */
-  if (a->length >= INT64_MAX - a->offset)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %soffset %lld + length %lld overflows", fn,
-                       what, (long long)a->offset, (long long)a->length);
+  /* Every byte count derived from offset + length (8-byte offsets, the
+     widened copy) must fit; no real buffer comes near this bound. */
+  if (a->length > INT64_MAX / 16 - a->offset)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "%s: %soffset %lld + length %lld overflows any buffer size", fn, what,
+                       (long long)a->offset, (long long)a->length);
   if (a->n_buffers != n_buffers)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %shas %lld buffers; this format has %lld", fn,
                        what, (long long)a->n_buffers, (long long)n_buffers);
