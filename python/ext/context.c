@@ -1,19 +1,31 @@
 /* tabcl._tabcl.Context: one tabcl_context. */
 #include "tpy.h"
 
+/* None, or a str / bytes / os.PathLike path as bytes (PyUnicode_FSConverter). */
+static int optional_path(PyObject *obj, void *out) {
+  if (obj == Py_None) {
+    *(PyObject **)out = NULL;
+    return 1;
+  }
+  return PyUnicode_FSConverter(obj, out);
+}
+
 static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *names[] = {"device", "cache_dir", NULL};
-  const char *device = NULL, *cache_dir = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zz:Context", names, &device, &cache_dir))
+  const char *device = NULL;
+  PyObject *cache_dir = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zO&:Context", names, &device, optional_path,
+                                   &cache_dir))
     return NULL;
   tabcl_options o = {0};
   o.device = device;
-  o.cache_dir = cache_dir;
+  o.cache_dir = cache_dir ? PyBytes_AS_STRING(cache_dir) : NULL;
   tabcl_context *ctx = NULL;
   tabcl_status st;
   Py_BEGIN_ALLOW_THREADS
   st = tabcl_context_create(&o, &ctx);
   Py_END_ALLOW_THREADS
+  Py_XDECREF(cache_dir);
   if (st) return tpy_raise(st);
   tpy_context *self = (tpy_context *)type->tp_alloc(type, 0);
   if (!self) {

@@ -26,6 +26,16 @@ def test_devices_and_their_selectors(ctx):
     assert ctx.device_name in [d.name for d in devs]
 
 
+def test_context_cache_dir_takes_paths(tmp_path):
+    c = tabcl.Context(cache_dir=tmp_path / "cache")
+    tabcl.CategoryIndex.fit(c, [["a", "b"]]).lookup([["b"]])
+    built, from_cache, launches = c.stats()
+    assert built + from_cache > 0 and launches > 0
+    assert any((tmp_path / "cache").iterdir()), "the programs were cached in cache_dir"
+    with pytest.raises(TypeError):
+        tabcl.Context(cache_dir=3)
+
+
 def test_context_device_errors():
     with pytest.raises(tabcl.NoDevice) as e:
         tabcl.Context(device="no-such-device-xyz")
