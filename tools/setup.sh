@@ -11,7 +11,9 @@ case "$mode" in probe|test) ;; *) echo "usage: $0 probe|test" >&2; exit 2 ;; esa
 # Debian packages only. pocl-opencl-icd is the CPU device used where no GPU is.
 pkgs="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
       pocl-opencl-icd clinfo libclblast-dev libcriterion-dev libxxhash-dev"
-[ "$mode" = test ] && pkgs="$pkgs oclgrind clang libclang-rt-dev"
+[ "$mode" = test ] && pkgs="$pkgs oclgrind clang libclang-rt-dev
+      python3-dev python3-venv python3-setuptools python3-numpy python3-pandas python3-dask
+      python3-distributed python3-pytest"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

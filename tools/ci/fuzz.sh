@@ -20,7 +20,7 @@ build=${1:-build}
 logs=${2:-$build/ci-logs}
 fbuild=${FUZZ_BUILD_DIR:-${build}-fuzz}
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"fuzz_strings_lookup fuzz_index_load fuzz_sdpa_desc"}
+targets=${FUZZ_TARGETS:-"fuzz_strings_lookup fuzz_index_load fuzz_sdpa_desc fuzz_arrow"}
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 

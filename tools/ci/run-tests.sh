@@ -8,7 +8,10 @@
 #     failing on any report (oclgrind itself exits 0 after reporting);
 #  5. the fuzz targets' seed corpora replayed, and each target fuzzed briefly
 #     (tools/ci/fuzz.sh; it fails when clang's libFuzzer is missing, which
-#     tools/setup.sh test installs).
+#     tools/setup.sh test installs);
+#  6. the Python package (python/) installed into a fresh venv of Debian's
+#     python3 (system site packages: numpy, pandas, dask) with no network,
+#     linked against this build's libtabcl.a, and its pytest suite.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
@@ -93,6 +96,25 @@ if [ -x "$root/tools/ci/fuzz.sh" ]; then
   step "fuzz targets"
   "$root/tools/ci/fuzz.sh" "$build" "$logs" || fail=1
 fi
+
+step "Python package and its pytest suite (python/)"
+# Debian's interpreter: the one python3-numpy, -pandas and -dask belong to
+# (a python3 earlier on PATH, pyenv's say, has none of them).
+py=/usr/bin/python3
+build_abs=$(cd "$build" && pwd)
+venv=$build_abs/python-venv
+rm -rf "$venv"
+if ! "$py" -m venv --system-site-packages "$venv" >"$logs/python-install.log" 2>&1 ||
+   ! TABCL_BUILD_DIR=$build_abs TABCL_WERROR=1 "$venv/bin/pip" install --no-build-isolation --no-index \
+       "$root/python" >>"$logs/python-install.log" 2>&1; then
+  echo "FAIL: installing the Python package"; tail -30 "$logs/python-install.log"; fail=1
+elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
+        timeout 900 "$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:logging .) \
+        >"$logs/pytest.log" 2>&1; then
+  echo "FAIL: pytest"; fail=1
+  { echo "--- pytest"; grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest.log" | head -120; } >>"$details"
+fi
+tail -1 "$logs/pytest.log" 2>/dev/null
 
 echo
 if [ -s "$details" ]; then

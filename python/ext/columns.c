@@ -1,0 +1,282 @@
+/* tabcl._tabcl.Strings and .Dictionary: string columns and dictionary-
+ * encoded columns as tabcl views, built from a Python sequence of str /
+ * bytes / None, from Arrow C Data Interface capsules, or (dictionaries)
+ * from categories and an int32 codes buffer. */
+#include <math.h>
+#include <string.h>
+
+#include "tpy.h"
+
+/* Whether item is a null label: None, a float NaN, or one of extra (the
+   Python layer passes pandas.NA and pandas.NaT when pandas is loaded). */
+static int is_null(PyObject *item, PyObject *extra) {
+  if (item == Py_None) return 1;
+  if (PyFloat_Check(item) && isnan(PyFloat_AS_DOUBLE(item))) return 1;
+  if (extra)
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(extra); i++)
+      if (item == PyTuple_GET_ITEM(extra, i)) return 1;
+  return 0;
+}
+
+/* The bytes of a present label, or -1 with TypeError / UnicodeEncodeError. */
+static Py_ssize_t label_bytes(PyObject *item, Py_ssize_t i, const char **p) {
+  Py_ssize_t n;
+  if (PyUnicode_Check(item)) {
+    *p = PyUnicode_AsUTF8AndSize(item, &n);
+    return *p ? n : -1;
+  }
+  if (PyBytes_Check(item)) {
+    *p = PyBytes_AS_STRING(item);
+    return PyBytes_GET_SIZE(item);
+  }
+  PyErr_Format(PyExc_TypeError, "label %zd is %.100s, not str, bytes or None", i,
+               Py_TYPE(item)->tp_name);
+  return -1;
+}
+
+static tpy_strings *strings_alloc(void) {
+  return (tpy_strings *)tpy_strings_type.tp_alloc(&tpy_strings_type, 0);
+}
+
+/* Strings.from_sequence(seq, nulls=()): two passes, sizes then copies, so
+   the buffers are allocated once. */
+static PyObject *strings_from_sequence(PyObject *cls, PyObject *args) {
+  (void)cls;
+  PyObject *seq, *extra = NULL;
+  if (!PyArg_ParseTuple(args, "O|O!:from_sequence", &seq, &PyTuple_Type, &extra)) return NULL;
+  PyObject *fast = PySequence_Fast(seq, "a string column must be a sequence");
+  if (!fast) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  PyObject **items = PySequence_Fast_ITEMS(fast);
+  int64_t total = 0, nulls = 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (is_null(items[i], extra)) {
+      nulls++;
+      continue;
+    }
+    const char *p;
+    Py_ssize_t len = label_bytes(items[i], i, &p);
+    if (len < 0) {
+      Py_DECREF(fast);
+      return NULL;
+    }
+    total += len;
+  }
+  tpy_strings *self = strings_alloc();
+  if (!self) {
+    Py_DECREF(fast);
+    return NULL;
+  }
+  self->offsets = PyMem_Malloc(((size_t)n + 1) * sizeof *self->offsets);
+  self->data = total ? PyMem_Malloc((size_t)total) : NULL;
+  self->validity = nulls ? PyMem_Calloc(((size_t)n + 7) / 8, 1) : NULL;
+  if (!self->offsets || (total && !self->data) || (nulls && !self->validity)) {
+    Py_DECREF(fast);
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  int64_t at = 0;
+  self->offsets[0] = 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (is_null(items[i], extra)) {
+      self->offsets[i + 1] = at;
+      continue;
+    }
+    if (self->validity) self->validity[i >> 3] |= (uint8_t)(1u << (i & 7));
+    const char *p;
+    Py_ssize_t len = label_bytes(items[i], i, &p);
+    if (len < 0 || at + len > total) {  /* the sequence changed under us */
+      if (len >= 0) PyErr_SetString(PyExc_RuntimeError, "the column changed while being read");
+      Py_DECREF(fast);
+      Py_DECREF(self);
+      return NULL;
+    }
+    if (len) memcpy(self->data + at, p, (size_t)len);
+    at += len;
+    self->offsets[i + 1] = at;
+  }
+  Py_DECREF(fast);
+  self->view = (tabcl_strings_view){n, self->offsets, self->data, self->validity};
+  return (PyObject *)self;
+}
+
+/* The two structs inside an (ArrowSchema, ArrowArray) capsule pair. */
+static int arrow_pointers(PyObject *schema_cap, PyObject *array_cap, struct ArrowSchema **s,
+                          struct ArrowArray **a) {
+  *s = PyCapsule_GetPointer(schema_cap, "arrow_schema");
+  if (!*s) return -1;
+  *a = PyCapsule_GetPointer(array_cap, "arrow_array");
+  return *a ? 0 : -1;
+}
+
+/* Strings.from_arrow(schema_capsule, array_capsule): the capsules stay
+   referenced, so the array (released by its capsule's destructor) outlives
+   the view. */
+static PyObject *strings_from_arrow(PyObject *cls, PyObject *args) {
+  (void)cls;
+  PyObject *sc, *ac;
+  if (!PyArg_ParseTuple(args, "OO:from_arrow", &sc, &ac)) return NULL;
+  struct ArrowSchema *s;
+  struct ArrowArray *a;
+  if (arrow_pointers(sc, ac, &s, &a) < 0) return NULL;
+  tpy_strings *self = strings_alloc();
+  if (!self) return NULL;
+  tabcl_status st = tabcl_arrow_strings_import(s, a, &self->arrow);
+  if (st) {
+    Py_DECREF(self);
+    return tpy_raise(st);
+  }
+  self->view = self->arrow.view;
+  self->keep = PyTuple_Pack(2, sc, ac);
+  if (!self->keep) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return (PyObject *)self;
+}
+
+static void strings_dealloc(tpy_strings *self) {
+  tabcl_arrow_strings_free(&self->arrow);
+  PyMem_Free(self->offsets);
+  PyMem_Free(self->data);
+  PyMem_Free(self->validity);
+  Py_XDECREF(self->keep);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t strings_len(tpy_strings *self) { return (Py_ssize_t)self->view.length; }
+
+/* Label i as bytes, or None: for tests and error messages. */
+static PyObject *strings_label(tpy_strings *self, PyObject *arg) {
+  Py_ssize_t i = PyLong_AsSsize_t(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (i < 0 || i >= (Py_ssize_t)self->view.length) {
+    PyErr_SetString(PyExc_IndexError, "label index out of range");
+    return NULL;
+  }
+  const tabcl_strings_view *v = &self->view;
+  if (v->validity && !((v->validity[i >> 3] >> (i & 7)) & 1)) Py_RETURN_NONE;
+  int64_t a = v->offsets[i], b = v->offsets[i + 1];
+  return PyBytes_FromStringAndSize(b > a ? (const char *)v->data + a : "", (Py_ssize_t)(b - a));
+}
+
+static PyMethodDef strings_methods[] = {
+    {"from_sequence", strings_from_sequence, METH_VARARGS | METH_CLASS,
+     "from_sequence(seq, nulls=()): labels from str (UTF-8), bytes; None, NaN and the\n"
+     "objects in nulls are null"},
+    {"from_arrow", strings_from_arrow, METH_VARARGS | METH_CLASS,
+     "from_arrow(schema_capsule, array_capsule): an Arrow string or binary array"},
+    {"label", (PyCFunction)strings_label, METH_O, "label(i): bytes or None"},
+    {NULL, NULL, 0, NULL}};
+
+static PySequenceMethods strings_as_sequence = {.sq_length = (lenfunc)strings_len};
+
+PyTypeObject tpy_strings_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tabcl._tabcl.Strings",
+    .tp_basicsize = sizeof(tpy_strings),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A string column as tabcl sees it (Arrow layout).",
+    .tp_dealloc = (destructor)strings_dealloc,
+    .tp_methods = strings_methods,
+    .tp_as_sequence = &strings_as_sequence,
+};
+
+/* ---- dictionaries ---------------------------------------------------- */
+
+static tpy_dictionary *dictionary_alloc(void) {
+  return (tpy_dictionary *)tpy_dictionary_type.tp_alloc(&tpy_dictionary_type, 0);
+}
+
+/* Dictionary.from_arrow(schema_capsule, array_capsule) */
+static PyObject *dictionary_from_arrow(PyObject *cls, PyObject *args) {
+  (void)cls;
+  PyObject *sc, *ac;
+  if (!PyArg_ParseTuple(args, "OO:from_arrow", &sc, &ac)) return NULL;
+  struct ArrowSchema *s;
+  struct ArrowArray *a;
+  if (arrow_pointers(sc, ac, &s, &a) < 0) return NULL;
+  tpy_dictionary *self = dictionary_alloc();
+  if (!self) return NULL;
+  tabcl_status st = tabcl_arrow_dictionary_import(s, a, &self->arrow);
+  if (st) {
+    Py_DECREF(self);
+    return tpy_raise(st);
+  }
+  self->view = self->arrow.view;
+  self->keep = PyTuple_Pack(2, sc, ac);
+  if (!self->keep) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return (PyObject *)self;
+}
+
+/* Dictionary.from_parts(categories: Strings, codes: a C-contiguous int32
+   buffer); the codes are checked against the categories by align. */
+static PyObject *dictionary_from_parts(PyObject *cls, PyObject *args) {
+  (void)cls;
+  PyObject *cats, *codes;
+  if (!PyArg_ParseTuple(args, "O!O:from_parts", &tpy_strings_type, &cats, &codes)) return NULL;
+  tpy_dictionary *self = dictionary_alloc();
+  if (!self) return NULL;
+  if (PyObject_GetBuffer(codes, &self->codes, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  self->has_codes = 1;
+  const char *f = self->codes.format ? self->codes.format : "B";
+  size_t fl = strlen(f);
+  if (self->codes.itemsize != 4 || !fl || (f[fl - 1] != 'i' && f[fl - 1] != 'l')) {
+    PyErr_Format(PyExc_TypeError, "codes must be an int32 buffer, not format '%s' of %zd bytes",
+                 f, self->codes.itemsize);
+    Py_DECREF(self);
+    return NULL;
+  }
+  Py_INCREF(cats);
+  self->keep = cats;
+  self->view.categories = ((tpy_strings *)cats)->view;
+  self->view.length = (int64_t)(self->codes.len / 4);
+  self->view.codes = self->codes.buf;
+  return (PyObject *)self;
+}
+
+static void dictionary_dealloc(tpy_dictionary *self) {
+  tabcl_arrow_dictionary_free(&self->arrow);
+  if (self->has_codes) PyBuffer_Release(&self->codes);
+  Py_XDECREF(self->keep);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t dictionary_len(tpy_dictionary *self) { return (Py_ssize_t)self->view.length; }
+
+/* (number of categories, [codes]) for tests. */
+static PyObject *dictionary_codes(tpy_dictionary *self, PyObject *unused) {
+  (void)unused;
+  PyObject *list = PyList_New((Py_ssize_t)self->view.length);
+  for (int64_t i = 0; list && i < self->view.length; i++) {
+    PyObject *v = PyLong_FromLong(self->view.codes[i]);
+    if (!v) Py_CLEAR(list);
+    else PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+  }
+  return list;
+}
+
+static PyMethodDef dictionary_methods[] = {
+    {"from_arrow", dictionary_from_arrow, METH_VARARGS | METH_CLASS,
+     "from_arrow(schema_capsule, array_capsule): an Arrow dictionary array"},
+    {"from_parts", dictionary_from_parts, METH_VARARGS | METH_CLASS,
+     "from_parts(categories, codes): a Strings and an int32 buffer, -1 = missing"},
+    {"codes", (PyCFunction)dictionary_codes, METH_NOARGS, "the codes as a list"},
+    {NULL, NULL, 0, NULL}};
+
+static PySequenceMethods dictionary_as_sequence = {.sq_length = (lenfunc)dictionary_len};
+
+PyTypeObject tpy_dictionary_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tabcl._tabcl.Dictionary",
+    .tp_basicsize = sizeof(tpy_dictionary),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A dictionary-encoded column: categories and int32 codes into them.",
+    .tp_dealloc = (destructor)dictionary_dealloc,
+    .tp_methods = dictionary_methods,
+    .tp_as_sequence = &dictionary_as_sequence,
+};

@@ -1,0 +1,98 @@
+/* tabcl._tabcl.Context: one tabcl_context. */
+#include "tpy.h"
+
+/* None, or a str / bytes / os.PathLike path as bytes (PyUnicode_FSConverter). */
+static int optional_path(PyObject *obj, void *out) {
+  if (obj == Py_None) {
+    *(PyObject **)out = NULL;
+    return 1;
+  }
+  return PyUnicode_FSConverter(obj, out);
+}
+
+static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  static char *names[] = {"device", "cache_dir", NULL};
+  const char *device = NULL;
+  PyObject *cache_dir = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zO&:Context", names, &device, optional_path,
+                                   &cache_dir))
+    return NULL;
+  tabcl_options o = {0};
+  o.device = device;
+  o.cache_dir = cache_dir ? PyBytes_AS_STRING(cache_dir) : NULL;
+  tabcl_context *ctx = NULL;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_context_create(&o, &ctx);
+  Py_END_ALLOW_THREADS
+  Py_XDECREF(cache_dir);
+  if (st) return tpy_raise(st);
+  tpy_context *self = (tpy_context *)type->tp_alloc(type, 0);
+  if (!self) {
+    tabcl_context_destroy(ctx);
+    return NULL;
+  }
+  self->ctx = ctx;
+  return (PyObject *)self;
+}
+
+static void context_dealloc(tpy_context *self) {
+  tabcl_context_destroy(self->ctx);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *context_device_name(tpy_context *self, void *unused) {
+  (void)unused;
+  return PyUnicode_DecodeUTF8(tabcl_context_device_name(self->ctx),
+                              (Py_ssize_t)strlen(tabcl_context_device_name(self->ctx)), "replace");
+}
+
+static PyObject *context_platform_name(tpy_context *self, void *unused) {
+  (void)unused;
+  const char *p = tabcl_context_platform_name(self->ctx);
+  return PyUnicode_DecodeUTF8(p, (Py_ssize_t)strlen(p), "replace");
+}
+
+/* programs_built, programs_from_cache, kernel_launches */
+static PyObject *context_stats(tpy_context *self, PyObject *unused) {
+  (void)unused;
+  tabcl_stats s;
+  tabcl_context_stats(self->ctx, &s);
+  return Py_BuildValue("(KKK)", (unsigned long long)s.programs_built,
+                       (unsigned long long)s.programs_from_cache,
+                       (unsigned long long)s.kernel_launches);
+}
+
+/* A context is a device handle of this process: it cannot travel. */
+static PyObject *context_reduce(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  PyErr_SetString(PyExc_TypeError,
+                  "a tabcl.Context cannot be pickled: make one in each process (tabcl.dask does)");
+  return NULL;
+}
+
+static PyGetSetDef context_getset[] = {
+    {"device_name", (getter)context_device_name, NULL, "the device's name", NULL},
+    {"platform_name", (getter)context_platform_name, NULL, "its platform's name", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef context_methods[] = {
+    {"stats", (PyCFunction)context_stats, METH_NOARGS,
+     "(programs_built, programs_from_cache, kernel_launches)"},
+    {"__reduce__", context_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject tpy_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tabcl.Context",
+    .tp_basicsize = sizeof(tpy_context),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Context(device=None, cache_dir=None): a tabcl context on one OpenCL device.\n"
+              "device: a selector (\"P:D\" or part of a device or platform name); None means\n"
+              "$TABCL_DEVICE, else the first GPU, else the first device. cache_dir: the\n"
+              "kernel cache folder; None means $TABCL_CACHE_DIR or the default, \"\" none.",
+    .tp_new = context_new,
+    .tp_dealloc = (destructor)context_dealloc,
+    .tp_getset = context_getset,
+    .tp_methods = context_methods,
+};

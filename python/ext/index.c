@@ -1,0 +1,273 @@
+/* tabcl._tabcl.Index and the categorical calls: fit, lookup, align, save,
+ * load. Column lists are copied into tuples first, so the objects (and the
+ * memory their views point into) stay alive while the GIL is released. */
+#include "tpy.h"
+
+static void index_dealloc(tpy_index *self) {
+  tabcl_category_index_destroy(self->idx);
+  Py_XDECREF(self->context);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *index_num_columns(tpy_index *self, void *unused) {
+  (void)unused;
+  return PyLong_FromLong(tabcl_category_index_columns(self->idx));
+}
+
+static PyObject *index_num_codes(tpy_index *self, PyObject *arg) {
+  long c = PyLong_AsLong(arg);
+  if (c == -1 && PyErr_Occurred()) return NULL;
+  int n = tabcl_category_index_columns(self->idx);
+  if (c < 0 || c >= n)
+    return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "num_codes: column %ld is outside [0, %d)", c, n);
+  return PyLong_FromLongLong((long long)tabcl_category_index_codes(self->idx, (int)c));
+}
+
+static PyObject *index_context(tpy_index *self, void *unused) {
+  (void)unused;
+  Py_INCREF(self->context);
+  return self->context;
+}
+
+static PyObject *index_reduce(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  PyErr_SetString(PyExc_TypeError,
+                  "a tabcl index handle cannot be pickled: send idx.to_bytes() and rebuild it "
+                  "with tabcl.CategoryIndex.from_bytes(ctx, data)");
+  return NULL;
+}
+
+static PyGetSetDef index_getset[] = {
+    {"num_columns", (getter)index_num_columns, NULL, "tabcl_category_index_columns", NULL},
+    {"context", (getter)index_context, NULL, "the Context it lives on", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef index_methods[] = {
+    {"num_codes", (PyCFunction)index_num_codes, METH_O, "tabcl_category_index_codes"},
+    {"__reduce__", index_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject tpy_index_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tabcl._tabcl.Index",
+    .tp_basicsize = sizeof(tpy_index),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A fitted tabcl_category_index.",
+    .tp_dealloc = (destructor)index_dealloc,
+    .tp_getset = index_getset,
+    .tp_methods = index_methods,
+};
+
+static PyObject *wrap_index(PyObject *context, tabcl_category_index *idx) {
+  tpy_index *self = (tpy_index *)tpy_index_type.tp_alloc(&tpy_index_type, 0);
+  if (!self) {
+    tabcl_category_index_destroy(idx);
+    return NULL;
+  }
+  self->idx = idx;
+  Py_INCREF(context);
+  self->context = context;
+  return (PyObject *)self;
+}
+
+/* A tuple of the list's items, each of type t, with their count checked. */
+static PyObject *column_tuple(PyObject *list, PyTypeObject *t, const char *what) {
+  PyObject *tup = PySequence_Tuple(list);
+  if (!tup) return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(tup);
+  if (n > INT32_MAX) {
+    Py_DECREF(tup);
+    return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "%zd columns is too many", n);
+  }
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!PyObject_TypeCheck(PyTuple_GET_ITEM(tup, i), t)) {
+      PyErr_Format(PyExc_TypeError, "column %zd is not a %s", i, what);
+      Py_DECREF(tup);
+      return NULL;
+    }
+  return tup;
+}
+
+/* fit(context, [Strings], order) -> Index */
+static PyObject *fit(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *ctx, *list;
+  int order;
+  if (!PyArg_ParseTuple(args, "O!Oi:fit", &tpy_context_type, &ctx, &list, &order)) return NULL;
+  PyObject *cols = column_tuple(list, &tpy_strings_type, "Strings");
+  if (!cols) return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(cols);
+  tabcl_strings_view *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
+  if (!views) {
+    Py_DECREF(cols);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < n; i++) views[i] = ((tpy_strings *)PyTuple_GET_ITEM(cols, i))->view;
+  tabcl_category_index *idx = NULL;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_category_index_fit(((tpy_context *)ctx)->ctx, (int)n, views,
+                                (tabcl_code_order)order, &idx);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(views);
+  Py_DECREF(cols);
+  if (st) return tpy_raise(st);
+  return wrap_index(ctx, idx);
+}
+
+/* Writable C-contiguous int32 buffers, one per column, each of len rows. */
+typedef struct outs {
+  Py_ssize_t n;
+  Py_buffer *b;
+  int32_t **p;
+} outs;
+
+static void outs_release(outs *o) {
+  for (Py_ssize_t i = 0; i < o->n; i++)
+    if (o->b[i].obj) PyBuffer_Release(&o->b[i]);
+  PyMem_Free(o->b);
+  PyMem_Free(o->p);
+}
+
+static int outs_get(PyObject *list, Py_ssize_t n, const int64_t *rows, outs *o) {
+  o->n = 0;
+  o->b = PyMem_Calloc((size_t)(n ? n : 1), sizeof *o->b);
+  o->p = PyMem_Calloc((size_t)(n ? n : 1), sizeof *o->p);
+  PyObject *tup = PySequence_Tuple(list);
+  if (!o->b || !o->p || !tup) {
+    Py_XDECREF(tup);
+    if (!PyErr_Occurred()) PyErr_NoMemory();
+    return -1;
+  }
+  if (PyTuple_GET_SIZE(tup) != n) {
+    PyErr_Format(PyExc_ValueError, "%zd output arrays for %zd columns", PyTuple_GET_SIZE(tup), n);
+    Py_DECREF(tup);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++, o->n++) {
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tup, i), &o->b[i],
+                           PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+      Py_DECREF(tup);
+      return -1;
+    }
+    if (o->b[i].len != (Py_ssize_t)(rows[i] * 4)) {
+      PyErr_Format(PyExc_ValueError, "output %zd holds %zd bytes; column has %lld rows", i,
+                   o->b[i].len, (long long)rows[i]);
+      o->n++;
+      Py_DECREF(tup);
+      return -1;
+    }
+    o->p[i] = o->b[i].buf;
+  }
+  Py_DECREF(tup);
+  return 0;
+}
+
+/* lookup(index, [Strings], [int32 outputs]) */
+static PyObject *lookup(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *index, *list, *outlist;
+  if (!PyArg_ParseTuple(args, "O!OO:lookup", &tpy_index_type, &index, &list, &outlist))
+    return NULL;
+  PyObject *cols = column_tuple(list, &tpy_strings_type, "Strings");
+  if (!cols) return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(cols);
+  tabcl_strings_view *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
+  int64_t *rows = PyMem_Calloc((size_t)(n ? n : 1), sizeof *rows);
+  outs o = {0, NULL, NULL};
+  PyObject *ret = NULL;
+  if (!views || !rows) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    views[i] = ((tpy_strings *)PyTuple_GET_ITEM(cols, i))->view;
+    rows[i] = views[i].length;
+  }
+  if (outs_get(outlist, n, rows, &o) < 0) goto done;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_category_index_lookup(((tpy_index *)index)->idx, (int)n, views, o.p);
+  Py_END_ALLOW_THREADS
+  if (st) tpy_raise(st);
+  else ret = Py_NewRef(Py_None);
+done:
+  outs_release(&o);
+  PyMem_Free(views);
+  PyMem_Free(rows);
+  Py_DECREF(cols);
+  return ret;
+}
+
+/* align(index, [Dictionary], [int32 outputs]) */
+static PyObject *align(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *index, *list, *outlist;
+  if (!PyArg_ParseTuple(args, "O!OO:align", &tpy_index_type, &index, &list, &outlist))
+    return NULL;
+  PyObject *cols = column_tuple(list, &tpy_dictionary_type, "Dictionary");
+  if (!cols) return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(cols);
+  tabcl_dictionary_view *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
+  int64_t *rows = PyMem_Calloc((size_t)(n ? n : 1), sizeof *rows);
+  outs o = {0, NULL, NULL};
+  PyObject *ret = NULL;
+  if (!views || !rows) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    views[i] = ((tpy_dictionary *)PyTuple_GET_ITEM(cols, i))->view;
+    rows[i] = views[i].length;
+  }
+  if (outs_get(outlist, n, rows, &o) < 0) goto done;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_category_index_align(((tpy_index *)index)->idx, (int)n, views, o.p);
+  Py_END_ALLOW_THREADS
+  if (st) tpy_raise(st);
+  else ret = Py_NewRef(Py_None);
+done:
+  outs_release(&o);
+  PyMem_Free(views);
+  PyMem_Free(rows);
+  Py_DECREF(cols);
+  return ret;
+}
+
+/* save(index, path: bytes) */
+static PyObject *save(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *index;
+  const char *path;
+  if (!PyArg_ParseTuple(args, "O!y:save", &tpy_index_type, &index, &path)) return NULL;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_category_index_save(((tpy_index *)index)->idx, path);
+  Py_END_ALLOW_THREADS
+  if (st) return tpy_raise(st);
+  Py_RETURN_NONE;
+}
+
+/* load(context, path: bytes) -> Index */
+static PyObject *load(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *ctx;
+  const char *path;
+  if (!PyArg_ParseTuple(args, "O!y:load", &tpy_context_type, &ctx, &path)) return NULL;
+  tabcl_category_index *idx = NULL;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_category_index_load(((tpy_context *)ctx)->ctx, path, &idx);
+  Py_END_ALLOW_THREADS
+  if (st) return tpy_raise(st);
+  return wrap_index(ctx, idx);
+}
+
+PyMethodDef tpy_index_functions[] = {
+    {"fit", fit, METH_VARARGS, "fit(context, [Strings], order) -> Index"},
+    {"lookup", lookup, METH_VARARGS, "lookup(index, [Strings], [int32 outputs])"},
+    {"align", align, METH_VARARGS, "align(index, [Dictionary], [int32 outputs])"},
+    {"save", save, METH_VARARGS, "save(index, path)"},
+    {"load", load, METH_VARARGS, "load(context, path) -> Index"},
+    {NULL, NULL, 0, NULL}};
