@@ -107,7 +107,8 @@ static int build(const lk_case *k, int ncols, lk_col *cols) {
 
 static int write_file(const char *dir, const char *name, const void *p, size_t n) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int len = snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (len < 0 || (size_t)len >= sizeof path) return 1; /* a dump folder too deep to name */
   FILE *f = fopen(path, "wb");
   if (!f) return 1;
   int bad = n && fwrite(p, 1, n, f) != n;
