@@ -12,3 +12,66 @@
 typedef ulong u64;
 typedef uint u32;
 typedef uchar u8;
+
+// bf16, the high half of an f32 (sdpa.cl and sdpa_gemm.cl store tensors in
+// it): widening is a shift; narrowing rounds to nearest even and keeps NaNs
+// quiet, as the host's tabcl__f32_to_bf16 (src/runtime/half.c).
+inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
+inline ushort f32_to_bf16(float f) {
+  uint u = as_uint(f);
+  if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+
+// ---- attention: the grid and the masking rules ----
+// The portable kernel (sdpa.cl) and the tensor-core one (sdpa_mma.cl) run
+// on the same grid (src/attention/sdpa_grid.c) and must agree on what a
+// query may attend; sdpa_gemm.cl's softmax applies the same mask. These
+// macros are that one definition. They expand inside the kernels and use
+// the kernels' own names: the arguments b0, h0, qt0, q, k, v, lq, lk, hq,
+// hkv, d, causal, mask_kind (0 none, 1 bool, 2 additive), mask_bb, mask_hb
+// and the tile sizes BQ (queries) and BK (keys).
+
+// Where (batch entry b, query head h) starts in a mask [B or 1, Hq or 1, Lq, Lk].
+#define SDPA_MASK_BASE(b, h) \
+  (((mask_bb ? 0 : (b)) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : (h))) * (long)lq * lk)
+
+// Declares the work-group's place in the grid. Dims 0, 1 and 2 are batch
+// entries, heads and query tiles, from b0, h0 and qt0 (the batch, the only
+// large extent, is in dim 0: some devices allow only 65535 groups in dims 1
+// and 2, so the host splits those). Group ids need no division (oclgrind
+// cannot follow the `freeze` LLVM adds to a division paired with a
+// remainder). Declared: b, h, qt; kh, the key/value head; q0 and qn, the
+// tile's first query and its number of queries; qstride and kstride, the
+// elements between rows of Q and of K/V; vec, whether d is a multiple of VW
+// (rows can move VW elements at a time); qb, kb and vb, the tile's rows of
+// Q and the head's of K and V (elements of type T); mbase, SDPA_MASK_BASE
+// of (b, h) when there is a mask.
+#define SDPA_GROUP_SETUP(T, VW)                                        \
+  const long b = b0 + (long)get_group_id(0);                           \
+  const int h = h0 + (int)get_group_id(1);                             \
+  const int qt = qt0 + (int)get_group_id(2);                           \
+  const int kh = h / (hq / hkv);                                       \
+  const int q0 = qt * BQ;                                              \
+  const int qn = min(BQ, lq - q0);                                     \
+  const long qstride = (long)hq * d, kstride = (long)hkv * d;          \
+  const int vec = (d & ((VW) - 1)) == 0;                               \
+  __global const T *qb = q + ((b * lq + q0) * hq + h) * (long)d;       \
+  __global const T *kb = k + (b * lk * hkv + kh) * (long)d;            \
+  __global const T *vb = v + (b * lk * hkv + kh) * (long)d;            \
+  long mbase = 0;                                                      \
+  if (mask_kind) mbase = SDPA_MASK_BASE(b, h)
+
+// Top-left aligned causality: no row of the query tile sees keys past its
+// last query, so the pass over the keys ends here.
+#define SDPA_KV_END (causal ? min(lk, q0 + qn) : lk)
+// Whether the key tile from k0 needs no per-entry test: no mask, wholly
+// inside both lengths and, if causal, wholly at or below the diagonal.
+#define SDPA_TILE_PLAIN(k0) \
+  (mask_kind == 0 && (k0) + BK <= lk && q0 + BQ <= lq && (!causal || (k0) + BK <= q0 + 1))
+// Whether query qi may see key kj before the mask: inside both lengths and
+// not past the causal diagonal. Then a boolean mask's entry decides, and an
+// additive one's is added; SDPA_MASK_AT is that entry's index.
+#define SDPA_IN_RANGE(qi, kj) ((qi) < lq && (kj) < lk && (!causal || (kj) <= (qi)))
+#define SDPA_MASK_AT(qi, kj) (mbase + (long)(qi) * lk + (kj))

@@ -106,15 +106,7 @@ inline float4 ld_half4(__global const half *p, int i) {
 #define ST1(p, i, x) vstore_half_rte((x), (i), (p))
 #define ST4(p, i, x) vstore_half4_rte((x), (i) >> 2, (p))
 #else
-// bf16 is the high half of an f32: widening is a shift; narrowing rounds to
-// nearest even and keeps NaNs quiet.
-inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
-inline ushort f32_to_bf16(float f) {
-  uint u = as_uint(f);
-  if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
-}
+// bf16 through common.cl's bf16_to_f32 and f32_to_bf16.
 #define LD1(p, i) bf16_to_f32((p)[i])
 #define LD4(p, i) as_float4(convert_uint4(vload4((i) >> 2, (p))) << 16)
 #define ST1(p, i, x) ((p)[i] = f32_to_bf16(x))
@@ -251,10 +243,9 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define PREFETCH_V(src, avail) FETCH_V(src, avail)
 #endif
 
-// One work-group per (batch entry, head, query tile): dims 0, 1 and 2, so
-// the batch, the only large extent, is in dim 0 (some devices allow only
-// 65535 groups in dims 1 and 2; the host splits those). The launch covers
-// batch entries b0.., heads h0.. and query tiles qt0.. of the buffers.
+// One work-group per (batch entry, head, query tile): SDPA_GROUP_SETUP in
+// common.cl. The launch covers batch entries b0.., heads h0.. and query
+// tiles qt0.. of the buffers.
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,
@@ -272,22 +263,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   __local real *pst = (__local real *)pst4;
 
   const int t = (int)get_local_id(0);
-  // Group ids need no division (oclgrind cannot follow the `freeze` LLVM
-  // adds to a division paired with a remainder).
-  const long b = b0 + (long)get_group_id(0);
-  const int h = h0 + (int)get_group_id(1);
-  const int qt = qt0 + (int)get_group_id(2);
-  const int kh = h / (hq / hkv);
-  const int q0 = qt * BQ;
-  const int qn = min(BQ, lq - q0);
-  const long qstride = (long)hq * d, kstride = (long)hkv * d;
-  const int vec = (d & 3) == 0;
-  __global const store_t *qb = q + ((b * lq + q0) * hq + h) * (long)d;
-  __global const store_t *kb = k + (b * lk * hkv + kh) * (long)d;
-  __global const store_t *vb = v + (b * lk * hkv + kh) * (long)d;
-  long mbase = 0;
-  if (mask_kind)
-    mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
+  SDPA_GROUP_SETUP(store_t, 4);
 
   load_tile(qs, qb, qstride, BQ, qn, d, vec, scale2, t);
 
@@ -305,8 +281,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
-  // Top-left aligned causality: no row of this tile sees keys past its last query.
-  const int kv_end = causal ? min(lk, q0 + qn) : lk;
+  const int kv_end = SDPA_KV_END;
 
   // Unless SDPA_NOPRE, K and V chunks are read from global memory into
   // registers one phase ahead of their use (V during S = Q K^T, the next K
@@ -362,10 +337,9 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       }
     }
     // Masked entries become -inf; each row's partial maximum goes to red.
-    // A tile with no mask, wholly inside both lengths and, if causal, wholly
-    // at or below the diagonal takes every entry as it is: the per-entry
-    // tests cost about a tenth of the kernel's instructions on the H200.
-    const int plain = mask_kind == 0 && k0 + BK <= lk && q0 + BQ <= lq && (!causal || k0 + BK <= q0 + 1);
+    // A plain tile takes every entry as it is: the per-entry tests cost
+    // about a tenth of the kernel's instructions on the H200.
+    const int plain = SDPA_TILE_PLAIN(k0);
     #pragma unroll
     for (int i = 0; i < RQS; i++) {
       const int r = tq + i * TQS, qi = q0 + r;
@@ -377,11 +351,11 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
         #pragma unroll
         for (int j = 0; j < RKS; j++) {
           const int kj = k0 + tk + j * TKS;
-          int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+          int ok = SDPA_IN_RANGE(qi, kj);
           real x = s[i][j];
-          if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+          if (ok && mask_kind == 1) ok = mask[SDPA_MASK_AT(qi, kj)] != 0;
           else if (ok && mask_kind == 2)
-            x += LD1((__global const store_t *)mask, mbase + (long)qi * lk + kj) * (real)LOG2E;
+            x += LD1((__global const store_t *)mask, SDPA_MASK_AT(qi, kj)) * (real)LOG2E;
           s[i][j] = ok ? x : (real)(-INFINITY);
           pm = fmax(pm, s[i][j]);
         }

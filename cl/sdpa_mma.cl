@@ -205,8 +205,8 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
 // S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
 // maxima and partial sums move on; returns the factors (alpha) that rescale
-// what O holds so far. plain: the tile needs no per-entry tests (no mask,
-// inside both lengths, at or below a causal diagonal).
+// what O holds so far. plain: the tile needs no per-entry tests
+// (SDPA_TILE_PLAIN in common.cl).
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
                            __global const uchar *mask, long mbase, float scale2, int plain) {
@@ -220,11 +220,11 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
       #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
-        int ok = qi < lq && kj < lk && (!causal || kj <= qi);
+        int ok = SDPA_IN_RANGE(qi, kj);
         float x = s[j][e] * scale2;
-        if (ok && mask_kind == 1) ok = mask[mbase + (long)qi * lk + kj] != 0;
+        if (ok && mask_kind == 1) ok = mask[SDPA_MASK_AT(qi, kj)] != 0;
         else if (ok && mask_kind == 2)
-          x += scalar_of(((__global const elem_t *)mask)[mbase + (long)qi * lk + kj]) * LOG2E;
+          x += scalar_of(((__global const elem_t *)mask)[SDPA_MASK_AT(qi, kj)]) * LOG2E;
         s[j][e] = ok ? x : -INFINITY;
       }
     }
@@ -254,7 +254,8 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   return (float2)(a0, a1);
 }
 
-// Same grid as sdpa_fused: dim 0 batch entries, dim 1 heads, dim 2 query tiles.
+// Same grid as sdpa_fused (SDPA_GROUP_SETUP in common.cl): dim 0 batch
+// entries, dim 1 heads, dim 2 query tiles.
 // mask: uchar for boolean masks, elements of the dtype for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
@@ -274,20 +275,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
   const int t = (int)get_local_id(0);
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
-  const long b = b0 + (long)get_group_id(0);
-  const int h = h0 + (int)get_group_id(1);
-  const int qt = qt0 + (int)get_group_id(2);
-  const int kh = h / (hq / hkv);
-  const int q0 = qt * BQ;
-  const int qn = min(BQ, lq - q0);
-  const long qstride = (long)hq * d, kstride = (long)hkv * d;
-  const int vec = (d & (VECN - 1)) == 0;
-  __global const elem_t *qb = q + ((b * lq + q0) * hq + h) * (long)d;
-  __global const elem_t *kb = k + (b * lk * hkv + kh) * (long)d;
-  __global const elem_t *vb = v + (b * lk * hkv + kh) * (long)d;
-  long mbase = 0;
-  if (mask_kind)
-    mbase = ((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq * lk;
+  SDPA_GROUP_SETUP(elem_t, VECN);
 
   const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
 #if QRAW
@@ -342,8 +330,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   for (int n = 0; n < NON; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0, 0};
   const int qi0 = q0 + r0, qi1 = qi0 + 8;
-  // Top-left aligned causality: no row of this tile sees keys past its last query.
-  const int kv_end = causal ? min(lk, q0 + qn) : lk;
+  const int kv_end = SDPA_KV_END;
 
   for (int k0 = 0; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
@@ -414,8 +401,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
     }
 
-    const int plain = mask_kind == 0 && k0 + BK <= lk && q0 + BQ <= lq &&
-                      (!causal || k0 + BK <= q0 + 1);
+    const int plain = SDPA_TILE_PLAIN(k0);
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
                                       mask_kind, mask, mbase, scale2, plain);
     #pragma unroll

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "runtime/half.h"
 
 #define CAP_BYTES (1u << 22)
 
@@ -33,56 +34,10 @@ static int64_t pick64(fz_reader *r) {
   return b >= 0xF0 ? big64[b & 15] : b % 5;
 }
 
-static uint16_t f32_to_f16(float f) {
-  /* Exact for the small dyadic values used here; rounds toward zero otherwise. */
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-  if (isinf(f)) return sign | 0x7C00;
-  if (f == 0) return sign;
-  int e = (int)((x >> 23) & 0xFF) - 127 + 15;
-  if (e <= 0) return sign;
-  if (e >= 31) return sign | 0x7C00;
-  return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)((x >> 13) & 0x3FF));
-}
-static float f16_to_f32(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float v;
-  if (e == 0) v = ldexpf((float)m, -24);
-  else if (e == 31) v = m ? NAN : INFINITY;
-  else v = ldexpf((float)(m | 1024), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-static uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  return (uint16_t)(x >> 16);
-}
-static float bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
+/* A multiple of 1/8 in [-2, 2] from the input: exact in every dtype. */
+static double eighths(fz_reader *r) { return (fz_u8(r) % 33 - 16) / 8.0; }
 
 static size_t dsize(int dt) { return dt == TABCL_F32 ? 4 : dt == TABCL_F64 ? 8 : 2; }
-
-static void store(void *p, size_t i, int dt, double v) {
-  switch (dt) {
-    case TABCL_F32: ((float *)p)[i] = (float)v; break;
-    case TABCL_F64: ((double *)p)[i] = v; break;
-    case TABCL_F16: ((uint16_t *)p)[i] = f32_to_f16((float)v); break;
-    default: ((uint16_t *)p)[i] = f32_to_bf16((float)v); break;
-  }
-}
-static double load(const void *p, size_t i, int dt) {
-  switch (dt) {
-    case TABCL_F32: return ((const float *)p)[i];
-    case TABCL_F64: return ((const double *)p)[i];
-    case TABCL_F16: return f16_to_f32(((const uint16_t *)p)[i]);
-    default: return bf16_to_f32(((const uint16_t *)p)[i]);
-  }
-}
 
 /* a * b * c * d elements, 0 on overflow (with *ovf set). */
 static uint64_t product(int *ovf, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -182,14 +137,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
     bv = malloc(nk * es);
     bout = malloc(nq * es);
     bmask = malloc(nm * ms);
-    for (uint64_t i = 0; i < nq; i++) store(bq, i, d.dtype, (fz_u8(&r) % 33 - 16) / 8.0);
-    for (uint64_t i = 0; i < nk; i++) store(bk, i, d.dtype, (fz_u8(&r) % 33 - 16) / 8.0);
-    for (uint64_t i = 0; i < nk; i++) store(bv, i, d.dtype, (fz_u8(&r) % 33 - 16) / 8.0);
+    for (uint64_t i = 0; i < nq; i++) tabcl__store_elem(bq, i, d.dtype, eighths(&r));
+    for (uint64_t i = 0; i < nk; i++) tabcl__store_elem(bk, i, d.dtype, eighths(&r));
+    for (uint64_t i = 0; i < nk; i++) tabcl__store_elem(bv, i, d.dtype, eighths(&r));
     static const double addv[] = {0, -1, 2, -INFINITY};
     for (uint64_t i = 0; i < nm; i++) {
       uint8_t m = fz_u8(&r);
       if (d.mask == TABCL_MASK_BOOL) ((uint8_t *)bmask)[i] = m & 1 ? m : 0;
-      else store(bmask, i, d.dtype, addv[m & 3]);
+      else tabcl__store_elem(bmask, i, d.dtype, addv[m & 3]);
     }
     memset(bout, 0xA5, nq * es);
   } else if (!bad && !ovf && (nul == 0 || nul == 8)) {
@@ -255,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
     } else if (!empty && out && !odd_scale) {
       double tol = d.dtype == TABCL_F32 || d.dtype == TABCL_F64 ? 1e-3 : 3e-2;
       for (uint64_t i = 0; i < nq; i++) {
-        double x = load(bout, i, d.dtype);
+        double x = tabcl__load_elem(bout, i, d.dtype);
         FZ_CHECK(isfinite(x) && fabs(x) <= 2.0 + tol,
                  "out[%llu] = %g is outside the range of v", (unsigned long long)i, x);
       }

@@ -4,7 +4,8 @@
  * it with -fsanitize=thread and fails on any report; ctest runs it in the
  * other builds as one more concurrency check.
  *
- * What it shares between threads, through the public API only:
+ * What it shares between threads, through the public API only (the one
+ * internal call, tabcl__f32_to_f16, makes the f16 data before any thread):
  *  - one context and one index, used by 8 threads at once for lookups,
  *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
  *    and a failing call each (tabcl_last_error is per thread);
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/half.h"
 #include "tabcl/tabcl.h"
 
 #define NT 8
@@ -39,8 +41,8 @@ static uint8_t vdata[NVOCAB * 16], qdata[NQUERY * 16];
 static int32_t align_in[NALIGN];
 static int32_t want_lookup[NQUERY], want_align[NALIGN];
 
-/* Attention: [B=2, L, H=2, D=32], f32 and f16 (bit patterns of f32 values
-   rounded by hand), no mask, causal. */
+/* Attention: [B=2, L, H=2, D=32], f32 and f16 (the f32 values rounded by
+   the library's host converter), no mask, causal. */
 static tabcl_sdpa_desc d32 = {2, 20, 30, 2, 2, 32, TABCL_F32, 0, 1, TABCL_MASK_NONE, 0, 0};
 static tabcl_sdpa_desc d16 = {2, 20, 30, 2, 2, 32, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
 #define QN (2 * 20 * 2 * 32)
@@ -51,19 +53,6 @@ static uint16_t q16[QN], k16[KN], v16[KN], want16[QN];
 static void problem(const char *what, long thread) {
   if (atomic_fetch_add(&problems, 1) < 20)
     fprintf(stderr, "race_check: thread %ld: %s: %s\n", thread, what, tabcl_last_error());
-}
-
-/* f32 to f16 bits, round to nearest even; the values here are normal
-   numbers of magnitude below 2, so no overflow or subnormal case arises. */
-static uint16_t to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-  int exp = (int)((x >> 23) & 0xff) - 127 + 15;
-  if (exp <= 0) return (uint16_t)sign;
-  uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;
-  return (uint16_t)(sign | h);
 }
 
 static void make_data(void) {
@@ -80,10 +69,10 @@ static void make_data(void) {
   }
   qoff[NQUERY] = o;
   for (int i = 0; i < NALIGN; i++) align_in[i] = (i * 37) % (NQUERY + 1) - 1;
-  for (int i = 0; i < QN; i++) q32[i] = sinf((float)i), q16[i] = to_half(q32[i]);
+  for (int i = 0; i < QN; i++) q32[i] = sinf((float)i), q16[i] = tabcl__f32_to_f16(q32[i]);
   for (int i = 0; i < KN; i++) {
-    k32[i] = cosf((float)i), k16[i] = to_half(k32[i]);
-    v32[i] = sinf(0.3f * (float)i), v16[i] = to_half(v32[i]);
+    k32[i] = cosf((float)i), k16[i] = tabcl__f32_to_f16(k32[i]);
+    v32[i] = sinf(0.3f * (float)i), v16[i] = tabcl__f32_to_f16(v32[i]);
   }
 }
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catindex_ref.h"
+#include "catindex_checks.h"
 
 /* tests/data, next to this file (or under $TABCL_TEST_SOURCE_DIR). */
 static void data_path(const char *name, char *out, size_t cap) {

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catindex_ref.h"
+#include "catindex_checks.h"
 
 typedef struct io_data {
   tt_strings v[3], q[3];

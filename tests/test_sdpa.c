@@ -6,84 +6,21 @@
 #include <string.h>
 
 #include "attention/sdpa.h"
+#include "runtime/half.h"
+#include "sdpa_ref.h"
 #include "tabcl/tabcl_cl.h"
 #include "tt.h"
 
-/* ---- 16-bit storage on the host (independent of the kernels' code) ---- */
-
-static uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7FFFFFu;
-  int exp = (int)((x >> 23) & 0xFF);
-  if (exp == 255) return (uint16_t)(sign | 0x7C00u | (mant ? 0x200u : 0));
-  int e = exp - 127 + 15;
-  if (e >= 31) return (uint16_t)(sign | 0x7C00u);
-  uint32_t h, rem, mid;
-  if (e <= 0) {
-    if (e < -10) return (uint16_t)sign;
-    mant |= 0x800000u;
-    int shift = 14 - e;
-    h = mant >> shift;
-    rem = mant & ((1u << shift) - 1);
-    mid = 1u << (shift - 1);
-  } else {
-    h = ((uint32_t)e << 10) | (mant >> 13);
-    rem = mant & 0x1FFFu;
-    mid = 0x1000u;
-  }
-  if (rem > mid || (rem == mid && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-static double f16_to_f64(uint16_t h) {
-  int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if (isnan(f)) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7FFFu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
-
-static double bf16_to_f64(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
+/* Elements of 16-bit dtypes go through the host's converters
+   (runtime/half.h, checked by test_half), not the kernels' code. */
 static size_t esize(tabcl_dtype dt) { return tabcl__sdpa_elem_size(dt); }
 
-/* Stores x as dtype at element i of p; returns the stored value as a double. */
-static double put(void *p, tabcl_dtype dt, size_t i, double x) {
-  switch (dt) {
-    case TABCL_F32: ((float *)p)[i] = (float)x; return (float)x;
-    case TABCL_F64: ((double *)p)[i] = x; return x;
-    case TABCL_F16: ((uint16_t *)p)[i] = f32_to_f16((float)x); return f16_to_f64(((uint16_t *)p)[i]);
-    default: ((uint16_t *)p)[i] = f32_to_bf16((float)x); return bf16_to_f64(((uint16_t *)p)[i]);
-  }
-}
-
-static double get(const void *p, tabcl_dtype dt, size_t i) {
-  switch (dt) {
-    case TABCL_F32: return ((const float *)p)[i];
-    case TABCL_F64: return ((const double *)p)[i];
-    case TABCL_F16: return f16_to_f64(((const uint16_t *)p)[i]);
-    default: return bf16_to_f64(((const uint16_t *)p)[i]);
-  }
-}
-
-/* ---- one call's inputs and its float64 reference ---- */
+/* ---- one call's inputs and its float64 reference (support/sdpa_ref.h) ---- */
 
 typedef struct sdpa_case {
   tabcl_sdpa_desc d;
   void *q, *k, *v, *mask, *out;
-  double *qd, *kd, *vd, *md, *ref;
+  double *ref;
   unsigned char *dead;   /* per output row: 1 when the row may attend nothing */
   size_t nq, nk, nm;
 } sdpa_case;
@@ -112,18 +49,15 @@ static void case_fill(sdpa_case *c, const tabcl_sdpa_desc *desc, tt_rng *r) {
   c->nm = mask_elems(d);
   c->q = xalloc(c->nq * es), c->out = xalloc(c->nq * es);
   c->k = xalloc(c->nk * es), c->v = xalloc(c->nk * es);
-  c->qd = xalloc(c->nq * 8), c->kd = xalloc(c->nk * 8), c->vd = xalloc(c->nk * 8);
   c->ref = xalloc(c->nq * 8);
   c->dead = xalloc((size_t)d->batch * d->q_len * d->q_heads);
-  for (size_t i = 0; i < c->nq; i++) c->qd[i] = put(c->q, d->dtype, i, tt_normal(r));
-  for (size_t i = 0; i < c->nk; i++) c->kd[i] = put(c->k, d->dtype, i, tt_normal(r));
-  for (size_t i = 0; i < c->nk; i++) c->vd[i] = put(c->v, d->dtype, i, tt_normal(r));
+  for (size_t i = 0; i < c->nq; i++) tabcl__store_elem(c->q, i, d->dtype, tt_normal(r));
+  for (size_t i = 0; i < c->nk; i++) tabcl__store_elem(c->k, i, d->dtype, tt_normal(r));
+  for (size_t i = 0; i < c->nk; i++) tabcl__store_elem(c->v, i, d->dtype, tt_normal(r));
   c->mask = NULL;
-  c->md = NULL;
   if (d->mask != TABCL_MASK_NONE) {
     size_t mes = d->mask == TABCL_MASK_BOOL ? 1 : es;
     c->mask = xalloc(c->nm * mes);
-    c->md = xalloc(c->nm * 8);
     size_t lk = (size_t)d->kv_len;
     for (size_t i = 0; i < c->nm; i++) {
       int off = tt_below(r, 5) == 0;
@@ -131,63 +65,26 @@ static void case_fill(sdpa_case *c, const tabcl_sdpa_desc *desc, tt_rng *r) {
         /* a whole row masked out */
         for (size_t j = 0; j < lk; j++) {
           if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[i + j] = 0;
-          c->md[i + j] = d->mask == TABCL_MASK_BOOL ? 0 : put(c->mask, d->dtype, i + j, -INFINITY);
+          else tabcl__store_elem(c->mask, i + j, d->dtype, -INFINITY);
         }
         i += lk - 1;
         continue;
       }
-      if (d->mask == TABCL_MASK_BOOL) {
-        uint8_t m = off ? 0 : (uint8_t)(1 + tt_below(r, 255));
-        ((uint8_t *)c->mask)[i] = m;
-        c->md[i] = m;
-      } else {
-        c->md[i] = put(c->mask, d->dtype, i, off ? -INFINITY : tt_normal(r));
-      }
+      if (d->mask == TABCL_MASK_BOOL)
+        ((uint8_t *)c->mask)[i] = off ? 0 : (uint8_t)(1 + tt_below(r, 255));
+      else
+        tabcl__store_elem(c->mask, i, d->dtype, off ? -INFINITY : tt_normal(r));
     }
   }
 }
 
 static void case_reference(sdpa_case *c) {
-  const tabcl_sdpa_desc *d = &c->d;
-  const int64_t B = d->batch, LQ = d->q_len, LK = d->kv_len;
-  const int HQ = d->q_heads, HKV = d->kv_heads, D = d->head_dim, G = HQ / HKV;
-  const double scale = d->scale != 0 ? d->scale : 1.0 / sqrt((double)D);
-  double *w = xalloc((size_t)(LK ? LK : 1) * 8);
-  for (int64_t b = 0; b < B; b++)
-    for (int h = 0; h < HQ; h++)
-      for (int64_t i = 0; i < LQ; i++) {
-        double mx = -INFINITY;
-        size_t mrow = 0;
-        if (d->mask != TABCL_MASK_NONE)
-          mrow = (((size_t)(d->mask_batch_broadcast ? 0 : b) * (d->mask_head_broadcast ? 1 : HQ) +
-                   (d->mask_head_broadcast ? 0 : h)) * LQ + i) * LK;
-        for (int64_t j = 0; j < LK; j++) {
-          double x = 0;
-          for (int e = 0; e < D; e++)
-            x += c->qd[((b * LQ + i) * HQ + h) * D + e] * c->kd[((b * LK + j) * HKV + h / G) * D + e];
-          x *= scale;
-          int ok = !d->causal || j <= i;
-          if (ok && d->mask == TABCL_MASK_BOOL) ok = c->md[mrow + j] != 0;
-          if (ok && d->mask == TABCL_MASK_ADD) x += c->md[mrow + j];
-          w[j] = ok ? x : -INFINITY;
-          if (w[j] > mx) mx = w[j];
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < LK; j++) sum += w[j] = mx == -INFINITY ? 0 : exp(w[j] - mx);
-        size_t row = (size_t)((b * LQ + i) * HQ + h);
-        c->dead[row] = !(sum > 0);
-        for (int e = 0; e < D; e++) {
-          double o = 0;
-          for (int64_t j = 0; j < LK; j++) o += w[j] * c->vd[((b * LK + j) * HKV + h / G) * D + e];
-          c->ref[row * D + e] = sum > 0 ? o / sum : 0;
-        }
-      }
-  free(w);
+  tt_sdpa_reference(&c->d, c->q, c->k, c->v, c->mask, c->ref, c->dead);
 }
 
 static void case_free(sdpa_case *c) {
   free(c->q), free(c->k), free(c->v), free(c->mask), free(c->out);
-  free(c->qd), free(c->kd), free(c->vd), free(c->md), free(c->ref), free(c->dead);
+  free(c->ref), free(c->dead);
 }
 
 static double tolerance(tabcl_dtype dt) {
@@ -200,7 +97,7 @@ static void case_check(const sdpa_case *c, const char *what) {
   double num = 0, den = 0;
   const size_t D = (size_t)d->head_dim;
   for (size_t i = 0; i < c->nq; i++) {
-    double g = get(c->out, d->dtype, i), e = c->ref[i];
+    double g = tabcl__load_elem(c->out, i, d->dtype), e = c->ref[i];
     if (c->dead[i / D] && g != 0) {
       cr_expect_fail("%s: element %zu of a row that attends nothing is %g, not 0", what, i, g);
       return;
@@ -375,8 +272,8 @@ Test(sdpa, rows_with_nothing_to_attend_are_zero) {
     /* every row of batch entry 1, head 0 masked out */
     for (int i = 0; i < 9 * 40; i++) {
       size_t at = ((size_t)(1 * 2 + 0) * 9 * 40) + (size_t)i;
-      if (kind == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0, c.md[at] = 0;
-      else c.md[at] = put(c.mask, d.dtype, at, -INFINITY);
+      if (kind == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0;
+      else tabcl__store_elem(c.mask, at, d.dtype, -INFINITY);
     }
     memset(c.out, 0x7F, c.nq * 4);
     tt_assert_ok(tabcl_sdpa_host(ctx, &d, c.q, c.k, c.v, c.mask, c.out));

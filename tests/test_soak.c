@@ -23,7 +23,7 @@ typedef struct soak {
   int ctx_of_idx, ncols;
   tabcl_code_order order;
   tt_strings vocab[MAXCOLS];
-  rel_vocab ref[MAXCOLS];
+  catref ref[MAXCOLS];
   char path[512];
   long calls[6];
   double seconds[6];
@@ -79,7 +79,7 @@ static void drop_index(soak *s) {
   s->idx = NULL;
   for (int c = 0; c < s->ncols; c++) {
     tt_strings_free(&s->vocab[c]);
-    rel_vocab_free(&s->ref[c]);
+    catref_free(&s->ref[c]);
   }
   s->ncols = 0;
 }
@@ -95,7 +95,7 @@ static void check_lookup(soak *s, tabcl_category_index *idx, tt_strings *q) {
   tt_assert_ok(tabcl_category_index_lookup(idx, s->ncols, v, codes));
   for (int c = 0; c < s->ncols; c++) {
     want = malloc(((size_t)v[c].length + 1) * sizeof *want);
-    rel_lookup(&s->ref[c], &v[c], want);
+    catref_lookup(&s->ref[c], &v[c], want);
     for (int64_t i = 0; i < v[c].length; i++)
       cr_assert_eq(codes[c][i], want[i], "lookup column %d label %lld: %d, reference %d", c,
                    (long long)i, codes[c][i], want[i]);
@@ -115,13 +115,12 @@ static void op_fit(soak *s, int order, int on) {
   for (int c = 0; c < s->ncols; c++) {
     random_column(s, &s->vocab[c], random_count(&s->r, 800), NULL);
     v[c] = tt_view(&s->vocab[c]);
-    rel_vocab_build(&s->ref[c], &v[c], s->order);
+    catref_build(&s->ref[c], &v[c], s->order);
   }
   tt_assert_ok(tabcl_category_index_fit(s->ctx[s->ctx_of_idx], s->ncols, v, s->order, &s->idx));
   s->calls[0]++;
   for (int c = 0; c < s->ncols; c++) {
-    int64_t want = s->order == TABCL_CODES_BY_POSITION ? v[c].length
-                 : s->ref[c].n ? s->ref[c].code[s->ref[c].n - 1] + 1 : 0;
+    const int64_t want = s->ref[c].ncodes;   /* the length, or the distinct labels */
     cr_assert_eq(tabcl_category_index_codes(s->idx, c), want, "column %d: %lld codes, want %lld",
                  c, (long long)tabcl_category_index_codes(s->idx, c), (long long)want);
   }
@@ -152,7 +151,7 @@ static void op_align(soak *s) {
   tt_assert_ok(tabcl_category_index_align(s->idx, s->ncols, d, codes));
   for (int c = 0; c < s->ncols; c++) {
     int32_t *want = malloc(((size_t)d[c].length + 1) * sizeof *want);
-    rel_align(&s->ref[c], &d[c], want);
+    catref_align(&s->ref[c], &d[c], want);
     for (int64_t i = 0; i < d[c].length; i++)
       cr_assert_eq(codes[c][i], want[i], "align column %d row %lld: %d, reference %d", c,
                    (long long)i, codes[c][i], want[i]);
@@ -205,7 +204,7 @@ static void op_sdpa(soak *s, int dim_i, int dt_i, int on) {
                (long long)d.batch, (long long)d.q_len, (long long)d.kv_len, d.q_heads,
                d.kv_heads, d.head_dim, (int)d.dtype, tabcl_last_error());
   double *ref = malloc((c.nq + 1) * sizeof *ref);
-  rel_sdpa(&c.d, c.q, c.k, c.v, c.mask, ref);
+  tt_sdpa_reference(&c.d, c.q, c.k, c.v, c.mask, ref, NULL);
   double err = rel_sdpa_error(&c, ref);
   cr_assert_leq(err, rel_sdpa_tol(d.dtype),
                 "attention B%lld Lq%lld Lk%lld H%d/%d D%d dtype %d mask %d causal %d: error %g",

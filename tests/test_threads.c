@@ -38,7 +38,7 @@ typedef struct shared {
   tabcl_context *ctx;
   tabcl_category_index *idx;
   tt_strings vocab[NCOLS];
-  rel_vocab ref[NCOLS];
+  catref ref[NCOLS];
   task *tasks;
   int ntasks;
   pthread_barrier_t start, errors_set;
@@ -132,7 +132,7 @@ static void make_tasks(shared *sh, tt_rng *r) {
       d.mask_batch_broadcast = (int)tt_below(r, 2);
       d.mask_head_broadcast = (int)tt_below(r, 2);
       rel_sdpa_case_make(r, &t->sc, d);
-      t->out_bytes = t->sc.nq * rel_dsize(d.dtype);
+      t->out_bytes = t->sc.nq * tabcl__sdpa_elem_size(d.dtype);
       t->expect_out = malloc(t->out_bytes + 1);
     }
   }
@@ -164,10 +164,10 @@ static void single_thread_pass(shared *sh) {
         int32_t *want = malloc((size_t)t->rows[c] * sizeof *want);
         tabcl_strings_view q = tt_view(&t->q[c]);
         if (t->kind == K_LOOKUP) {
-          rel_lookup(&sh->ref[c], &q, want);
+          catref_lookup(&sh->ref[c], &q, want);
         } else {
           tabcl_dictionary_view d = {q, t->rows[c], t->in_codes[c]};
-          rel_align(&sh->ref[c], &d, want);
+          catref_align(&sh->ref[c], &d, want);
         }
         for (int64_t k = 0; k < t->rows[c]; k++)
           cr_assert_eq(t->expect[c][k], want[k], "task %d column %d row %lld: %d, reference %d",
@@ -176,7 +176,7 @@ static void single_thread_pass(shared *sh) {
       }
     } else {
       double *ref = malloc((t->sc.nq + 1) * sizeof *ref);
-      rel_sdpa(&t->sc.d, t->sc.q, t->sc.k, t->sc.v, t->sc.mask, ref);
+      tt_sdpa_reference(&t->sc.d, t->sc.q, t->sc.k, t->sc.v, t->sc.mask, ref, NULL);
       memcpy(t->sc.out, t->expect_out, t->out_bytes);
       double err = rel_sdpa_error(&t->sc, ref);
       cr_assert_leq(err, rel_sdpa_tol(t->sc.d.dtype), "task %d (attention, dtype %d): error %g",
@@ -291,7 +291,7 @@ static void setup(shared *sh, tt_rng *r) {
   for (int c = 0; c < NCOLS; c++) {
     rel_column(r, &sh->vocab[c], 50 + 150 * c, 8);
     tabcl_strings_view v = tt_view(&sh->vocab[c]);
-    rel_vocab_build(&sh->ref[c], &v, TABCL_CODES_BY_VALUE);
+    catref_build(&sh->ref[c], &v, TABCL_CODES_BY_VALUE);
   }
   tabcl_strings_view v[NCOLS];
   for (int c = 0; c < NCOLS; c++) v[c] = tt_view(&sh->vocab[c]);
@@ -305,7 +305,7 @@ static void teardown(shared *sh) {
   tabcl_category_index_destroy(sh->idx);
   for (int c = 0; c < NCOLS; c++) {
     tt_strings_free(&sh->vocab[c]);
-    rel_vocab_free(&sh->ref[c]);
+    catref_free(&sh->ref[c]);
   }
   tt_remove_tree(sh->dir);
   tabcl_context_destroy(sh->ctx);

@@ -153,7 +153,7 @@ typedef struct tabcl__sdpa_plan {
   const char *backend;          /* its name in reports */
   tabcl__sdpa_tiles tiles;      /* FUSED */
   tabcl__sdpa_mma_shape mma;    /* MMA */
-  const char *program;          /* "sdpa", "sdpa_mma" or "softmax" */
+  const char *program;          /* "sdpa", "sdpa_mma" or "sdpa_gemm" */
   char options[256];            /* its build options (dtype and shape, never sizes) */
   size_t group;                 /* work-items a group of the main kernel */
   int64_t query_tiles;          /* work-groups along the queries (tile kernels) */

@@ -1,6 +1,6 @@
 /* The GEMM attention path: S = Q K^T and O = P V as CLBlast strided-batched
  * GEMMs (one call per query head, batched over the batch entries), with
- * cl/softmax.cl between them applying scale, masks and causality. f32 and
+ * cl/sdpa_gemm.cl between them applying scale, masks and causality. f32 and
  * f64 run in their own precision on the caller's buffers; f16 and bf16 are
  * widened to f32 temporaries first (CLBlast's half GEMM would compute in
  * half, and it has no bf16) and the f32 result is narrowed into out. Used
@@ -111,7 +111,7 @@ static tabcl_status gemm(tabcl_context *ctx, tabcl_dtype dt, int transb, size_t 
 static tabcl_status convert(tabcl_context *ctx, const char *opts, const char *kname, cl_mem src,
                             cl_mem dst, cl_long off, cl_long n, tabcl__sdpa_events *ev) {
   cl_kernel k = NULL;
-  tabcl_status s = tabcl__kernel_create(ctx, "softmax", opts, kname, &k);
+  tabcl_status s = tabcl__kernel_create(ctx, "sdpa_gemm", opts, kname, &k);
   if (!s) s = TABCL_SET_ARGS(k, kname, TABCL_ARG(src), TABCL_ARG(off), TABCL_ARG(dst), TABCL_ARG(n));
   if (!s) {
     size_t local = tabcl__wg_size(ctx, k, 256);
@@ -127,7 +127,7 @@ static tabcl_status convert(tabcl_context *ctx, const char *opts, const char *kn
 static tabcl_status narrow(tabcl_context *ctx, const char *opts, cl_mem src, cl_mem dst,
                            cl_long off, cl_long n, tabcl__sdpa_events *ev) {
   cl_kernel k = NULL;
-  tabcl_status s = tabcl__kernel_create(ctx, "softmax", opts, "sdpa_narrow", &k);
+  tabcl_status s = tabcl__kernel_create(ctx, "sdpa_gemm", opts, "sdpa_narrow", &k);
   if (!s) s = TABCL_SET_ARGS(k, "sdpa_narrow", TABCL_ARG(src), TABCL_ARG(dst), TABCL_ARG(off),
                              TABCL_ARG(n));
   if (!s) {
@@ -145,7 +145,7 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
                             cl_mem scores, cl_mem mask, int64_t b0, int64_t nb,
                             tabcl__sdpa_events *ev) {
   cl_kernel k = NULL;
-  tabcl_status s = tabcl__kernel_create(ctx, "softmax", opts, "sdpa_softmax", &k);
+  tabcl_status s = tabcl__kernel_create(ctx, "sdpa_gemm", opts, "sdpa_softmax", &k);
   if (s) return s;
   const double scale = tabcl__sdpa_scale(d);
   const float scalef = (float)scale;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attention/sdpa.h"
+#include "runtime/half.h"
 
 enum { CB = 2, CLQ = 37, CLK = 70, CHQ = 4, CHKV = 2, CD = 40, CD_WIDE = 104 };
 
@@ -17,42 +18,6 @@ static float next_value(uint32_t *s, tabcl_dtype dt) {
   *s = *s * 1664525u + 1013904223u;
   if (dt == TABCL_F32) return (float)((*s >> 8) & 0xFFFF) / 32768.0f - 1.0f;
   return (float)((int)((*s >> 16) & 0xFF) - 128) / 128.0f;
-}
-
-static void put(tabcl_dtype dt, void *p, size_t i, float x) {
-  uint32_t u;
-  memcpy(&u, &x, 4);
-  if (dt == TABCL_F32) {
-    memcpy((unsigned char *)p + 4 * i, &u, 4);
-    return;
-  }
-  uint16_t h;
-  if (dt == TABCL_BF16) h = (uint16_t)(u >> 16);
-  else if (x == 0) h = (uint16_t)((u >> 16) & 0x8000u);
-  else /* a normal f16 (|x| >= 2^-7 here): rebias the exponent, keep 10 fraction bits */
-    h = (uint16_t)(((u >> 16) & 0x8000u) | ((((u >> 23) & 0xFFu) - 112u) << 10) |
-                   ((u >> 13) & 0x3FFu));
-  memcpy((unsigned char *)p + 2 * i, &h, 2);
-}
-
-static double get(tabcl_dtype dt, const void *p, size_t i) {
-  if (dt == TABCL_F32) {
-    float f;
-    memcpy(&f, (const unsigned char *)p + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, (const unsigned char *)p + 2 * i, 2);
-  if (dt == TABCL_BF16) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-  }
-  int e = (h >> 10) & 31;
-  double m = h & 1023;
-  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-  return h & 0x8000 ? -v : v;
 }
 
 static const char *dtype_name(tabcl_dtype dt) {
@@ -77,9 +42,9 @@ static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int 
   unsigned char *k = q + es * NQ, *v = k + es * NKV, *out = v + es * NKV;
   double *rq = ref, *rk = rq + NQ, *rv = rk + NKV, *w = rv + NKV, *o = w + CLK;
   uint32_t seed = 777u + (uint32_t)dt;
-  for (int i = 0; i < NQ; i++) put(dt, q, (size_t)i, (float)(rq[i] = next_value(&seed, dt)));
-  for (int i = 0; i < NKV; i++) put(dt, k, (size_t)i, (float)(rk[i] = next_value(&seed, dt)));
-  for (int i = 0; i < NKV; i++) put(dt, v, (size_t)i, (float)(rv[i] = next_value(&seed, dt)));
+  for (int i = 0; i < NQ; i++) tabcl__store_elem(q, (size_t)i, dt, rq[i] = next_value(&seed, dt));
+  for (int i = 0; i < NKV; i++) tabcl__store_elem(k, (size_t)i, dt, rk[i] = next_value(&seed, dt));
+  for (int i = 0; i < NKV; i++) tabcl__store_elem(v, (size_t)i, dt, rv[i] = next_value(&seed, dt));
   for (int i = 0; i < NM; i++) mask[i] = (uint8_t)((i * 7) % 5 != 0);
   for (int j = 0; j < CLK; j++) mask[(2 * CLQ + 30) * CLK + j] = 0; /* head 2, row 30: nothing */
   memset(out, 0xFF, es * NQ); /* NaN: an unwritten element fails */
@@ -96,7 +61,7 @@ static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int 
       for (int i = 0; i < CLQ && !s; i++) {
         tabcl__sdpa_expect_row(&d, rq, rk, rv, mask, b, h, i, w, o);
         for (int c = 0; c < hd && !s; c++) {
-          const double got = get(dt, out, (size_t)(((b * CLQ + i) * CHQ + h) * hd + c));
+          const double got = tabcl__load_elem(out, (size_t)(((b * CLQ + i) * CHQ + h) * hd + c), dt);
           if (!(fabs(got - o[c]) <= rel * fabs(o[c]) + abs_tol))
             s = tabcl__fail(TABCL_OPENCL_ERROR, "tensor-core attention check (%s): batch %d "
                             "head dim %d head %d query %d column %d is %.9g, expected %.9g",

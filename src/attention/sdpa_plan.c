@@ -55,7 +55,7 @@ static int plan_gemm(const tabcl__target *t, const tabcl__sdpa_facts *f, const t
                      int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
   (void)forced, (void)st;
   if (!f->clblast) return 0;
-  p->program = "softmax";
+  p->program = "sdpa_gemm";
   snprintf(p->options, sizeof p->options, "-DSM_DTYPE=%d -DSM_WG=64", (int)d->dtype);
   p->group = 64;
   p->query_tiles = d->q_len;

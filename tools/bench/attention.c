@@ -9,6 +9,7 @@
 
 #include "bench.h"
 #include "attention/sdpa.h"
+#include "runtime/half.h"
 
 typedef struct att_case {
   char name[96];
@@ -28,17 +29,7 @@ static tabcl_status fill_random(tabcl_context *ctx, cl_mem m, size_t bytes, tabc
   size_t es = tabcl__sdpa_elem_size(dt);
   for (size_t i = 0; i + es <= block; i += es) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    float f = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5);
-    if (dt == TABCL_F32) memcpy(h + i, &f, 4);
-    else if (dt == TABCL_F64) { double x = f; memcpy(h + i, &x, 8); }
-    else {
-      /* bf16: truncated f32; f16: a small value with the same mantissa bits, good enough */
-      uint32_t u;
-      memcpy(&u, &f, 4);
-      uint16_t v = dt == TABCL_BF16 ? (uint16_t)(u >> 16)
-                                    : (uint16_t)(((u >> 16) & 0x8000u) | 0x3400u | ((u >> 13) & 0x3FFu));
-      memcpy(h + i, &v, 2);
-    }
+    tabcl__store_elem(h, i / es, dt, (float)((double)(s >> 11) / 9007199254740992.0 - 0.5));
   }
   tabcl_status st = TABCL_OK;
   for (size_t off = 0; off < bytes && !st; off += block)

@@ -1,5 +1,6 @@
-// The softmax between the two GEMMs of the CLBlast attention path, and the
-// conversions of 16-bit tensors to and from the f32 the GEMMs run in.
+// The kernels of the CLBlast attention path (src/attention/sdpa_clblast.c)
+// beside its two GEMMs: the softmax between them, and the conversions of
+// 16-bit tensors to and from the f32 the GEMMs run in.
 //
 // Build options: SM_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64: the tensors' dtype;
 // scores are f64 for f64 and f32 otherwise), SM_WG (work-group size, a
@@ -34,13 +35,7 @@ typedef ushort store_t;
 #define LD1(p, i) vload_half((i), (p))
 #define ST1(p, i, x) vstore_half_rte((x), (i), (p))
 #else
-inline float bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
-inline ushort f32_to_bf16(float f) {
-  uint u = as_uint(f);
-  if (isnan(f)) return (ushort)((u >> 16) | 0x40u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
-}
+// bf16 through common.cl's bf16_to_f32 and f32_to_bf16.
 #define LD1(p, i) bf16_to_f32((p)[i])
 #define ST1(p, i, x) ((p)[i] = f32_to_bf16(x))
 #endif
@@ -79,8 +74,7 @@ void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq,
   const long row = ((long)bi * hq + h) * lq + i;
   __global real *sr = s + row * lk;
   long mrow = 0;
-  if (mask_kind)
-    mrow = (((mask_bb ? 0 : b) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : h)) * (long)lq + i) * lk;
+  if (mask_kind) mrow = SDPA_MASK_BASE(b, h) + (long)i * lk;
   const int lim = causal ? min(lk, i + 1) : lk;
   real mx = -INFINITY;
   for (int j = t; j < lk; j += SM_WG) {

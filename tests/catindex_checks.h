@@ -1,91 +1,16 @@
-/* A plain host hash table of labels, the reference the categorical index
- * tests compare with (FNV-1a and linear probing: nothing shared with the
- * library's XXH3 or its sorted tables). Header-only, for the catindex tests. */
-#ifndef TABCL_CATINDEX_REF_H
-#define TABCL_CATINDEX_REF_H
+/* What the catindex tests check after a fit: lookups against the host
+ * reference (support/catindex_ref.h) through both lookup kernels, and the
+ * warm-up that builds the programs before a leak baseline. Header-only, for
+ * the catindex tests. */
+#ifndef TABCL_CATINDEX_CHECKS_H
+#define TABCL_CATINDEX_CHECKS_H
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "catindex/catindex.h"
+#include "catindex_ref.h"
 #include "tt.h"
-
-typedef struct catref_entry {
-  const uint8_t *p;
-  size_t n;
-  int32_t code;
-  int used;
-} catref_entry;
-
-typedef struct catref {
-  catref_entry *e;
-  size_t cap;
-  int64_t ncodes;   /* BY_POSITION: vocabulary length; BY_VALUE: distinct labels */
-} catref;
-
-static inline uint64_t catref_fnv(const uint8_t *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
-}
-
-static inline catref_entry *catref_slot(const catref *t, const uint8_t *p, size_t n) {
-  size_t i = (size_t)catref_fnv(p, n) & (t->cap - 1);
-  for (;;) {
-    catref_entry *e = &t->e[i];
-    if (!e->used || (e->n == n && (n == 0 || memcmp(e->p, p, n) == 0))) return e;
-    i = (i + 1) & (t->cap - 1);
-  }
-}
-
-static inline int catref_cmp(const void *a, const void *b) {
-  const catref_entry *x = *(catref_entry *const *)a, *y = *(catref_entry *const *)b;
-  size_t m = x->n < y->n ? x->n : y->n;
-  int r = m ? memcmp(x->p, y->p, m) : 0;
-  if (r) return r;
-  return x->n < y->n ? -1 : x->n > y->n;
-}
-
-static inline void catref_build(catref *t, const tabcl_strings_view *v, tabcl_code_order order) {
-  t->cap = 16;
-  while (t->cap < (size_t)v->length * 2 + 2) t->cap *= 2;
-  t->e = calloc(t->cap, sizeof *t->e);
-  cr_assert(t->e);
-  int64_t distinct = 0;
-  for (int64_t i = 0; i < v->length; i++) {
-    size_t n;
-    const uint8_t *p = tt_label(v, i, &n);
-    if (!p) continue;
-    catref_entry *e = catref_slot(t, p, n);
-    if (!e->used) distinct++;
-    *e = (catref_entry){p, n, (int32_t)i, 1};   /* the last position wins */
-  }
-  t->ncodes = v->length;
-  if (order == TABCL_CODES_BY_VALUE) {
-    catref_entry **all = malloc((size_t)(distinct ? distinct : 1) * sizeof *all);
-    cr_assert(all);
-    int64_t k = 0;
-    for (size_t i = 0; i < t->cap; i++)
-      if (t->e[i].used) all[k++] = &t->e[i];
-    qsort(all, (size_t)k, sizeof *all, catref_cmp);
-    for (int64_t r = 0; r < k; r++) all[r]->code = (int32_t)r;
-    free(all);
-    t->ncodes = distinct;
-  }
-}
-
-static inline int32_t catref_code(const catref *t, const tabcl_strings_view *q, int64_t i) {
-  size_t n;
-  const uint8_t *p = tt_label(q, i, &n);
-  if (!p) return -1;
-  catref_entry *e = catref_slot(t, p, n);
-  return e->used ? e->code : -1;
-}
-
-static inline void catref_free(catref *t) {
-  free(t->e);
-  memset(t, 0, sizeof *t);
-}
 
 /* Looks queries up in idx twice, once with one work-item per row and once
    with a work-group per row, and compares every code with the reference
