@@ -2,12 +2,20 @@
  * lookup, align, save, load and attention, fail the 1st, 2nd, ... Nth host
  * allocation, and separately the Nth OpenCL call, until a run goes through
  * without an injected failure. Every run where a failure fired must return
- * non-OK with a message, leak no host allocation or device buffer, leave
- * its poisoned outputs unchanged (and a saved file as it was), and leave
- * the objects it was given usable: the same call made right after gives the
+ * TABCL_OUT_OF_MEMORY (the injected OpenCL failures are the allocation
+ * errors CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES and
+ * CL_OUT_OF_HOST_MEMORY) with a message naming what could not be had (the
+ * host allocation's purpose; the OpenCL call, its error and, for a buffer,
+ * what it was for), leak no host allocation or device buffer, leave its
+ * poisoned outputs unchanged (and a saved file as it was), and leave the
+ * objects it was given usable: the same call made right after gives the
  * right answer. The run that fires nothing must give the right answer too.
+ * Saves are also swept over a full disk: the Nth write, fsync or rename
+ * failing with ENOSPC, then EDQUOT, must be TABCL_IO_ERROR naming the
+ * error, and leave the old file as it was and no temporary file.
  * (The sanitizer build of CI adds LeakSanitizer to the leak counters.) */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +42,39 @@ typedef struct sweep_ops {
   void (*cleanup)(void *st);
 } sweep_ops;
 
-/* which: 0 host allocations, 1 OpenCL calls. */
-static void sweep(const sweep_ops *ops, void *st, int which) {
-  const char *kind = which ? "OpenCL call" : "host allocation";
+/* Whether a failed run's status and message are what its injection calls
+   for; which and io_err as in sweep. */
+static void expect_failure_named(const char *name, const char *kind, long n, int which,
+                                 int io_err, tabcl_status s) {
+  const char *msg = tabcl_last_error();
+  if (which == 2) {
+    cr_expect_eq(s, TABCL_IO_ERROR, "%s: failing %s %ld gave %s, not TABCL_IO_ERROR: %s", name,
+                 kind, n, tabcl_status_name(s), msg);
+    cr_expect(strstr(msg, strerror(io_err)) != NULL, "%s: failing %s %ld: the message does not "
+              "say \"%s\": %s", name, kind, n, strerror(io_err), msg);
+    return;
+  }
+  cr_expect_eq(s, TABCL_OUT_OF_MEMORY, "%s: failing %s %ld gave %s, not TABCL_OUT_OF_MEMORY: %s",
+               name, kind, n, tabcl_status_name(s), msg);
+  if (which == 0) {
+    cr_expect(strstr(msg, "out of host memory for ") != NULL,
+              "%s: failing %s %ld: the message does not say what it was for: %s", name, kind, n,
+              msg);
+  } else {
+    cr_expect(strstr(msg, " failed: CL_") != NULL,
+              "%s: failing %s %ld: the message names no OpenCL call and error: %s", name, kind, n,
+              msg);
+    if (!strncmp(msg, "clCreateBuffer", 14) || !strncmp(msg, "clCreateSubBuffer", 17))
+      cr_expect(strstr(msg, ") while ") != NULL,
+                "%s: failing %s %ld: the message does not say what the buffer was for: %s", name,
+                kind, n, msg);
+  }
+}
+
+/* which: 0 host allocations, 1 OpenCL calls, 2 file writes, syncs and
+   renames failing with io_err. */
+static void sweep(const sweep_ops *ops, void *st, int which, int io_err) {
+  const char *kind = which == 2 ? "file operation" : which ? "OpenCL call" : "host allocation";
   /* A clean call first: programs get built and cached outside the window,
      so the baselines below do not count the context's program cache. */
   ops->poison(st);
@@ -47,7 +85,8 @@ static void sweep(const sweep_ops *ops, void *st, int which) {
     ops->poison(st);
     tt_live base = tt_live_now();
     tabcl__clear_error();
-    tabcl__fault_set(which ? 0 : n, which ? n : 0);
+    if (which == 2) tabcl__fault_set_io(n, io_err);
+    else tabcl__fault_set(which ? 0 : n, which ? n : 0);
     tabcl_status s = ops->call(st);
     int fired = tabcl__fault_fired();
     tabcl__fault_reset();
@@ -68,6 +107,7 @@ static void sweep(const sweep_ops *ops, void *st, int which) {
     } else {
       cr_expect_neq(tabcl_last_error()[0], '\0', "%s: %s %ld failed without a message",
                     ops->name, kind, n);
+      expect_failure_named(ops->name, kind, n, which, io_err, s);
       cr_expect(ops->untouched(st), "%s: failing %s %ld changed the outputs (%s)", ops->name,
                 kind, n, tabcl_last_error());
     }
@@ -379,7 +419,7 @@ static const sweep_ops ops_load = {"tabcl_category_index_load", poison_made, cal
 static const sweep_ops ops_sdpa = {"tabcl_sdpa_host", poison_sdpa, call_sdpa, check_sdpa,
                                    sdpa_untouched, nothing};
 
-static void run(const sweep_ops *ops, int which) {
+static void run_io(const sweep_ops *ops, int which, int io_err) {
   world w;
   world_init(&w, ops->name);
   if (ops == &ops_save || ops == &ops_load) {
@@ -394,9 +434,11 @@ static void run(const sweep_ops *ops, int which) {
     if (ops == &ops_load) tt_assert_ok(tabcl_category_index_save(w.idx, w.path));
   }
   if (ops == &ops_create) w.opts.cache_dir = NULL;   /* $TABCL_CACHE_DIR: binaries */
-  sweep(ops, &w, which);
+  sweep(ops, &w, which, io_err);
   world_fini(&w);
 }
+
+static void run(const sweep_ops *ops, int which) { run_io(ops, which, 0); }
 
 Test(sweep, context_create_alloc) { run(&ops_create, 0); }
 Test(sweep, context_create_cl) { run(&ops_create, 1); }
@@ -408,6 +450,9 @@ Test(sweep, align_alloc) { run(&ops_align, 0); }
 Test(sweep, align_cl) { run(&ops_align, 1); }
 Test(sweep, save_alloc) { run(&ops_save, 0); }
 Test(sweep, save_cl) { run(&ops_save, 1); }
+/* A full disk, and a full quota, at each write, sync and rename of a save. */
+Test(sweep, save_disk_full) { run_io(&ops_save, 2, ENOSPC); }
+Test(sweep, save_quota_full) { run_io(&ops_save, 2, EDQUOT); }
 Test(sweep, load_alloc) { run(&ops_load, 0); }
 Test(sweep, load_cl) { run(&ops_load, 1); }
 Test(sweep, sdpa_alloc) { run(&ops_sdpa, 0); }

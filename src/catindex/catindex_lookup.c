@@ -182,7 +182,9 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
   cl_mem out = NULL;
   if (!dev || !q || !outs || !off || !host) {
-    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                     "%s: out of host memory for the codes of %lld rows and %d column records",
+                     fn, (long long)rows, ncols);
     goto done;
   }
   if ((st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &out, "codes")))
@@ -268,10 +270,13 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   if (!q || !off) {
     tabcl__free(q);
     tabcl__free(off);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
   }
   cl_mem *copies = tabcl__calloc((size_t)ncols, sizeof *copies);
-  if (!copies) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!copies)
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                     ncols);
   for (int c = 0; c < ncols && !st; c++) {
     int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
                           ? queries[c].max_label
