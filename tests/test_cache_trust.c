@@ -471,7 +471,7 @@ static void not_a_file_at_entry_name(int fifo) {
   place_free(&other);
 }
 
-Test(cache_trust, fifo_at_entry_name, .init = init, .timeout = 300) {
+Test(cache_trust, fifo_at_entry_name, .init = init, .timeout = 120) {
   not_a_file_at_entry_name(1);
 }
 
