@@ -392,7 +392,9 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
     tabcl__free(offsets);
     tabcl__free(got);
     tabcl__free(data);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "hash self-check: out of host memory");
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "hash self-check: out of host memory for %d test labels (%lld bytes)", N,
+                       (long long)total);
   }
   uint64_t x = 0x243F6A8885A308D3ULL;
   for (int64_t i = 0; i < total; i++) {

@@ -313,7 +313,7 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
   *out = e->program;
 done:
   pthread_mutex_unlock(&ctx->lock);
-  if (from_cache) *from_cache = cached;
+  if (from_cache && s == TABCL_OK) *from_cache = cached;   /* a failure changes no output */
   return s;
 }
 
