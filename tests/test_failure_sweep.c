@@ -2,12 +2,20 @@
  * lookup, align, save, load and attention, fail the 1st, 2nd, ... Nth host
  * allocation, and separately the Nth OpenCL call, until a run goes through
  * without an injected failure. Every run where a failure fired must return
- * non-OK with a message, leak no host allocation or device buffer, leave
- * its poisoned outputs unchanged (and a saved file as it was), and leave
- * the objects it was given usable: the same call made right after gives the
+ * TABCL_OUT_OF_MEMORY (the injected OpenCL failures are the allocation
+ * errors CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES and
+ * CL_OUT_OF_HOST_MEMORY) with a message naming what could not be had (the
+ * host allocation's purpose; the OpenCL call, its error and, for a buffer,
+ * what it was for), leak no host allocation or device buffer, leave its
+ * poisoned outputs unchanged (and a saved file as it was), and leave the
+ * objects it was given usable: the same call made right after gives the
  * right answer. The run that fires nothing must give the right answer too.
+ * Saves are also swept over a full disk: the Nth write, fsync or rename
+ * failing with ENOSPC, then EDQUOT, must be TABCL_IO_ERROR naming the
+ * error, and leave the old file as it was and no temporary file.
  * (The sanitizer build of CI adds LeakSanitizer to the leak counters.) */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +23,7 @@
 #include <unistd.h>
 
 #include "rel_common.h"
+#include "tabcl/tabcl_cl.h"
 
 #ifdef TABCL_FAULT_INJECTION
 
@@ -34,9 +43,39 @@ typedef struct sweep_ops {
   void (*cleanup)(void *st);
 } sweep_ops;
 
-/* which: 0 host allocations, 1 OpenCL calls. */
-static void sweep(const sweep_ops *ops, void *st, int which) {
-  const char *kind = which ? "OpenCL call" : "host allocation";
+/* Whether a failed run's status and message are what its injection calls
+   for; which and io_err as in sweep. */
+static void expect_failure_named(const char *name, const char *kind, long n, int which,
+                                 int io_err, tabcl_status s) {
+  const char *msg = tabcl_last_error();
+  if (which == 2) {
+    cr_expect_eq(s, TABCL_IO_ERROR, "%s: failing %s %ld gave %s, not TABCL_IO_ERROR: %s", name,
+                 kind, n, tabcl_status_name(s), msg);
+    cr_expect(strstr(msg, strerror(io_err)) != NULL, "%s: failing %s %ld: the message does not "
+              "say \"%s\": %s", name, kind, n, strerror(io_err), msg);
+    return;
+  }
+  cr_expect_eq(s, TABCL_OUT_OF_MEMORY, "%s: failing %s %ld gave %s, not TABCL_OUT_OF_MEMORY: %s",
+               name, kind, n, tabcl_status_name(s), msg);
+  if (which == 0) {
+    cr_expect(strstr(msg, "out of host memory for ") != NULL,
+              "%s: failing %s %ld: the message does not say what it was for: %s", name, kind, n,
+              msg);
+  } else {
+    cr_expect(strstr(msg, " failed: CL_") != NULL,
+              "%s: failing %s %ld: the message names no OpenCL call and error: %s", name, kind, n,
+              msg);
+    if (!strncmp(msg, "clCreateBuffer", 14) || !strncmp(msg, "clCreateSubBuffer", 17))
+      cr_expect(strstr(msg, ") while ") != NULL,
+                "%s: failing %s %ld: the message does not say what the buffer was for: %s", name,
+                kind, n, msg);
+  }
+}
+
+/* which: 0 host allocations, 1 OpenCL calls, 2 file writes, syncs and
+   renames failing with io_err. */
+static void sweep(const sweep_ops *ops, void *st, int which, int io_err) {
+  const char *kind = which == 2 ? "file operation" : which ? "OpenCL call" : "host allocation";
   /* A clean call first: programs get built and cached outside the window,
      so the baselines below do not count the context's program cache. */
   ops->poison(st);
@@ -47,7 +86,8 @@ static void sweep(const sweep_ops *ops, void *st, int which) {
     ops->poison(st);
     tt_live base = tt_live_now();
     tabcl__clear_error();
-    tabcl__fault_set(which ? 0 : n, which ? n : 0);
+    if (which == 2) tabcl__fault_set_io(n, io_err);
+    else tabcl__fault_set(which ? 0 : n, which ? n : 0);
     tabcl_status s = ops->call(st);
     int fired = tabcl__fault_fired();
     tabcl__fault_reset();
@@ -68,6 +108,7 @@ static void sweep(const sweep_ops *ops, void *st, int which) {
     } else {
       cr_expect_neq(tabcl_last_error()[0], '\0', "%s: %s %ld failed without a message",
                     ops->name, kind, n);
+      expect_failure_named(ops->name, kind, n, which, io_err, s);
       cr_expect(ops->untouched(st), "%s: failing %s %ld changed the outputs (%s)", ops->name,
                 kind, n, tabcl_last_error());
     }
@@ -362,6 +403,215 @@ static int sdpa_untouched(void *p) {
   return 1;
 }
 
+/* ---- the device-resident calls ------------------------------------------ */
+
+/* Test-owned device copies of the queries and the attention case, made with
+   plain OpenCL so the library's buffer count sees only its own. An OpenCL
+   failure after the first launch may leave these outputs partly written
+   (tabcl_cl.h says so), so a failed call is not held to untouched outputs,
+   only to handing out no event. */
+typedef struct device_world {
+  world *w;
+  cl_mem qdata[2], qoff[2], qvalid[2], codes[2];
+  tabcl_strings_cl q[2];
+  cl_mem sq, sk, sv, smask, sout;
+  int event_leaked;
+} device_world;
+
+static cl_mem device_copy(tabcl_context *ctx, const void *src, size_t bytes) {
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(tabcl_context_cl_context(ctx),
+                            CL_MEM_READ_WRITE | (src ? CL_MEM_COPY_HOST_PTR : 0),
+                            bytes ? bytes : 8, (void *)src, &err);
+  cr_assert_eq(err, CL_SUCCESS, "clCreateBuffer: %d", err);
+  return m;
+}
+
+static void device_world_init(device_world *dw, world *w) {
+  memset(dw, 0, sizeof *dw);
+  dw->w = w;
+  for (int c = 0; c < 2; c++) {
+    tabcl_strings_view v = tt_view(&w->query[c]);
+    int64_t first = v.offsets[0], bytes = v.offsets[v.length] - first;
+    int64_t *off = malloc((size_t)(v.length + 1) * 8);
+    size_t cap = (size_t)(bytes + 7) / 8 * 8 + 8;   /* read in place: no copy of the call's own */
+    uint8_t *data = calloc(cap, 1);
+    cr_assert(off && data);
+    for (int64_t i = 0; i <= v.length; i++) off[i] = v.offsets[i] - first;
+    if (bytes) memcpy(data, v.data + first, (size_t)bytes);
+    dw->qdata[c] = device_copy(w->ctx, data, cap);
+    dw->qoff[c] = device_copy(w->ctx, off, (size_t)(v.length + 1) * 8);
+    dw->codes[c] = device_copy(w->ctx, NULL, (size_t)v.length * 4);
+    if (v.validity) dw->qvalid[c] = device_copy(w->ctx, v.validity, (size_t)(v.length + 7) / 8);
+    dw->q[c] = (tabcl_strings_cl){v.length, bytes, dw->qdata[c], dw->qoff[c], dw->qvalid[c], 0};
+    free(off);
+    free(data);
+  }
+  rel_sdpa_case *sc = &w->sc;
+  dw->sq = device_copy(w->ctx, sc->q, sc->nq * 4);
+  dw->sk = device_copy(w->ctx, sc->k, sc->nk * 4);
+  dw->sv = device_copy(w->ctx, sc->v, sc->nk * 4);
+  dw->smask = device_copy(w->ctx, sc->mask, sc->nm);
+  dw->sout = device_copy(w->ctx, NULL, sc->nq * 4);
+}
+
+static void device_world_fini(device_world *dw) {
+  cl_mem all[] = {dw->qdata[0], dw->qdata[1], dw->qoff[0], dw->qoff[1], dw->codes[0],
+                  dw->codes[1], dw->sq, dw->sk, dw->sv, dw->smask, dw->sout};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) clReleaseMemObject(all[i]);
+  for (int c = 0; c < 2; c++)
+    if (dw->qvalid[c]) clReleaseMemObject(dw->qvalid[c]);
+}
+
+/* Waits for a successful call's event; a failed call must not hand one out. */
+static void settle(device_world *dw, tabcl_status s, cl_event ev) {
+  if (s == TABCL_OK && ev) {
+    clWaitForEvents(1, &ev);
+    clReleaseEvent(ev);
+  } else if (ev) {
+    dw->event_leaked = 1;
+    clReleaseEvent(ev);
+  }
+  clFinish(tabcl_context_cl_queue(dw->w->ctx));
+}
+
+static void fill_device(tabcl_context *ctx, cl_mem m, size_t bytes, int32_t value) {
+  cr_assert_eq(clEnqueueFillBuffer(tabcl_context_cl_queue(ctx), m, &value, sizeof value, 0,
+                                   bytes, 0, NULL, NULL), CL_SUCCESS);
+  cr_assert_eq(clFinish(tabcl_context_cl_queue(ctx)), CL_SUCCESS);
+}
+
+static void poison_lookup_cl(void *p) {
+  device_world *dw = p;
+  for (int c = 0; c < 2; c++)
+    fill_device(dw->w->ctx, dw->codes[c], (size_t)dw->q[c].length * 4, POISON32);
+}
+static tabcl_status call_lookup_cl(void *p) {
+  device_world *dw = p;
+  cl_event ev = NULL;
+  tabcl_status s = tabcl_category_index_lookup_cl(dw->w->idx, 2, dw->q, dw->codes, 0, NULL, &ev);
+  settle(dw, s, ev);
+  return s;
+}
+static int check_lookup_cl(void *p) {
+  device_world *dw = p;
+  for (int c = 0; c < 2; c++) {
+    int32_t got[64];
+    tabcl_strings_view q = tt_view(&dw->w->query[c]);
+    if (clEnqueueReadBuffer(tabcl_context_cl_queue(dw->w->ctx), dw->codes[c], CL_TRUE, 0,
+                            (size_t)q.length * 4, got, 0, NULL, NULL) != CL_SUCCESS)
+      return 0;
+    rel_lookup(&dw->w->ref[c], &q, dw->w->want[c]);
+    if (!same_codes(got, dw->w->want[c], q.length)) return 0;
+  }
+  return index_answers(dw->w, dw->w->idx);
+}
+static int no_event_handed_out(void *p) { return !((device_world *)p)->event_leaked; }
+
+static void poison_sdpa_cl(void *p) {
+  device_world *dw = p;
+  fill_device(dw->w->ctx, dw->sout, dw->w->sc.nq * 4, (int32_t)0xCDCDCDCD);
+}
+static tabcl_status call_sdpa_cl(void *p) {
+  device_world *dw = p;
+  cl_event ev = NULL;
+  tabcl_status s = tabcl_sdpa_cl(dw->w->ctx, &dw->w->sc.d, dw->sq, dw->sk, dw->sv, dw->smask,
+                                 dw->sout, 0, NULL, &ev);
+  settle(dw, s, ev);
+  return s;
+}
+static int check_sdpa_cl(void *p) {
+  device_world *dw = p;
+  rel_sdpa_case *sc = &dw->w->sc;
+  if (clEnqueueReadBuffer(tabcl_context_cl_queue(dw->w->ctx), dw->sout, CL_TRUE, 0, sc->nq * 4,
+                          sc->out, 0, NULL, NULL) != CL_SUCCESS)
+    return 0;
+  return rel_sdpa_error(sc, dw->w->sref) <= rel_sdpa_tol(sc->d.dtype);
+}
+
+/* ---- program preparation and the self-checks on a fresh context --------- */
+
+/* Each run makes a context of its own (with the suite's disk cache), so it
+   builds or loads the program again, and destroys it before returning, so
+   the leak check sees the programs a failed run did build as freed. When
+   the work fails, the same context does it again right away (the injected
+   failure has fired by then): it must succeed, which is what "usable"
+   means here; the first failure's status and message are what is returned.
+   (Failures inside tabcl_context_create are the create sweep's.) */
+typedef struct fresh_world {
+  world *w;
+  int from_cache;
+  int usable, untouched;
+} fresh_world;
+
+static tabcl_status on_fresh_context(fresh_world *f,
+                                     tabcl_status (*work)(fresh_world *, tabcl_context *)) {
+  tabcl_context *ctx = NULL;
+  tabcl_status s = tabcl_context_create(NULL, &ctx);
+  if (s) {
+    f->usable = f->untouched = 1;
+    return s;
+  }
+  f->from_cache = 7;
+  s = work(f, ctx);
+  if (s) {
+    static _Thread_local char saved[16384];
+    snprintf(saved, sizeof saved, "%s", tabcl_last_error());
+    f->untouched = f->from_cache == 7;
+    f->usable = work(f, ctx) == TABCL_OK;
+    tabcl__fail(s, "%s", saved);
+  }
+  tabcl_context_destroy(ctx);
+  return s;
+}
+
+static void poison_fresh(void *p) {
+  fresh_world *f = p;
+  f->usable = f->untouched = 0;
+}
+static int fresh_untouched(void *p) {
+  fresh_world *f = p;
+  return f->usable && f->untouched;
+}
+
+/* One program (the probe's, the smallest), built or from the disk cache. */
+static tabcl_status prepare_one(fresh_world *f, tabcl_context *ctx) {
+  int i = 0;
+  while (tabcl_program_name(i) && strcmp(tabcl_program_name(i), "probe") != 0) i++;
+  f->from_cache = 7;
+  tabcl_status s = tabcl_program_prepare(ctx, i, &f->from_cache);
+  if (!s && f->from_cache != 0 && f->from_cache != 1)
+    s = tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_program_prepare gave from_cache %d",
+                    f->from_cache);
+  return s;
+}
+static tabcl_status call_prepare(void *p) { return on_fresh_context(p, prepare_one); }
+
+/* A successful run already compared every result with its reference. */
+static int ran_right(void *p) { (void)p; return 1; }
+
+/* Every self-check on the world's context (its programs built by the clean
+   call); each compares the device with a host reference, and one that does
+   not apply to the device (a vendor path) counts as passed. The OpenCL
+   sweep leaves out the hash and catindex checks: they make about 360 OpenCL
+   calls, which would make it the longest sweep here, through the hashing,
+   fit and lookup code whose OpenCL calls the fit and lookup sweeps above
+   fail one by one already. */
+static int heavy_check(int i) {
+  return !strcmp(tabcl_selfcheck_name(i), "hash") || !strcmp(tabcl_selfcheck_name(i), "catindex");
+}
+static tabcl_status selfchecks(world *w, int all) {
+  tabcl_status s = TABCL_OK;
+  for (int i = 0; i < tabcl_selfcheck_count() && !s; i++) {
+    if (!all && heavy_check(i)) continue;
+    s = tabcl_selfcheck_run(w->ctx, i);
+    if (tt_selfcheck_passed(w->ctx, i, s)) s = TABCL_OK;
+  }
+  return s;
+}
+static tabcl_status call_selfchecks(void *p) { return selfchecks(p, 1); }
+static tabcl_status call_selfchecks_light(void *p) { return selfchecks(p, 0); }
+
 static const sweep_ops ops_create = {"tabcl_context_create + first fit and lookup", poison_ctx,
                                      call_create, check_create, create_untouched, nothing};
 static const sweep_ops ops_fit = {"tabcl_category_index_fit", poison_made, call_fit, check_made,
@@ -376,8 +626,39 @@ static const sweep_ops ops_load = {"tabcl_category_index_load", poison_made, cal
                                    check_made, made_untouched, cleanup_made};
 static const sweep_ops ops_sdpa = {"tabcl_sdpa_host", poison_sdpa, call_sdpa, check_sdpa,
                                    sdpa_untouched, nothing};
+static const sweep_ops ops_lookup_cl = {"tabcl_category_index_lookup_cl", poison_lookup_cl,
+                                        call_lookup_cl, check_lookup_cl, no_event_handed_out,
+                                        nothing};
+static const sweep_ops ops_sdpa_cl = {"tabcl_sdpa_cl", poison_sdpa_cl, call_sdpa_cl,
+                                      check_sdpa_cl, no_event_handed_out, nothing};
+static const sweep_ops ops_prepare = {"tabcl_program_prepare (fresh context)",
+                                      poison_fresh, call_prepare, ran_right, fresh_untouched,
+                                      nothing};
+static const sweep_ops ops_selfchecks = {"tabcl_selfcheck_run (every check)", nothing,
+                                         call_selfchecks, ran_right, ran_right, nothing};
+static const sweep_ops ops_selfchecks_light = {"tabcl_selfcheck_run (probe, sort, attention)",
+                                               nothing, call_selfchecks_light, ran_right,
+                                               ran_right, nothing};
 
-static void run(const sweep_ops *ops, int which) {
+static void run_device(const sweep_ops *ops, int which) {
+  world w;
+  world_init(&w, ops->name);
+  device_world dw;
+  device_world_init(&dw, &w);
+  sweep(ops, &dw, which, 0);
+  device_world_fini(&dw);
+  world_fini(&w);
+}
+
+static void run_fresh(const sweep_ops *ops, int which) {
+  world w;
+  world_init(&w, ops->name);
+  fresh_world f = {&w, 7, 0, 0};
+  sweep(ops, &f, which, 0);
+  world_fini(&w);
+}
+
+static void run_io(const sweep_ops *ops, int which, int io_err) {
   world w;
   world_init(&w, ops->name);
   if (ops == &ops_save || ops == &ops_load) {
@@ -392,9 +673,11 @@ static void run(const sweep_ops *ops, int which) {
     if (ops == &ops_load) tt_assert_ok(tabcl_category_index_save(w.idx, w.path));
   }
   if (ops == &ops_create) w.opts.cache_dir = NULL;   /* $TABCL_CACHE_DIR: binaries */
-  sweep(ops, &w, which);
+  sweep(ops, &w, which, io_err);
   world_fini(&w);
 }
+
+static void run(const sweep_ops *ops, int which) { run_io(ops, which, 0); }
 
 Test(sweep, context_create_alloc) { run(&ops_create, 0); }
 Test(sweep, context_create_cl) { run(&ops_create, 1); }
@@ -406,8 +689,19 @@ Test(sweep, align_alloc) { run(&ops_align, 0); }
 Test(sweep, align_cl) { run(&ops_align, 1); }
 Test(sweep, save_alloc) { run(&ops_save, 0); }
 Test(sweep, save_cl) { run(&ops_save, 1); }
+/* A full disk, and a full quota, at each write, sync and rename of a save. */
+Test(sweep, save_disk_full) { run_io(&ops_save, 2, ENOSPC); }
+Test(sweep, save_quota_full) { run_io(&ops_save, 2, EDQUOT); }
 Test(sweep, load_alloc) { run(&ops_load, 0); }
 Test(sweep, load_cl) { run(&ops_load, 1); }
+Test(sweep, lookup_device_alloc) { run_device(&ops_lookup_cl, 0); }
+Test(sweep, lookup_device_cl) { run_device(&ops_lookup_cl, 1); }
+Test(sweep, sdpa_device_alloc) { run_device(&ops_sdpa_cl, 0); }
+Test(sweep, sdpa_device_cl) { run_device(&ops_sdpa_cl, 1); }
+Test(sweep, program_prepare_alloc) { run_fresh(&ops_prepare, 0); }
+Test(sweep, program_prepare_cl) { run_fresh(&ops_prepare, 1); }
+Test(sweep, selfchecks_alloc) { run(&ops_selfchecks, 0); }
+Test(sweep, selfchecks_cl) { run(&ops_selfchecks_light, 1); }
 Test(sweep, sdpa_alloc) { run(&ops_sdpa, 0); }
 Test(sweep, sdpa_cl) { run(&ops_sdpa, 1); }
 

@@ -215,6 +215,13 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
                             s ? NULL : from_cache == 1 ? "disk cache" : "built", 0);
   }
   if (json_mode) json_close(']');
+  /* A cache folder or entry it would not trust is no failure (the programs
+     were built from source), but the user should hear which and why. */
+  char refusal[1024];
+  if (tabcl__disk_cache_refusal(ctx, refusal, sizeof refusal))
+    row("disk cache", NULL, "refused: %s; programs were built from source", refusal);
+  else
+    row("disk cache", NULL, "%s", ctx->cache_dir ? ctx->cache_dir : "off");
 
   /* Self-checks */
   if (json_mode) json_open("selfchecks", '[');

@@ -36,7 +36,7 @@ static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int 
   uint8_t *mask = tabcl__malloc(NM);
   tabcl_status s = TABCL_OK;
   if (!q || !ref || !mask) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "tensor-core attention check: out of host memory");
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "tensor-core attention check: out of host memory for its test tensors");
     goto done;
   }
   unsigned char *k = q + es * NQ, *v = k + es * NKV, *out = v + es * NKV;

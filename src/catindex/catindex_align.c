@@ -42,7 +42,9 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   if (!inputs || !codes)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !inputs ? "inputs" : "codes");
   int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
-  if (!longest) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!longest)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
   st = check_inputs(inputs, ncols, codes, fn, longest);
   if (st) {
     tabcl__free(longest);
@@ -68,7 +70,9 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   cl_mem table = NULL, din = NULL, dout = NULL, drow = NULL, dtb = NULL;
   cl_kernel k = NULL;
   if (!views || !outs || !tbase || !rowstart || !in_codes || !host) {
-    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                     "%s: out of host memory for the codes of %lld rows and %d column records",
+                     fn, (long long)rows, ncols);
     goto done;
   }
   for (int c = 0; c < ncols; c++) {
@@ -82,7 +86,9 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   {
     int32_t *minus = tabcl__malloc((size_t)tsize * sizeof *minus);
     if (!minus) {
-      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s: out of host memory for the category table of %lld entries", fn,
+                       (long long)tsize);
       goto done;
     }
     for (int64_t i = 0; i < tsize; i++) minus[i] = -1;

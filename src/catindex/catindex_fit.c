@@ -109,14 +109,20 @@ static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_str
   /* zeros after the last byte, a whole word and one more: kernels read labels as words */
   size_t padded = tabcl__round_up((size_t)bytes, 8) + 8;
   idx->data = tabcl__malloc(padded);
-  if (!idx->data) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!idx->data)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s: out of host memory for the index's copy of the labels (%zu bytes)",
+                       fn, padded);
   memset(idx->data + bytes, 0, padded - (size_t)bytes);
   for (int c = 0; c < idx->ncols; c++) {
     tabcl__catcol *col = &idx->cols[c];
     int64_t n = v[c].length;
     col->length = n;
     col->offsets = tabcl__malloc((size_t)(n + 1) * sizeof *col->offsets);
-    if (!col->offsets) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (!col->offsets)
+      return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                         "%s: column %d: out of host memory for %lld offsets", fn, c,
+                         (long long)n + 1);
     int64_t first = n ? v[c].offsets[0] : 0;
     col->offsets[0] = 0;
     for (int64_t i = 1; i <= n; i++) col->offsets[i] = v[c].offsets[i] - first;
@@ -124,7 +130,10 @@ static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_str
     if (v[c].validity && n) {
       size_t vb = (size_t)(n + 7) / 8;
       col->validity = tabcl__malloc(vb);
-      if (!col->validity) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+      if (!col->validity)
+        return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                           "%s: column %d: out of host memory for the validity bitmap (%zu bytes)",
+                           fn, c, vb);
       memcpy(col->validity, v[c].validity, vb);
       /* bits past the end mean nothing; clear them so saved files are canonical */
       if (n % 8) col->validity[vb - 1] &= (uint8_t)((1u << (n % 8)) - 1);
@@ -209,7 +218,8 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   s->pv = tabcl__malloc(n1 * sizeof *s->pv);
   s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
   if (!s->dev || !s->hslots || (split && (!s->hk || !s->hv)) || !s->pk || !s->pv || !s->seg)
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s: out of host memory for the hash/slot scratch of %zu labels", fn, n1);
   int64_t j = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
@@ -231,7 +241,10 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   int64_t *tmp = NULL;
   if (idx->ncols > 1) {
     tmp = tabcl__malloc(((size_t)longest_col + 1) * sizeof *tmp);
-    if (!tmp) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (!tmp)
+      return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                         "%s: out of host memory for %lld offsets of the longest column", fn,
+                         (long long)longest_col + 1);
   }
   for (int c = 0; c < idx->ncols && !st; c++) {
     const tabcl__catcol *col = &idx->cols[c];
@@ -296,7 +309,9 @@ static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uin
   /* The sort ran over all columns at once; a counting pass by column keeps
      each column's pairs in sorted order. */
   int64_t *cursor = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *cursor);
-  if (!cursor) return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory");
+  if (!cursor)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column cursors",
+                       idx->ncols + 1);
   memcpy(cursor, s->seg, ((size_t)idx->ncols + 1) * sizeof *cursor);
   for (int64_t j = 0; j < n; j++) {
     int64_t at = cursor[column_of(idx, s->hv[j])]++;
@@ -371,7 +386,8 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
   uint32_t *tmp = tabcl__malloc(n1 * sizeof *tmp);
   if (!e->key || !e->slot || !e->span || !e->code || !e->range || !tmp) {
     tabcl__free(tmp);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory");
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "fit: out of host memory for the vocabulary entries of %zu labels", n1);
   }
   sort_idx = idx;
   int64_t ne = 0;
@@ -412,7 +428,9 @@ static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, ent
       int32_t *rank = tabcl__malloc(col->length ? (size_t)col->length * sizeof *rank : 1);
       if (!rank) {
         tabcl__free(tmp);
-        return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory");
+        return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                           "fit: out of host memory for the ranks of %lld labels",
+                           (long long)col->length);
       }
       for (int64_t j = 0; j < count; j++) rank[tmp[j] - col->label_base] = (int32_t)j;
       for (int64_t j = first; j < ne; j++) e->code[j] = rank[e->slot[j] - col->label_base];
@@ -446,7 +464,7 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
                                    tabcl_code_order order, const char *fn,
                                    tabcl_category_index **out) {
   tabcl_category_index *idx = tabcl__calloc(1, sizeof *idx);
-  if (!idx) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!idx) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for the index", fn);
   idx->ctx = ctx;
   idx->ncols = ncols;
   idx->order = order;
@@ -456,7 +474,8 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
   tabcl_status st = TABCL_OK;
   idx->cols = tabcl__calloc((size_t)ncols, sizeof *idx->cols);
   if (!idx->cols) {
-    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                     ncols);
     goto done;
   }
   if ((st = copy_vocabularies(idx, v, fn)) || (st = scratch_init(idx, &s, fn))) goto done;

@@ -53,10 +53,18 @@ typedef struct writer {
   int failed;
 } writer;
 
+/* The errno of a write that failed, injected (a full disk in tests) or real. */
+static int w_write(writer *w, const void *p, size_t n) {
+  int injected = tabcl__fault_io();
+  if (injected) return injected;
+  errno = 0;
+  return fwrite(p, 1, n, w->f) == n ? 0 : errno ? errno : EIO;
+}
+
 static void w_flush(writer *w) {
   if (!w->fill || w->failed) return;
   w->h = check_block(w->buf, w->fill, w->h);
-  if (fwrite(w->buf, 1, w->fill, w->f) != w->fill) w->failed = errno ? errno : EIO;
+  w->failed = w_write(w, w->buf, w->fill);
   w->fill = 0;
 }
 
@@ -105,7 +113,29 @@ static void write_index(writer *w, const tabcl_category_index *idx) {
   uint64_t sum = check_finish(w->h, w->total);
   uint8_t le[8];
   for (int i = 0; i < 8; i++) le[i] = (uint8_t)(sum >> (8 * i));
-  if (!w->failed && fwrite(le, 1, 8, w->f) != 8) w->failed = errno ? errno : EIO;
+  if (!w->failed) w->failed = w_write(w, le, 8);
+}
+
+/* Makes the rename durable: the folder's entry for path is on disk too. A
+   file system that cannot sync folders (EINVAL) is taken at its word;
+   dir has room for path's bytes: allocated before anything was written, so
+   nothing can fail for want of memory once path has been replaced. */
+static int sync_folder(const char *path, char *dir) {
+  const char *slash = strrchr(path, '/');
+  if (slash) {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  } else {
+    strcpy(dir, ".");
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (fsync(fd) != 0 && errno != EINVAL) err = errno;
+    close(fd);
+  }
+  return err;
 }
 
 tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const char *path) {
@@ -115,13 +145,17 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
                        !idx ? "idx is NULL" : "path is NULL or empty");
   size_t plen = strlen(path);
   char *tmp = tabcl__malloc(plen + 16);
+  char *folder = tabcl__malloc(plen + 2);
   writer w = {0};
   w.buf = tabcl__malloc(BLOCK);
   w.h = CHECK_SEED;
-  if (!tmp || !w.buf) {
+  if (!tmp || !folder || !w.buf) {
     tabcl__free(tmp);
+    tabcl__free(folder);
     tabcl__free(w.buf);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s: out of host memory for the %zu-byte write buffer and the names of "
+                       "%s's temporary file and folder", fn, (size_t)BLOCK, path);
   }
   /* A temporary file in the same folder, renamed over path at the end, so
      no reader ever sees a partial index and a failure leaves nothing. */
@@ -144,20 +178,36 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
   }
   errno = 0;
   write_index(&w, idx);
-  if (!w.failed && fflush(w.f) != 0) w.failed = errno ? errno : EIO;
-  if (!w.failed && fsync(fileno(w.f)) != 0 && errno != EINVAL) w.failed = errno;
+  /* fflush is where a full disk usually shows; fsync where quotas on some
+     network file systems do. Both pass the injection point. */
+  if (!w.failed && (w.failed = tabcl__fault_io()) == 0 && fflush(w.f) != 0)
+    w.failed = errno ? errno : EIO;
+  if (!w.failed && (w.failed = tabcl__fault_io()) == 0 && fsync(fileno(w.f)) != 0 &&
+      errno != EINVAL)
+    w.failed = errno;
   if (fclose(w.f) != 0 && !w.failed) w.failed = errno ? errno : EIO;
   if (w.failed) {
     st = tabcl__fail(TABCL_IO_ERROR, "%s: writing %s failed: %s", fn, path, strerror(w.failed));
     unlink(tmp);
     goto done;
   }
-  if (rename(tmp, path) != 0) {
-    st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot replace %s: %s", fn, path, strerror(errno));
+  int injected = tabcl__fault_io();
+  if (injected || rename(tmp, path) != 0) {
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot replace %s: %s", fn, path,
+                     strerror(injected ? injected : errno));
     unlink(tmp);
+    goto done;
   }
+  /* After the rename the new index is the file at path; a folder that will
+     not sync leaves it there but may lose the rename in a crash, so the
+     caller hears of it (saving again is safe). */
+  int synced = sync_folder(path, folder);
+  if (synced)
+    st = tabcl__fail(TABCL_IO_ERROR, "%s: %s was replaced, but syncing its folder failed: %s",
+                     fn, path, strerror(synced));
 done:
   tabcl__free(tmp);
+  tabcl__free(folder);
   tabcl__free(w.buf);
   return st;
 }
@@ -220,8 +270,8 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
   uint8_t *buf = tabcl__malloc(n ? n : 1);
   if (!buf) {
     close(fd);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: %s holds %zu bytes; out of host memory", fn,
-                       path, n);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for the %zu bytes of %s", fn,
+                       n, path);
   }
   size_t got = 0;
   while (got < n) {
@@ -274,7 +324,9 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
   /* each column takes at least 32 bytes, which bounds the count before allocating */
   if (ncols < 1 || ncols > r.left / 32) return corrupt(path, "bad column count");
   tabcl_strings_view *views = tabcl__calloc(ncols, sizeof *views);
-  if (!views) return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_category_index_load: out of host memory");
+  if (!views)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "tabcl_category_index_load: out of host memory for %u column views", ncols);
   tabcl_status st = TABCL_OK;
   uint32_t c;
   for (c = 0; c < ncols; c++) {
@@ -289,7 +341,9 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
     }
     int64_t *off = tabcl__malloc((size_t)(len + 1) * sizeof *off);
     if (!off) {
-      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_category_index_load: out of host memory");
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "tabcl_category_index_load: column %u: out of host memory for %llu offsets",
+                       c, (unsigned long long)len + 1);
       break;
     }
     views[c].offsets = off;

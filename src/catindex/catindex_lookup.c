@@ -136,7 +136,9 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
                                           const int64_t *out_off, const char *fn) {
   const int ncols = idx->ncols;
   tabcl__dev_strings *dev = tabcl__calloc((size_t)ncols, sizeof *dev);
-  if (!dev) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!dev)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
   tabcl_status st = TABCL_OK;
   for (int c = 0; c < ncols && !st; c++)
     st = tabcl__strings_upload_checked(idx->ctx, views[c], longest[c], &dev[c]);
@@ -155,7 +157,9 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   if (!queries || !codes)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
   int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
-  if (!longest) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!longest)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
   int64_t rows = 0;
   for (int c = 0; c < ncols && !st; c++) {
     if ((st = tabcl__strings_validate(&queries[c], fn, c, &longest[c]))) break;
@@ -177,7 +181,9 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   int32_t *host = tabcl__malloc((size_t)rows * sizeof *host);
   cl_mem out = NULL;
   if (!views || !outs || !off || !host) {
-    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                     "%s: out of host memory for the codes of %lld rows and %d column records",
+                     fn, (long long)rows, ncols);
     goto done;
   }
   if ((st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &out, "codes")))
@@ -259,10 +265,13 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   if (!q || !off) {
     tabcl__free(q);
     tabcl__free(off);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
   }
   cl_mem *copies = tabcl__calloc((size_t)ncols, sizeof *copies);
-  if (!copies) st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (!copies)
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                     ncols);
   for (int c = 0; c < ncols && !st; c++) {
     int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
                           ? queries[c].max_label

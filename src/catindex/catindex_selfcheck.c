@@ -66,7 +66,8 @@ static tabcl_status run(tabcl_context *ctx, tabcl_category_index *idx, check_mem
 
 tabcl_status tabcl__selfcheck_catindex(tabcl_context *ctx) {
   check_mem *m = tabcl__malloc(sizeof *m);
-  if (!m) return tabcl__fail(TABCL_OUT_OF_MEMORY, "catindex self-check: out of host memory");
+  if (!m) return tabcl__fail(TABCL_OUT_OF_MEMORY, "catindex self-check: out of host memory for its test "
+                                "columns (%zu bytes)", sizeof *m);
   int64_t *voff = m->voff;
   uint8_t *vdata = m->vdata;
   int64_t at = 0;

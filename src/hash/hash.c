@@ -57,7 +57,9 @@ static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl
                                 const char *what) {
   void *zeros = NULL;
   if (bytes <= SUMS_ZEROED_MAX && !(zeros = tabcl__calloc(bytes, 1)))
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory", col);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "tabcl__hash_column: column %d: out of host memory for %zu zero bytes of %s",
+                       col, bytes, what);
   tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
                                          bytes, zeros, m, what);
   tabcl__free(zeros);
@@ -257,7 +259,9 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx) {
     tabcl__free(offsets);
     tabcl__free(got);
     tabcl__free(data);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "hash self-check: out of host memory");
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "hash self-check: out of host memory for %d test labels (%lld bytes)", N,
+                       (long long)total);
   }
   uint64_t x = 0x243F6A8885A308D3ULL;
   for (int64_t i = 0; i < total; i++) {

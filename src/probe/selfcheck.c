@@ -43,7 +43,8 @@ tabcl_status tabcl__selfcheck_probe(tabcl_context *ctx) {
   cl_mem buf = NULL;
   cl_kernel k = NULL;
   uint64_t *host = tabcl__malloc(n * sizeof *host);
-  if (!host) return tabcl__fail(TABCL_OUT_OF_MEMORY, "probe self-check: out of host memory");
+  if (!host) return tabcl__fail(TABCL_OUT_OF_MEMORY, "probe self-check: out of host memory for %llu results",
+                                (unsigned long long)n);
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, n * sizeof *host, NULL, &buf, "probe");
   if (!s) s = tabcl__kernel_create(ctx, "probe", NULL, "probe_iota", &k);
   size_t wg = k ? tabcl__wg_size(ctx, k, 256) : 1;

@@ -14,14 +14,23 @@ static atomic_long live_allocs;
 
 #ifdef TABCL_FAULT_INJECTION
 static atomic_long fail_alloc_at, fail_cl_at, allocs_seen, cl_seen;
-static atomic_int fired;
+static atomic_long fail_io_at, io_seen;
+static atomic_int fired, io_errno;
 
 void tabcl__fault_set(long a, long c) {
   atomic_store(&allocs_seen, 0);
   atomic_store(&cl_seen, 0);
+  atomic_store(&io_seen, 0);
   atomic_store(&fired, 0);
+  atomic_store(&fail_io_at, 0);
   atomic_store(&fail_alloc_at, a);
   atomic_store(&fail_cl_at, c);
+}
+
+void tabcl__fault_set_io(long at, int err) {
+  tabcl__fault_set(0, 0);
+  atomic_store(&io_errno, err);
+  atomic_store(&fail_io_at, at);
 }
 int tabcl__fault_enabled(void) { return 1; }
 
@@ -36,11 +45,18 @@ static int should_fail(atomic_long *seen, atomic_long *at) {
 }
 int tabcl__fault_cl(void) { return should_fail(&cl_seen, &fail_cl_at); }
 static int fail_alloc(void) { return should_fail(&allocs_seen, &fail_alloc_at); }
+int tabcl__fault_io(void) {
+  return should_fail(&io_seen, &fail_io_at) ? atomic_load(&io_errno) : 0;
+}
 int tabcl__fault_fired(void) { return atomic_load(&fired); }
 long tabcl__fault_allocs_seen(void) { return atomic_load(&allocs_seen); }
 long tabcl__fault_cl_seen(void) { return atomic_load(&cl_seen); }
+long tabcl__fault_io_seen(void) { return atomic_load(&io_seen); }
 #else
 void tabcl__fault_set(long a, long c) { (void)a; (void)c; }
+void tabcl__fault_set_io(long at, int err) { (void)at; (void)err; }
+int tabcl__fault_io(void) { return 0; }
+long tabcl__fault_io_seen(void) { return 0; }
 int tabcl__fault_enabled(void) { return 0; }
 int tabcl__fault_cl(void) { return 0; }
 static int fail_alloc(void) { return 0; }

@@ -45,7 +45,10 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
                        "tabcl_context_create: max_batch_per_launch is negative (%lld)",
                        (long long)o.max_batch_per_launch);
   tabcl_context *ctx = tabcl__calloc(1, sizeof *ctx);
-  if (!ctx) return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: out of host memory");
+  if (!ctx)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "tabcl_context_create: out of host memory for the context (%zu bytes)",
+                       sizeof *ctx);
   if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
     tabcl__free(ctx);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
@@ -90,7 +93,8 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
   *out = ctx;
   return TABCL_OK;
 oom:
-  s = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: out of host memory");
+  s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                  "tabcl_context_create: out of host memory for the kernel and cache folder names");
 fail:
   destroy(ctx);
   return s;

@@ -76,8 +76,10 @@ const char *tabcl__cl_error_name(cl_int err) {
 
 tabcl_status tabcl__cl_fail(cl_int err, const char *call, const char *what) {
   tabcl_status s = TABCL_OPENCL_ERROR;
+  /* CL_MAP_FAILURE: the region could not be mapped into the host's address
+     space, which is host memory running out. */
   if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-      err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE)
+      err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE || err == CL_MAP_FAILURE)
     s = TABCL_OUT_OF_MEMORY;
   return tabcl__fail(s, "%s failed: %s (%d)%s%s", call, tabcl__cl_error_name(err), (int)err,
                      what ? " while " : "", what ? what : "");

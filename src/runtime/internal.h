@@ -54,6 +54,12 @@ long tabcl__fault_allocs_seen(void);
 long tabcl__fault_cl_seen(void);
 int tabcl__fault_cl(void);        /* 1: the OpenCL call about to be made must fail */
 int tabcl__fault_enabled(void);   /* 1 when the build has injection compiled in */
+/* File I/O: the Nth write, fsync or rename (of an index save or a cache
+   store) from now fails with errno err (ENOSPC, EDQUOT: a full disk).
+   tabcl__fault_set and tabcl__fault_reset turn it off again. */
+void tabcl__fault_set_io(long fail_io_at, int err);
+long tabcl__fault_io_seen(void);
+int tabcl__fault_io(void);        /* the errno the I/O about to be made must fail with, or 0 */
 /* Wraps an OpenCL call returning cl_int: fails it on demand before it runs. */
 #define TABCL_CL(call) (tabcl__fault_cl() ? CL_OUT_OF_RESOURCES : (call))
 
@@ -126,6 +132,7 @@ struct tabcl_context {
   tabcl__tuning tune;         /* the table for this device, then TABCL_TUNE */
   char *kernel_dir;           /* NULL: embedded sources */
   char *cache_dir;            /* NULL: no disk cache */
+  char cache_refusal[768];    /* the disk cache's last refusal, "" if none (guarded by lock) */
   int64_t max_batch_per_launch; /* 0 = device limits only */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
   size_t sdpa_fused_cap[32]; /* the fused kernel's own work-group limit where a build
@@ -224,13 +231,25 @@ void tabcl__trace_begin(void);
 tabcl_status tabcl__trace_end(tabcl_context *ctx, double *seconds, int *launches);
 
 /* Disk cache of program binaries (disk_cache.c). key describes everything
-   the binary depends on. A missing, corrupt or stale entry gives NULL. */
-unsigned char *tabcl__disk_cache_load(const char *dir, const char *key, size_t *size);
-/* Atomic (temp file + rename); failure to write is not an error for the caller. */
+   the binary depends on. A missing, corrupt or stale entry gives NULL. A
+   folder or entry that is not this user's own, or that others may write,
+   is refused: nothing is read from or written into it, and why (cap bytes,
+   may be NULL) receives a sentence naming it and the reason. */
+unsigned char *tabcl__disk_cache_load(const char *dir, const char *key, size_t *size, char *why,
+                                      size_t cap);
+/* Atomic (a fresh 0600 temp file written whole and synced, then renamed);
+   failure to write is not an error for the caller. */
 void tabcl__disk_cache_store(const char *dir, const char *key, const unsigned char *bin,
-                             size_t size);
+                             size_t size, char *why, size_t cap);
 /* The path of key's entry (for tests that corrupt it); caller frees. */
 char *tabcl__disk_cache_path(const char *dir, const char *key);
+/* Test-only: the temporary name this process's store will try `ahead`
+   attempts from now for the entry file name `entry` ("<hex>.clbin"), so a
+   test can plant something there. */
+void tabcl__disk_cache_temp_name(const char *entry, unsigned ahead, char *buf, size_t cap);
+/* The last refusal of ctx's disk cache (a folder or an entry it would not
+   trust, and why) copied into buf; returns 0 and gives "" when there was none. */
+int tabcl__disk_cache_refusal(tabcl_context *ctx, char *buf, size_t cap);
 
 /* ---- buffers and transfers (buffer.c) --------------------------------- */
 

@@ -49,7 +49,7 @@ static tabcl_status read_override(const char *dir, const char *name, char **text
   char *buf = tabcl__malloc(cap);
   if (!buf) {
     fclose(f);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory reading %s", path);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory for the text of %s", path);
   }
   for (;;) {
     n += fread(buf + n, 1, cap - n - 1, f);
@@ -58,7 +58,7 @@ static tabcl_status read_override(const char *dir, const char *name, char **text
     if (!bigger) {
       tabcl__free(buf);
       fclose(f);
-      return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory reading %s", path);
+      return tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory for the text of %s", path);
     }
     buf = bigger;
     cap *= 2;
@@ -99,7 +99,9 @@ tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, c
   }
   char *all = tabcl__malloc(lens[0] + lens[1] + 64);
   if (!all) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory assembling kernel %s", name);
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                    "out of host memory for the %zu-byte source text of kernel program %s",
+                    lens[0] + lens[1] + 64, name);
     goto done;
   }
   size_t n = 0;
@@ -191,7 +193,8 @@ static void store_binary(tabcl_context *ctx, cl_program p, const char *key) {
   unsigned char *bin = malloc(size);
   if (!bin) return;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-    tabcl__disk_cache_store(ctx->cache_dir, key, bin, size);
+    tabcl__disk_cache_store(ctx->cache_dir, key, bin, size, ctx->cache_refusal,
+                            sizeof ctx->cache_refusal);
   free(bin);
 }
 
@@ -207,7 +210,8 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
   size_t olen = strlen(devopts) + (extra ? strlen(extra) : 0) + 2;
   options = tabcl__malloc(olen);
   if (!options) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                    "out of host memory for the build options of kernel program %s", name);
     goto done;
   }
   snprintf(options, olen, "%s%s%s", devopts, extra && *extra ? " " : "", extra ? extra : "");
@@ -215,11 +219,13 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
   if (ctx->cache_dir) {
     key = cache_key(ctx, source, options);
     if (!key) {
-      s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+      s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                      "out of host memory for the disk-cache key of kernel program %s", name);
       goto done;
     }
     size_t size = 0;
-    unsigned char *bin = tabcl__disk_cache_load(ctx->cache_dir, key, &size);
+    unsigned char *bin = tabcl__disk_cache_load(ctx->cache_dir, key, &size, ctx->cache_refusal,
+                                                sizeof ctx->cache_refusal);
     if (bin) {
       p = try_binary(ctx, bin, size, options);
       free(bin);
@@ -257,6 +263,17 @@ done:
   return s;
 }
 
+int tabcl__disk_cache_refusal(tabcl_context *ctx, char *buf, size_t cap) {
+  if (!cap) return 0;
+  buf[0] = '\0';
+  if (!ctx) return 0;
+  /* build() writes it under the lock */
+  pthread_mutex_lock(&ctx->lock);
+  snprintf(buf, cap, "%s", ctx->cache_refusal);
+  pthread_mutex_unlock(&ctx->lock);
+  return buf[0] != '\0';
+}
+
 static int same(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
@@ -276,7 +293,8 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
      wait for one build instead of compiling it twice. */
   tabcl__program_entry *e = tabcl__calloc(1, sizeof *e);
   if (!e || !(e->name = tabcl__strdup(name)) || !(e->extra = tabcl__strdup(extra ? extra : ""))) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory building %s", name);
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                    "out of host memory for the program list entry of kernel program %s", name);
     if (e) {
       tabcl__free(e->name);
       tabcl__free(e);
@@ -297,7 +315,7 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
   *out = e->program;
 done:
   pthread_mutex_unlock(&ctx->lock);
-  if (from_cache) *from_cache = cached;
+  if (from_cache && s == TABCL_OK) *from_cache = cached;   /* a failure changes no output */
   return s;
 }
 

@@ -173,7 +173,8 @@ tabcl_status tabcl__selfcheck_sort(tabcl_context *ctx) {
   cl_mem dk = NULL, dv = NULL;
   tabcl_status s = TABCL_OK;
   if (!keys || !vals || !ref) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY, "sort self-check: out of host memory");
+    s = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                    "sort self-check: out of host memory for %zu test keys and values", n);
     goto done;
   }
   uint64_t x = 0x9E3779B97F4A7C15ULL;
