@@ -1,7 +1,7 @@
 /* The workload of the disk-cache trust tests, shared by test_cache_trust.c
  * and the helper process cache_trust_worker.c: a fresh context on a given
  * cache folder fits an index, looks labels up and runs one attention call,
- * each answer checked against the host references of rel_common.h. It
+ * each answer checked against the tests' host references (tests/support). It
  * reports instead of asserting, so the helper (not a Criterion test) can
  * use it too. */
 #ifndef TABCL_CACHE_TRUST_WORK_H
@@ -22,8 +22,8 @@ static inline void ctw_lookup(tabcl_context *ctx, tt_rng *r, ctw_result *out) {
   rel_column(r, &vocab, 40, 7);
   rel_column(r, &query, 90, 9);
   tabcl_strings_view v = tt_view(&vocab), q = tt_view(&query);
-  rel_vocab ref;
-  rel_vocab_build(&ref, &v, TABCL_CODES_BY_VALUE);
+  catref ref;
+  catref_build(&ref, &v, TABCL_CODES_BY_VALUE);
   int32_t got[90], want[90];
   tabcl_category_index *idx = NULL;
   int32_t *codes[1] = {got};
@@ -33,7 +33,7 @@ static inline void ctw_lookup(tabcl_context *ctx, tt_rng *r, ctw_result *out) {
     snprintf(out->error, sizeof out->error, "fit/lookup: %s: %s", tabcl_status_name(s),
              tabcl_last_error());
   } else {
-    rel_lookup(&ref, &q, want);
+    catref_lookup(&ref, &q, want);
     for (int64_t i = 0; i < q.length; i++)
       if (got[i] != want[i]) {
         snprintf(out->error, sizeof out->error, "lookup: label %lld got code %d, want %d",
@@ -42,7 +42,7 @@ static inline void ctw_lookup(tabcl_context *ctx, tt_rng *r, ctw_result *out) {
       }
   }
   tabcl_category_index_destroy(idx);
-  rel_vocab_free(&ref);
+  catref_free(&ref);
   tt_strings_free(&vocab);
   tt_strings_free(&query);
 }
@@ -63,7 +63,7 @@ static inline void ctw_attention(tabcl_context *ctx, tt_rng *r, ctw_result *out)
   if (!ref) {
     snprintf(out->error, sizeof out->error, "attention: no memory for the reference");
   } else {
-    rel_sdpa(&c.d, c.q, c.k, c.v, NULL, ref);
+    tt_sdpa_reference(&c.d, c.q, c.k, c.v, NULL, ref, NULL);
     tabcl_status s = tabcl_sdpa_host(ctx, &c.d, c.q, c.k, c.v, NULL, c.out);
     double err = s ? 0 : rel_sdpa_error(&c, ref);
     if (s)

@@ -501,7 +501,7 @@ static int check_lookup_cl(void *p) {
     if (clEnqueueReadBuffer(tabcl_context_cl_queue(dw->w->ctx), dw->codes[c], CL_TRUE, 0,
                             (size_t)q.length * 4, got, 0, NULL, NULL) != CL_SUCCESS)
       return 0;
-    rel_lookup(&dw->w->ref[c], &q, dw->w->want[c]);
+    catref_lookup(&dw->w->ref[c], &q, dw->w->want[c]);
     if (!same_codes(got, dw->w->want[c], q.length)) return 0;
   }
   return index_answers(dw->w, dw->w->idx);
