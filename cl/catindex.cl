@@ -186,7 +186,11 @@ __kernel void catindex_align_gather(__global const int *in_codes, __global const
   }
   long base = tbase[lo];
   long ncat = tbase[lo + 1] - base - 1;
-  long code = in_codes[i];
-  long slot = code < 0 ? ncat : code;
+  // The code is tested as the 32-bit value it is, before widening: Mesa
+  // 22.3's rusticl (llvmpipe) compiles a compare of a sign-extended int with
+  // a 64-bit constant wrongly (long c = -1; c < 0 came out false), which
+  // sent missing codes to the slot before the block instead of its last.
+  int code = in_codes[i];
+  long slot = code < 0 ? ncat : (long)code;
   out[i] = slot <= ncat ? table[base + slot] : -1;
 }

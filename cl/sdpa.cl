@@ -410,8 +410,11 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       // Keys are used in groups of four; those past the last key have p = 0
       // and V rows of zeros.
       const int nj4 = (min(VK, kn - vc * VK) + 3) / 4;
+#if RQO % 4 == 0
       __local const real4 *pc = pst4 + vc * VK * (PT / 4);
+#else
       __local const real *pc1 = pst + vc * VK * PT;
+#endif
       for (int j4 = 0; j4 < nj4; j4++) {
         #pragma unroll
         for (int jj = 0; jj < 4; jj++) {

@@ -397,12 +397,19 @@ static const runner runners[] = {run_create, run_fit, run_lookup, run_align,
                                  run_save, run_load, run_sdpa};
 
 /* The message as the catalogue shows it: the first line, without the
-   machine's device and platform names. */
+   machine's device and platform names. The list of devices a NO_DEVICE
+   message ends with depends on the machine (how many platforms and devices,
+   in the loader's order), so it is shown by its form alone. */
 static void tidy_message(const fx *f, const char *msg, char *out, size_t cap) {
   const char *dev = tabcl_context_device_name(f->ctx), *plat = tabcl_context_platform_name(f->ctx);
+  static const char list[] = "; devices: ";
   size_t n = 0;
   for (const char *p = msg; *p && *p != '\n' && n + 12 < cap;) {
-    if (*dev && !strncmp(p, dev, strlen(dev))) {
+    if (!strncmp(p, list, sizeof list - 1)) {
+      n += (size_t)snprintf(out + n, cap - n, "%s<P:D> <device> (<platform>); ...", list);
+      if (n >= cap) n = cap - 1;   /* truncated */
+      break;
+    } else if (*dev && !strncmp(p, dev, strlen(dev))) {
       n += (size_t)snprintf(out + n, cap - n, "<device>");
       p += strlen(dev);
     } else if (*plat && !strncmp(p, plat, strlen(plat))) {

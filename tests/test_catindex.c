@@ -702,6 +702,57 @@ Test(catindex, fits_from_several_threads_at_once) {
 
 /* ---- align ------------------------------------------------------------- */
 
+/* Missing codes (-1) map to -1 in every block, whatever precedes it: a
+   column with no categories (only -1 is valid there), one whose codes are
+   all -1, and -1 between present codes, each block at a different offset of
+   the shared table; sliced launches too. Expected values worked out by hand.
+   Mesa 22.3's rusticl gave 0 for every -1 here before the gather kernel
+   tested the code as 32 bits. */
+Test(catindex, align_missing_codes_stay_missing) {
+  static const char *const vocab0[] = {"p", "q"}, *const vocab1[] = {"x", "y", "z"};
+  static const char *const cat1[] = {"z", "w", "x"}, *const cat2[] = {"y"};
+  for (int sliced = 0; sliced < 2; sliced++) {
+    tabcl_options o = {0};
+    o.max_batch_per_launch = sliced ? 2 : 0;
+    tabcl_context *ctx = tt_context_with(&o);
+    tt_strings v[3], c[3];
+    tabcl_strings_view vv[3] = {labels_view(&v[0], vocab0, 2), labels_view(&v[1], vocab1, 3),
+                                labels_view(&v[2], vocab1, 3)};
+    tabcl_strings_view cv[3] = {labels_view(&c[0], NULL, 0), labels_view(&c[1], cat1, 3),
+                                labels_view(&c[2], cat2, 1)};
+    int32_t in0[3] = {-1, -1, -1}, in1[6] = {-1, 0, -1, 1, 2, -1}, in2[4] = {-1, -1, 0, -1};
+    static const int32_t want0[3] = {-1, -1, -1}, want1[6] = {-1, 2, -1, -1, 0, -1},
+                         want2[4] = {-1, -1, 1, -1};
+    int32_t got0[3], got1[6], got2[4];
+    int32_t *outs[3] = {got0, got1, got2};
+    tabcl_dictionary_view d[3] = {{cv[0], 3, in0}, {cv[1], 6, in1}, {cv[2], 4, in2}};
+    for (int ord = 0; ord < 2; ord++) {
+      tabcl_category_index *idx = NULL;
+      tt_assert_ok(tabcl_category_index_fit(ctx, 3, vv, (tabcl_code_order)ord, &idx));
+      memset(got0, 0x6B, sizeof got0);
+      memset(got1, 0x6B, sizeof got1);
+      memset(got2, 0x6B, sizeof got2);
+      tt_assert_ok(tabcl_category_index_align(idx, 3, d, outs));
+      /* both orders give the same codes: vocab1 is sorted and distinct */
+      for (int i = 0; i < 3; i++)
+        cr_expect_eq(got0[i], want0[i], "sliced %d order %d column 0 row %d: %d", sliced, ord, i,
+                     got0[i]);
+      for (int i = 0; i < 6; i++)
+        cr_expect_eq(got1[i], want1[i], "sliced %d order %d column 1 row %d: %d", sliced, ord, i,
+                     got1[i]);
+      for (int i = 0; i < 4; i++)
+        cr_expect_eq(got2[i], want2[i], "sliced %d order %d column 2 row %d: %d", sliced, ord, i,
+                     got2[i]);
+      tabcl_category_index_destroy(idx);
+    }
+    for (int k = 0; k < 3; k++) {
+      tt_strings_free(&v[k]);
+      tt_strings_free(&c[k]);
+    }
+    tabcl_context_destroy(ctx);
+  }
+}
+
 Test(catindex, align_maps_dictionary_codes) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("catindex/align_maps_dictionary_codes")};

@@ -114,6 +114,51 @@ Test(runtime, device_list_selectors_pick_their_device) {
   free(e);
 }
 
+/* The README's example "pocl" picks PoCL's device: PoCL 3.1's platform is
+   "Portable Computing Language" and its device "pthread-<cpu>", so the
+   selector is found in the platform's vendor, "The pocl project". */
+Test(runtime, selector_pocl_picks_pocl) {
+  int n = 0;
+  tabcl_device_entry e[16];
+  cr_assert_eq(tabcl_devices(e, 16, &n), TABCL_OK, "%s", tabcl_last_error());
+  int want = -1;
+  for (int i = 0; i < n && i < 16 && want < 0; i++)
+    if (!strcmp(e[i].platform, "Portable Computing Language")) want = i;
+  if (want < 0) cr_skip_test("no PoCL platform here");
+  static const char *const sels[] = {"pocl", "PoCL", "pocl project"};
+  for (int k = 0; k < 3; k++) {
+    tabcl_options o = {0};
+    o.device = sels[k];
+    o.cache_dir = "";
+    tabcl_context *ctx = NULL;
+    cr_assert_eq(tabcl_context_create(&o, &ctx), TABCL_OK, "%s: %s", sels[k], tabcl_last_error());
+    cr_expect_str_eq(tabcl_context_device_name(ctx), e[want].name, "%s", sels[k]);
+    cr_expect_str_eq(tabcl_context_platform_name(ctx), e[want].platform, "%s", sels[k]);
+    tabcl_context_destroy(ctx);
+  }
+}
+
+/* With no selector the first GPU is picked, else the first device, in the
+   loader's order; platforms without devices (Mesa's Clover, rusticl without
+   RUSTICL_ENABLE) are not in the list and change nothing. */
+Test(runtime, default_is_first_gpu_else_first_device) {
+  unsetenv("TABCL_DEVICE");
+  int n = 0;
+  tabcl_device_entry e[16];
+  cr_assert_eq(tabcl_devices(e, 16, &n), TABCL_OK, "%s", tabcl_last_error());
+  cr_assert_gt(n, 0);
+  int want = 0;
+  for (int i = n < 16 ? n - 1 : 15; i >= 0; i--)
+    if (e[i].type == TABCL_DEVICE_TYPE_GPU) want = i;
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *ctx = NULL;
+  cr_assert_eq(tabcl_context_create(&o, &ctx), TABCL_OK, "%s", tabcl_last_error());
+  cr_expect_str_eq(tabcl_context_device_name(ctx), e[want].name);
+  cr_expect_str_eq(tabcl_context_platform_name(ctx), e[want].platform);
+  tabcl_context_destroy(ctx);
+}
+
 Test(runtime, no_match_lists_devices) {
   tabcl_context *ctx = tt_context();
   char name[256];

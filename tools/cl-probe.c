@@ -241,9 +241,37 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   if (json_mode) json_open("measured", '{');
   else heading("  Measured");
   fprintf(stderr, "cl-probe: device %s: measuring\n", sel);
+  /* The profiling timer is checked against the wall clock before the
+     figures below rest on it; a timer that fails the check is not used. */
+  tabcl__timer_check tc;
+  s = tabcl__check_timer(ctx, &tc);
+  const int wall_clock = s || !tc.trusted;
+  if (s) {
+    char err[2048];
+    snprintf(err, sizeof err, "%s: %s (timing by wall clock)", tabcl_status_name(s),
+             tabcl_last_error());
+    row("timer", err, NULL);
+    failures++;
+  } else if (json_mode) {
+    json_open("timer", '{');
+    json_key("source");
+    json_string(wall_clock ? "wall clock" : "profiling");
+    json_key("profiled_ms");
+    printf("%.6f", tc.profiled_s * 1e3);
+    json_key("wall_ms");
+    printf("%.6f", tc.wall_s * 1e3);
+    json_key("tolerance");
+    printf("%.2f", TABCL__TIMER_TOLERANCE);
+    json_close('}');
+  } else {
+    row("timer", NULL, "%s (profiling %.3f ms, wall clock %.3f ms over the same work; %s %.0f%%)",
+        wall_clock ? "wall clock: the profiling timer disagrees" : "OpenCL profiling",
+        tc.profiled_s * 1e3, tc.wall_s * 1e3, wall_clock ? "more than" : "within",
+        TABCL__TIMER_TOLERANCE * 100);
+  }
   double bw = 0, flops = 0;
   size_t bytes = o->quick ? ((size_t)8 << 20) : ((size_t)512 << 20);
-  s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, &bw);
+  s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, wall_clock, &bw);
   if (s) {
     char err[2048];
     snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
@@ -252,7 +280,9 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   } else {
     row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
   }
-  s = tabcl__measure_fma(ctx, o->quick ? 128 : 4096, o->quick ? 3 : 10, &flops);
+  int iters = o->quick ? 128 : 4096;
+  if (wall_clock && tc.fma_iters > iters) iters = tc.fma_iters;
+  s = tabcl__measure_fma(ctx, iters, o->quick ? 3 : 10, wall_clock, &flops);
   if (s) {
     char err[2048];
     snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
@@ -334,7 +364,12 @@ int main(int argc, char **argv) {
     failures++;
     np = 0;
   }
-  int devices = 0;
+  int devices = 0, nempty = 0;
+  struct {
+    cl_uint index;
+    cl_int err;
+    char name[256];
+  } empty[32];
   for (cl_uint p = 0; p < np && p < 32; p++) {
     char pname[256] = "";
     e = clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
@@ -342,10 +377,27 @@ int main(int argc, char **argv) {
     cl_device_id devs[64];
     cl_uint nd = 0;
     e = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd);
-    if (e != CL_SUCCESS) {
-      fprintf(stderr, "cl-probe: platform %u (%s): clGetDeviceIDs: %s\n", p, pname,
-              tabcl__cl_error_name(e));
-      if (e != CL_DEVICE_NOT_FOUND) failures++;
+    if (e != CL_SUCCESS || nd == 0) {
+      /* A platform with no device (Mesa's Clover, or rusticl without
+         RUSTICL_ENABLE) is listed, since it still takes a platform number
+         of the "P:D" selectors; it is not a failure. */
+      if (e != CL_SUCCESS && e != CL_DEVICE_NOT_FOUND) {
+        fprintf(stderr, "cl-probe: platform %u (%s): clGetDeviceIDs: %s\n", p, pname,
+                tabcl__cl_error_name(e));
+        failures++;
+      }
+      if (o.device) continue;
+      if (json_mode) {   /* after the devices array, which holds devices only */
+        if (nempty < 32) {
+          empty[nempty].index = p;
+          empty[nempty].err = e;
+          snprintf(empty[nempty++].name, sizeof empty[0].name, "%s", pname);
+        }
+      } else {
+        heading("Platform %u: %s", p, pname);
+        if (e == CL_SUCCESS || e == CL_DEVICE_NOT_FOUND) printf("  no devices\n");
+        else printf("  no devices (clGetDeviceIDs: %s)\n", tabcl__cl_error_name(e));
+      }
       continue;
     }
     if (!json_mode && !o.device) heading("Platform %u: %s", p, pname);
@@ -357,6 +409,20 @@ int main(int argc, char **argv) {
   }
   if (devices == 0) failures++;
   if (json_mode) {
+    json_close(']');
+    json_open("platforms_without_devices", '[');
+    for (int i = 0; i < nempty; i++) {
+      json_open(NULL, '{');
+      json_key("platform");
+      printf("%u", empty[i].index);
+      json_key("name");
+      json_string(empty[i].name);
+      if (empty[i].err != CL_SUCCESS && empty[i].err != CL_DEVICE_NOT_FOUND) {
+        json_key("error");
+        json_string(tabcl__cl_error_name(empty[i].err));
+      }
+      json_close('}');
+    }
     json_close(']');
     json_key("failures");
     printf("%d", failures);

@@ -8,9 +8,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mode=${1:-probe}
 case "$mode" in probe|test) ;; *) echo "usage: $0 probe|test" >&2; exit 2 ;; esac
 
-# Debian packages only. pocl-opencl-icd is the CPU device used where no GPU is.
+# Debian packages only. pocl-opencl-icd is the CPU device used where no GPU is;
+# mesa-opencl-icd is Mesa's OpenCL (rusticl, whose llvmpipe CPU device the
+# tests also run on, with RUSTICL_ENABLE=llvmpipe; and Clover, no device).
 pkgs="build-essential cmake pkg-config ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers
-      pocl-opencl-icd clinfo libclblast-dev libcriterion-dev libxxhash-dev"
+      pocl-opencl-icd mesa-opencl-icd clinfo libclblast-dev libcriterion-dev libxxhash-dev"
 [ "$mode" = test ] && pkgs="$pkgs oclgrind clang libclang-rt-dev
       python3-dev python3-venv python3-setuptools python3-numpy python3-pandas python3-dask
       python3-distributed python3-pytest"

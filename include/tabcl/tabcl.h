@@ -65,7 +65,8 @@ typedef struct tabcl_context tabcl_context;
 typedef struct tabcl_options {
   const char *device;       /* NULL: $TABCL_DEVICE, else the first GPU, else the first device.
                                "P:D" (platform and device index) or a case-insensitive
-                               substring of the device or platform name */
+                               substring of the device or platform name (else, when
+                               no name holds it, of the platform's vendor) */
   const char *kernel_dir;   /* NULL: $TABCL_KERNEL_DIR, else the sources built into the library */
   const char *cache_dir;    /* NULL: $TABCL_CACHE_DIR, else $XDG_CACHE_HOME/tabcl or
                                ~/.cache/tabcl; "" turns the disk cache off */

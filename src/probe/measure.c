@@ -1,6 +1,7 @@
 /* Device ceilings measured with the probe kernels: copy bandwidth and fp32
  * FMA throughput. cl-probe reports them, tabcl-bench divides by them. */
 #include <math.h>
+#include <time.h>
 
 #include "runtime/internal.h"
 #include "probe/measure.h"
@@ -11,6 +12,12 @@ double tabcl__event_seconds(cl_event start, cl_event end) {
       clGetEventProfilingInfo(end, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
     return -1.0;
   return (double)(t1 - t0) * 1e-9;
+}
+
+double tabcl__wall_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void sort_doubles(double *v, int n) {
@@ -28,7 +35,8 @@ double tabcl__median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, double *bytes_per_s) {
+tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, int wall_clock,
+                                 double *bytes_per_s) {
   cl_mem a = NULL, b = NULL;
   cl_kernel k = NULL;
   double times[64];
@@ -46,9 +54,12 @@ tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, dou
   size_t global = tabcl__round_up((size_t)n, wg);
   for (int r = -1; !s && r < reps; r++) {
     cl_event ev = NULL;
-    s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_copy");
+    if (!s) s = tabcl__finish(ctx);   /* the fill, and the last rep, out of the wall time */
+    double t0 = tabcl__wall_seconds();
+    if (!s) s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_copy");
     if (!s) s = tabcl__finish(ctx);
-    if (!s && r >= 0) times[r] = tabcl__event_seconds(ev, ev);
+    double wall = tabcl__wall_seconds() - t0;
+    if (!s && r >= 0) times[r] = wall_clock ? wall : tabcl__event_seconds(ev, ev);
     if (ev) clReleaseEvent(ev);
   }
   if (!s) *bytes_per_s = 2.0 * (double)bytes / tabcl__median(times, reps);
@@ -58,7 +69,8 @@ tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, dou
   return s;
 }
 
-tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, double *flops) {
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, int wall_clock,
+                                double *flops) {
   cl_mem out = NULL;
   cl_kernel k = NULL;
   double times[64];
@@ -75,14 +87,85 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, double 
   if (!s) s = TABCL_SET_ARGS(k, "probe_fma", TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
   for (int r = -1; !s && r < reps; r++) {
     cl_event ev = NULL;
+    double t0 = tabcl__wall_seconds();
     s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_fma");
     if (!s) s = tabcl__finish(ctx);
-    if (!s && r >= 0) times[r] = tabcl__event_seconds(ev, ev);
+    double wall = tabcl__wall_seconds() - t0;
+    if (!s && r >= 0) times[r] = wall_clock ? wall : tabcl__event_seconds(ev, ev);
     if (ev) clReleaseEvent(ev);
   }
   /* 16 FMAs per iteration per work-item, 2 FLOPs each */
   if (!s) *flops = (double)global * iters * 16.0 * 2.0 / tabcl__median(times, reps);
   tabcl__kernel_release(k);
   tabcl__buffer_release(out);
+  return s;
+}
+
+/* One FMA launch of iters iterations on out: its profiled and wall seconds
+   (a profiled time of -1: the driver gave none). */
+static tabcl_status fma_once(tabcl_context *ctx, cl_kernel k, cl_mem out, size_t global,
+                             size_t wg, int iters, double *prof, double *wall) {
+  const float a = 0.999f, b = 0.001f;
+  tabcl_status s = TABCL_SET_ARGS(k, "probe_fma", TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b),
+                                  TABCL_ARG(iters));
+  if (!s) s = tabcl__finish(ctx);
+  cl_event ev = NULL;
+  double t0 = tabcl__wall_seconds();
+  if (!s) s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, &ev, "probe_fma");
+  if (!s) s = tabcl__finish(ctx);
+  *wall = tabcl__wall_seconds() - t0;
+  *prof = s ? -1.0 : tabcl__event_seconds(ev, ev);
+  if (ev) clReleaseEvent(ev);
+  return s;
+}
+
+tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out) {
+  enum { REPS = 3 };
+  out->trusted = 0;
+  out->profiled_s = out->wall_s = 0;
+  cl_mem buf = NULL;
+  cl_kernel k = NULL;
+  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, "probe_fma", &k);
+  size_t wg = k ? tabcl__wg_size(ctx, k, 256) : 1;
+  size_t global = (size_t)ctx->info.compute_units * (ctx->info.is_cpu ? 64 : 2048);
+  global = tabcl__round_up(global ? global : 1, wg);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &buf,
+                                   "timer check output");
+  /* Grow the work until a launch is long enough that launch and wait
+     overheads are small beside it (the first launch also warms up); the
+     lower of two runs, since a busy host can delay one. */
+  int iters = 16;
+  double prof = 0, wall = 0, again = 0;
+  while (!s) {
+    s = fma_once(ctx, k, buf, global, wg, iters, &prof, &wall);
+    if (!s && wall >= TABCL__TIMER_MIN_WALL_S) {
+      s = fma_once(ctx, k, buf, global, wg, iters, &prof, &again);
+      if (again < wall) wall = again;
+    }
+    if (s || wall >= TABCL__TIMER_MIN_WALL_S || iters >= (1 << 26)) break;
+    double grow = wall > 0 ? 1.5 * TABCL__TIMER_MIN_WALL_S / wall : 16;
+    iters = grow >= 16 ? iters * 16 : grow <= 2 ? iters * 2 : (int)(iters * grow);
+    if (iters > (1 << 26)) iters = 1 << 26;
+  }
+  /* n and 3n iterations, alternated, REPS of each; the medians compared. */
+  double p1[REPS], w1[REPS], p3[REPS], w3[REPS];
+  int over = 0, missing = 0;
+  for (int r = 0; r < REPS && !s; r++) {
+    s = fma_once(ctx, k, buf, global, wg, iters, &p1[r], &w1[r]);
+    if (!s) s = fma_once(ctx, k, buf, global, wg, 3 * iters, &p3[r], &w3[r]);
+    if (s) break;
+    missing |= p1[r] < 0 || p3[r] < 0;
+    over |= p1[r] > w1[r] * (1 + TABCL__TIMER_TOLERANCE) + 1e-4 ||
+            p3[r] > w3[r] * (1 + TABCL__TIMER_TOLERANCE) + 1e-4;
+  }
+  if (!s) {
+    out->fma_iters = iters;
+    out->profiled_s = tabcl__median(p3, REPS) - tabcl__median(p1, REPS);
+    out->wall_s = tabcl__median(w3, REPS) - tabcl__median(w1, REPS);
+    out->trusted = !missing && !over && out->wall_s > 0 &&
+                   fabs(out->profiled_s - out->wall_s) <= TABCL__TIMER_TOLERANCE * out->wall_s;
+  }
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(buf);
   return s;
 }

@@ -116,7 +116,7 @@ typedef struct dev_entry {
   cl_platform_id p;
   cl_device_id d;
   int pi, di;
-  char name[256], platform[256];
+  char name[256], platform[256], vendor[256]; /* vendor: the platform's */
   cl_device_type type;
 } dev_entry;
 
@@ -143,15 +143,19 @@ static tabcl_status enumerate(dev_entry *out, int *count) {
       e->d = devs[j];
       e->pi = (int)i;
       e->di = (int)j;
-      e->name[0] = e->platform[0] = '\0';
+      e->name[0] = e->platform[0] = e->vendor[0] = '\0';
       cl_int e1 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_NAME, sizeof e->name - 1, e->name, NULL));
       cl_int e2 = TABCL_CL(clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof e->platform - 1,
                                              e->platform, NULL));
       cl_int e3 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_TYPE, sizeof e->type, &e->type, NULL));
+      cl_int e4 = TABCL_CL(clGetPlatformInfo(plats[i], CL_PLATFORM_VENDOR, sizeof e->vendor - 1,
+                                             e->vendor, NULL));
       if (e1 != CL_SUCCESS) return tabcl__cl_fail(e1, "clGetDeviceInfo", "CL_DEVICE_NAME");
       if (e2 != CL_SUCCESS) return tabcl__cl_fail(e2, "clGetPlatformInfo", "CL_PLATFORM_NAME");
       if (e3 != CL_SUCCESS) return tabcl__cl_fail(e3, "clGetDeviceInfo", "CL_DEVICE_TYPE");
+      if (e4 != CL_SUCCESS) return tabcl__cl_fail(e4, "clGetPlatformInfo", "CL_PLATFORM_VENDOR");
       e->name[sizeof e->name - 1] = e->platform[sizeof e->platform - 1] = '\0';
+      e->vendor[sizeof e->vendor - 1] = '\0';
     }
   }
   if (*count == 0) return tabcl__fail(TABCL_NO_DEVICE, "OpenCL platforms exist but have no device");
@@ -193,6 +197,13 @@ tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_de
     } else {
       for (int i = 0; i < n && pick < 0; i++)
         if (contains_nocase(devs[i].name, sel) || contains_nocase(devs[i].platform, sel)) pick = i;
+      /* Only when no name matches, the platform's vendor: PoCL 3.1 names
+         its platform "Portable Computing Language" and its devices after
+         the CPU, so "pocl" is found only in its vendor, "The pocl project".
+         Names go first so that no selector that matched before changes
+         device. */
+      for (int i = 0; i < n && pick < 0; i++)
+        if (contains_nocase(devs[i].vendor, sel)) pick = i;
     }
   }
   if (pick < 0) {

@@ -21,6 +21,14 @@ typedef struct bench_entry {
 
 /* Seconds between two profiled events' start and end (device time). */
 double bench_event_seconds(cl_event start, cl_event end);
+/* Checks the device's profiling timer against the wall clock once
+   (tabcl__check_timer), prints the verdict and records it in a->jsonl;
+   1 when the timer failed the check (figures are then wall-clock times). */
+int bench_timer_setup(tabcl_context *ctx, const bench_args *a);
+/* The time to report for one run: device_s (from profiling events) when
+   the timer passed its check, else wall_s, the host's clock around the
+   same work (launch to finish). */
+double bench_pick(double device_s, double wall_s);
 /* Wall-clock seconds, monotonic. */
 double bench_now(void);
 double bench_median(double *v, int n);

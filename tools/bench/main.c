@@ -55,6 +55,7 @@ int main(int argc, char **argv) {
   }
   printf("# tabcl-bench %s on %s (%s), driver %s\n", tabcl_version_string(), ctx->info.name,
          ctx->info.platform_name, ctx->info.driver_version);
+  bench_timer_setup(ctx, &a);
   int failed = 0;
   for (int w = 0; w < nwhat; w++) {
     int found = 0;

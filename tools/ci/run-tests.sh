@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (tools/setup.sh test calls this):
-#  1. the Criterion suite through ctest on the default device (PoCL in CI);
+#  1. the Criterion suite through ctest on the default device (PoCL in CI),
+#     then again on Mesa's rusticl (its llvmpipe CPU device, from
+#     mesa-opencl-icd) with a kernel cache of its own;
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
 #     failing on any sanitizer report (leaks in forked test children included);
 #  3. tests/race_check.c built with ThreadSanitizer, failing on any report;
@@ -12,6 +14,8 @@
 #  6. the Python package (python/) installed into a fresh venv of Debian's
 #     python3 (system site packages: numpy, pandas, dask) with no network,
 #     linked against this build's libtabcl.a, and its pytest suite.
+#  7. the kernels' portability lint (tools/ci/cl-lint.sh: clang for spir and
+#     spir64, warnings as errors), with every option set steps 1 built.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
@@ -41,6 +45,33 @@ step "ctest on the default device"
 if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$logs/ctest.log"; then
   echo "FAIL: ctest"; fail=1
   failed_output "$logs/ctest.log" "ctest"
+fi
+
+step "ctest on Mesa's rusticl (llvmpipe)"
+# rusticl offers llvmpipe only when RUSTICL_ENABLE names it. The suite's
+# ctest files fix TABCL_CACHE_DIR to <build>/test-cache, so a copy of them
+# pointing at a cache folder of its own runs the same executables (the
+# tests' working folder is the copy's). install_consumer is left out: it
+# checks the installed package, not a device.
+llvmpipe_cache=$(cd "$build" && pwd)/test-cache-llvmpipe
+llvmpipe_dir=$build/ctest-llvmpipe
+# (clinfo's list taken whole first: grep -q stopping early would kill clinfo
+# with SIGPIPE, which pipefail counts as a failure)
+llvmpipe_devs=$(RUSTICL_ENABLE=llvmpipe clinfo -l 2>/dev/null)
+if ! grep -q llvmpipe <<<"$llvmpipe_devs"; then
+  echo "FAIL: no rusticl llvmpipe device (is mesa-opencl-icd installed? tools/setup.sh test installs it)"
+  fail=1
+else
+  mkdir -p "$llvmpipe_dir" "$llvmpipe_cache"
+  sed "s#TABCL_CACHE_DIR=[^;\"]*#TABCL_CACHE_DIR=$llvmpipe_cache#g" \
+    "$build/tests/CTestTestfile.cmake" >"$llvmpipe_dir/CTestTestfile.cmake"
+  if ! RUSTICL_ENABLE=llvmpipe TABCL_DEVICE=llvmpipe \
+       ctest --test-dir "$llvmpipe_dir" --output-on-failure -j"$jobs" -E install_consumer \
+       >"$logs/ctest-llvmpipe.log" 2>&1; then
+    echo "FAIL: ctest on rusticl llvmpipe"; fail=1
+    failed_output "$logs/ctest-llvmpipe.log" "on llvmpipe"
+  fi
+  grep -E "tests passed|tests failed" "$logs/ctest-llvmpipe.log"
 fi
 
 step "ctest under AddressSanitizer and UndefinedBehaviorSanitizer"
@@ -96,6 +127,9 @@ if [ -x "$root/tools/ci/fuzz.sh" ]; then
   step "fuzz targets"
   "$root/tools/ci/fuzz.sh" "$build" "$logs" || fail=1
 fi
+
+step "kernel portability lint (clang, spir and spir64)"
+"$root/tools/ci/cl-lint.sh" "$build/test-cache" "$llvmpipe_cache" || fail=1
 
 step "Python package and its pytest suite (python/)"
 # Debian's interpreter: the one python3-numpy, -pandas and -dask belong to
