@@ -59,7 +59,7 @@ static tabcl_status slot_fill(const char *fn, tabcl_stream *st, tabcl__slot *sl)
   if (n) clWaitForEvents(n, ev);
   for (cl_uint e = 0; e < n; e++) clReleaseEvent(ev[e]);
   char what[160];
-  snprintf(what, sizeof what, "%s: upload of item %lld", fn, (long long)i);
+  snprintf(what, sizeof what, "uploading item %lld in %s", (long long)i, fn);
   return tabcl__cl_fail(err, call, what);
 }
 
