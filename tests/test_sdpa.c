@@ -619,7 +619,16 @@ Test(sdpa, chunked_tiles) {
   static const int lks[] = {5, 16, 23, 64, 97};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     tabcl__sdpa_tiles t;
-    cr_assert(tabcl__sdpa_choose_tiles(ctx, TABCL_F32, want[i].dim, &t));
+    if (!tabcl__sdpa_choose_tiles(ctx, TABCL_F32, want[i].dim, &t)) {
+      /* These shapes need more local memory than some GPU families have:
+         under a device profile that lacks it the shape is refused, which
+         is right; the run without a profile checks the chunks. */
+      cr_assert(ctx->info.profile[0], "head dim %d: the tuned shape does not fit %s",
+                want[i].dim, ctx->info.name);
+      fprintf(stderr, "sdpa.chunked_tiles: head dim %d: shape refused under device profile %s\n",
+              want[i].dim, ctx->info.profile);
+      continue;
+    }
     cr_expect(t.bq == want[i].bq && t.bk == want[i].bk && t.nt == want[i].nt &&
                   t.tks == want[i].tks && t.kc == want[i].kc && t.vk == want[i].vk &&
                   t.prefetch == want[i].prefetch,

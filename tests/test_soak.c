@@ -201,6 +201,12 @@ static void op_sdpa(soak *s, int dim_i, int dt_i, int on) {
   rel_sdpa_case_make(&s->r, &c, d);
   int which = on >= 0 ? on : (int)tt_below(&s->r, 2);
   tabcl_status st = tabcl_sdpa_host(s->ctx[which], &c.d, c.q, c.k, c.v, c.mask, c.out);
+  if (d.dtype == TABCL_F64 && !s->ctx[which]->info.has_fp64) {
+    /* no fp64 on the device (or under a device profile without it) */
+    cr_assert_eq(st, TABCL_UNSUPPORTED, "f64 attention without fp64: %s", tabcl_status_name(st));
+    rel_sdpa_case_free(&c);
+    return;
+  }
   cr_assert_eq(st, TABCL_OK, "attention B%lld Lq%lld Lk%lld H%d/%d D%d dtype %d: %s",
                (long long)d.batch, (long long)d.q_len, (long long)d.kv_len, d.q_heads,
                d.kv_heads, d.head_dim, (int)d.dtype, tabcl_last_error());
