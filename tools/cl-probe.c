@@ -287,6 +287,7 @@ static void usage(FILE *f) {
           "                (TABCL_DEVICE_PROFILE; README.md, \"Device profiles\")\n"
           "  --all-variants  build every program variant the planners can choose, not only\n"
           "                each program's default (minutes on a CPU device)\n"
+          "  --list-profiles  the device profiles' names, one a line\n"
           "  --plan        also the plans of representative calls of every family\n"
           "  --quick       small measurements, for a fast check\n"
           "  --json        a machine-readable report on stdout\n");
@@ -301,6 +302,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) o.device = argv[++i];
     else if (!strcmp(argv[i], "--device-profile") && i + 1 < argc) o.profile = argv[++i];
     else if (!strcmp(argv[i], "--all-variants")) o.all_variants = 1;
+    else if (!strcmp(argv[i], "--list-profiles")) {
+      for (int k = 0; k < tabcl__device_profile_count(); k++) puts(tabcl__device_profile_name(k));
+      return 0;
+    }
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
     else { usage(stderr); return 2; }
   }
