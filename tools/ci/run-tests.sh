@@ -8,7 +8,13 @@
 #     failing on any report (oclgrind itself exits 0 after reporting);
 #  5. the fuzz targets' seed corpora replayed, and each target fuzzed briefly
 #     (tools/ci/fuzz.sh; it fails when clang's libFuzzer is missing, which
-#     tools/setup.sh test installs).
+#     tools/setup.sh test installs);
+#  6. every test binary once under each device profile (tools/ci/profiles.sh:
+#     TABCL_DEVICE_PROFILE set, one Criterion --filter a binary, the sets
+#     listed there; test_profile runs whole in step 1);
+#  7. cl-probe --all-variants --quick on the default device: every program
+#     variant the planners can choose built once, failing if any fails (the
+#     suite's disk cache spares what step 1 built).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
@@ -93,6 +99,16 @@ if [ -x "$root/tools/ci/fuzz.sh" ]; then
   step "fuzz targets"
   "$root/tools/ci/fuzz.sh" "$build" "$logs" || fail=1
 fi
+
+step "every test binary under each device profile (tools/ci/profiles.sh)"
+TABCL_CACHE_DIR="$build/test-cache" "$root/tools/ci/profiles.sh" "$build" "$logs" || fail=1
+
+step "cl-probe --all-variants: every program variant builds"
+if ! TABCL_CACHE_DIR="$build/test-cache" "$build/tools/cl-probe" --quick --all-variants \
+     >"$logs/variants.log" 2>&1; then
+  echo "FAIL: cl-probe --all-variants"; grep -E "FAILED|ERROR" "$logs/variants.log" | head -20; fail=1
+fi
+grep -E "cold builds|variants built" "$logs/variants.log"
 
 echo
 if [ -s "$details" ]; then
