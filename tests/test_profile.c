@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "attention/sdpa.h"
+#include "probe/variants.h"
 #include "catindex/catindex.h"
 #include "hash/hash.h"
 #include "sort/sort.h"
@@ -373,4 +374,52 @@ Test(profile, no_fp64_family) {
       }
   cr_expect_lt(worst, 1e-5, "f32 attention under apple-m: max error %g", worst);
   tabcl_context_destroy(ctx);
+}
+
+/* cl-probe --all-variants builds what tabcl__variants_collect lists: every
+   (program, options) pair the planners choose for random calls is there,
+   on the device itself and under every profile, each pair once. */
+static int listed(const tabcl__variant *v, int n, const char *program, const char *options) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(v[i].program, program) == 0 && strcmp(v[i].options, options) == 0) return 1;
+  return 0;
+}
+
+Test(profile, variants_cover_plans) {
+  tt_rng r = {tt_seed("profile/variants_cover_plans")};
+  static tabcl__variant v[512];
+  for (int i = -1; i < NFAM; i++) {
+    tabcl_context *ctx = profile_context(i < 0 ? "" : families[i].name);
+    const tabcl__target tg = tabcl__context_target(ctx);
+    const tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0};
+    const int n = tabcl__variants_collect(&tg, &f, v, 512);
+    cr_assert_leq(n, 512);
+    fprintf(stderr, "profile/variants_cover_plans: %s: %d variants\n",
+            i < 0 ? "no profile" : families[i].name, n);
+    for (int a = 0; a < n; a++)
+      for (int b = a + 1; b < n; b++)
+        cr_expect(strcmp(v[a].program, v[b].program) || strcmp(v[a].options, v[b].options),
+                  "listed twice: %s %s", v[a].program, v[a].options);
+    for (int k = 0; k < tabcl_program_count(); k++)
+      cr_expect(listed(v, n, tabcl_program_name(k), ""), "%s with no options", tabcl_program_name(k));
+    for (int k = 0; k < 300; k++) {
+      tabcl_sdpa_desc d = {1 + (int64_t)tt_below(&r, 5000), 1 + (int64_t)tt_below(&r, 3000),
+                           (int64_t)tt_below(&r, 3000), 4, 2, 1 + (int)tt_below(&r, 400),
+                           (tabcl_dtype)tt_below(&r, 4), 0, (int)tt_below(&r, 2),
+                           (tabcl_mask_kind)tt_below(&r, 3), (int)tt_below(&r, 2), 0};
+      static const int paths[] = {TABCL__SDPA_AUTO, TABCL__SDPA_FUSED, TABCL__SDPA_CLBLAST};
+      tabcl__sdpa_plan p;
+      const int path = paths[tt_below(&r, 3)];
+      if (tabcl__sdpa_plan_make(&tg, &f, &d, path, &p) != TABCL_OK) continue;
+      cr_expect(listed(v, n, p.program, p.options), "%s: d%d dtype %d: %s \"%s\" not listed",
+                i < 0 ? "no profile" : families[i].name, d.head_dim, (int)d.dtype, p.program,
+                p.options);
+    }
+    for (int k = 0; k < 20; k++) {
+      static tabcl__sort_plan sp;
+      tabcl__sort_plan_make(&tg, tt_below(&r, (uint64_t)1 << 32), &sp);
+      cr_expect(listed(v, n, "sort", sp.extra), "sort \"%s\" not listed", sp.extra);
+    }
+    tabcl_context_destroy(ctx);
+  }
 }
