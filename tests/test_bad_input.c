@@ -103,6 +103,8 @@ static const bad_case cases[] = {
   {C_CREATE, 3, "`device` = \"no-such-device-xyz\"", TABCL_NO_DEVICE, {"no-such-device-xyz"}},
   {C_CREATE, 4, "`device` = \"99:0\" (no such platform)", TABCL_NO_DEVICE, {"99:0"}},
   {C_CREATE, 5, "`device` = \"0:99\" (no such device)", TABCL_NO_DEVICE, {"0:99"}},
+  {C_CREATE, 6, "`device_profile` = \"no-such-gpu\"", TABCL_INVALID_ARGUMENT,
+   {"tabcl_context_create", "no-such-gpu", "apple-m"}},
 
   {C_FIT, 1, "`ctx` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_category_index_fit", "ctx"}},
   {C_FIT, 2, "`out` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_category_index_fit", "out"}},
@@ -198,7 +200,8 @@ static tabcl_status run_create(fx *f, int mut, int *untouched) {
     case 2: o.max_batch_per_launch = -1; break;
     case 3: o.device = "no-such-device-xyz"; break;
     case 4: o.device = "99:0"; break;
-    default: o.device = "0:99"; break;
+    case 5: o.device = "0:99"; break;
+    default: o.device_profile = "no-such-gpu"; break;
   }
   s = tabcl_context_create(&o, &c);
   /* The contract: on failure *out is set to NULL. */

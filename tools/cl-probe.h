@@ -19,4 +19,9 @@ void row(const char *name, const char *error, const char *fmt, ...) TABCL_PRINTF
 void probe_tuning(tabcl_context *ctx);
 /* The plans of representative calls of every family on ctx's device. */
 void probe_plans(tabcl_context *ctx);
+/* The description the planners see (clamped by a device profile), beside
+   the device's own values (cl-probe-variants.c). */
+void probe_profile(tabcl_context *ctx);
+/* Builds every program variant the planners can choose; the failures. */
+int probe_variants(tabcl_context *ctx);
 #endif

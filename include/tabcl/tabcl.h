@@ -74,6 +74,12 @@ typedef struct tabcl_options {
   const char *tune;         /* NULL: $TABCL_TUNE. Tuning entries "key=value;..." over the
                                built-in table (README.md, "Tuning"); an entry that does not
                                parse or fit the device fails with TABCL_INVALID_ARGUMENT */
+  const char *device_profile; /* NULL: $TABCL_DEVICE_PROFILE; "" none. Plan as if the device
+                               had the limits of a GPU family ("amd-rdna3", "amd-cdna",
+                               "intel-arc", "intel-gen12", "arm-mali", "qualcomm-adreno",
+                               "apple-m"; README.md, "Device profiles"): the device's own
+                               limits are clamped down, never raised. An unknown name fails
+                               with TABCL_INVALID_ARGUMENT listing the names */
 } tabcl_options;
 
 /* opts == NULL means all defaults. On failure *out is set to NULL. */

@@ -105,7 +105,9 @@ static void plan_host(const tabcl__target *t, const tabcl_sdpa_desc *d, tabcl__s
 tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_facts *f,
                                    const tabcl_sdpa_desc *d, int forced, tabcl__sdpa_plan *out) {
   if (d->dtype == TABCL_F64 && !t->dev->has_fp64)
-    return tabcl__fail(TABCL_UNSUPPORTED, "attention in f64: %s has no fp64", t->dev->name);
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention in f64: %s has no fp64%s%s%s", t->dev->name,
+                       t->dev->profile[0] ? " (under device profile " : "", t->dev->profile,
+                       t->dev->profile[0] ? ")" : "");
   tabcl__sdpa_plan p;
   memset(&p, 0, sizeof p);
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {

@@ -66,6 +66,11 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
   if (s != TABCL_OK) goto fail;
   s = tabcl__device_query(ctx->platform, ctx->device, &ctx->info);
   if (s != TABCL_OK) goto fail;
+  /* Before the tuning table is resolved: every key and every planner sees
+     the profile's limits. */
+  s = tabcl__device_profile_apply(o.device_profile ? o.device_profile
+                                                   : getenv("TABCL_DEVICE_PROFILE"), &ctx->info);
+  if (s != TABCL_OK) goto fail;
   s = tabcl__tune_resolve(&ctx->info, o.tune ? o.tune : getenv("TABCL_TUNE"), &ctx->tune);
   if (s != TABCL_OK) goto fail;
   tabcl__staging_configure(ctx);

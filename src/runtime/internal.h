@@ -96,6 +96,7 @@ typedef struct tabcl__device_desc {
   int has_fp64, has_fp16, has_subgroups;
   int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
   int cl_major, cl_minor;       /* device OpenCL version */
+  char profile[32];             /* the device profile clamping these values, "" for none */
 } tabcl__device_desc;
 
 /* Fills info for one device; every query is checked. */
@@ -103,6 +104,18 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device
 
 /* Resolves a selector (NULL = defaults) to one device. */
 tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_device_id *d);
+
+/* ---- device profiles (device_profile.c) ------------------------------- */
+
+/* Clamps info down to the limits of the GPU family `name` (a row of the
+   table in device_profile.c): limits only go down, fp64/fp16 only off, and
+   info->profile names the profile. NULL or "" changes nothing. An unknown
+   name is TABCL_INVALID_ARGUMENT listing the names; info is then untouched. */
+tabcl_status tabcl__device_profile_apply(const char *name, tabcl__device_desc *info);
+int tabcl__device_profile_count(void);
+const char *tabcl__device_profile_name(int i);    /* NULL outside [0, count) */
+const char *tabcl__device_profile_family(int i);  /* what it models */
+const char *tabcl__device_profile_source(int i);  /* the dumps its values come from */
 
 /* ---- context (context.c) ---------------------------------------------- */
 

@@ -16,6 +16,12 @@
 #     linked against this build's libtabcl.a, and its pytest suite.
 #  7. the kernels' portability lint (tools/ci/cl-lint.sh: clang for spir and
 #     spir64, warnings as errors), with every option set steps 1 built.
+#  8. every test binary once under each device profile (tools/ci/profiles.sh:
+#     TABCL_DEVICE_PROFILE set, one Criterion --filter a binary, the sets
+#     listed there; test_profile runs whole in step 1);
+#  9. cl-probe --all-variants --quick on the default device: every program
+#     variant the planners can choose built once, failing if any fails (the
+#     suite's disk cache spares what step 1 built).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
@@ -149,6 +155,16 @@ elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
   { echo "--- pytest"; grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest.log" | head -120; } >>"$details"
 fi
 tail -1 "$logs/pytest.log" 2>/dev/null
+
+step "every test binary under each device profile (tools/ci/profiles.sh)"
+TABCL_CACHE_DIR="$build/test-cache" "$root/tools/ci/profiles.sh" "$build" "$logs" || fail=1
+
+step "cl-probe --all-variants: every program variant builds"
+if ! TABCL_CACHE_DIR="$build/test-cache" "$build/tools/cl-probe" --quick --all-variants \
+     >"$logs/variants.log" 2>&1; then
+  echo "FAIL: cl-probe --all-variants"; grep -E "FAILED|ERROR" "$logs/variants.log" | head -20; fail=1
+fi
+grep -E "cold builds|variants built" "$logs/variants.log"
 
 echo
 if [ -s "$details" ]; then

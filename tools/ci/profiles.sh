@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Every test binary once per device profile (README.md, "Device profiles"),
+# with TABCL_DEVICE_PROFILE set, on the default device (PoCL in CI).
+#
+# Each profile changes the kernels' build options (work-group and local
+# memory limits, fp64), so every profile compiles its programs afresh: the
+# whole suite under all seven profiles takes over an hour on two cores, far
+# past CI's budget. So each binary runs a reduced set, chosen to reach each
+# family of kernels and planners (hash, sort, lookup and align, uploads,
+# attention in every dtype, slicing, failure paths, threads) with few
+# distinct kernel builds. The sets are the FILTERS table below, one
+# Criterion --filter per binary; a binary the table does not name fails the
+# step, so a new test file must be given its set here. test_profile itself
+# (which loops over every profile) runs whole in ctest. The disk cache is
+# the suite's, so amd-cdna reuses what amd-rdna3 built (the same options).
+# Attention runs at head dims 16 and 64 only (three builds a profile): every
+# other attention build is a cold compile of seconds per profile. The soak
+# (which builds every dtype) is represented by its probe-kernel test.
+#
+# usage: tools/ci/profiles.sh BUILD LOGDIR [PROFILE...]   (default: every profile)
+set -uo pipefail
+build=${1:?usage: profiles.sh BUILD LOGDIR [PROFILE...]}
+logs=${2:?usage: profiles.sh BUILD LOGDIR [PROFILE...]}
+shift 2
+mkdir -p "$logs"
+export TABCL_CACHE_DIR=${TABCL_CACHE_DIR:-$build/test-cache}
+export TABCL_TEST_SOURCE_DIR=${TABCL_TEST_SOURCE_DIR:-$PWD}
+
+declare -A FILTERS=(
+  [test_bad_input]='*'
+  [test_catindex]='catindex/@(random_vocabularies_both_orders|label_lengths_0_to_70000|sliced_launches_give_the_same_codes|collision_separated_by_a_higher_seed|nulls_are_never_matched|align_maps_dictionary_codes)'
+  [test_catindex_data]='*'
+  [test_catindex_errors]='catindex_errors/*'
+  [test_catindex_io]='catindex_io/*'
+  [test_failure_sweep]='sweep/@(context_create_cl|lookup_cl)'
+  [test_hash]='hash_device/@(random_lengths_to_70000|mid_and_big_kernels|huge_among_short|sliced_equals_unsliced)'
+  [test_plan]='*'
+  [test_profile]='profile/@(context_description_clamped|option_beats_environment)'
+  [test_runtime]='runtime/@(default_device_runs_probe|slicing_planner_respects_limits|zero_size_buffer_is_allowed)'
+  [test_sdpa]='sdpa/@(masks_and_broadcasts|grouped_query_heads|rows_with_nothing_to_attend_are_zero|empty_calls_write_nothing)'
+  [test_soak]='oclgrind_probe/*'
+  [test_sort]='sort/@(random_sizes_against_qsort|distributions|selfcheck|tiny_tiles_take_global_passes)'
+  [test_strings]='strings/*'
+  [test_threads]='threads/selfchecks_concurrently'
+  [test_upload]='upload/*'
+)
+
+if [ $# -gt 0 ]; then profiles=("$@")
+else mapfile -t profiles < <("$build/tools/cl-probe" --list-profiles); fi
+[ ${#profiles[@]} -gt 0 ] || { echo "FAIL: no device profiles listed"; exit 1; }
+
+fail=0
+start=$SECONDS
+for bin in "$build"/tests/test_*; do
+  name=$(basename "$bin")
+  [ -n "${FILTERS[$name]+x}" ] || { echo "FAIL: $name has no set in tools/ci/profiles.sh"; fail=1; }
+done
+for p in "${profiles[@]}"; do
+  t0=$SECONDS
+  for bin in "$build"/tests/test_*; do
+    name=$(basename "$bin")
+    [ -n "${FILTERS[$name]+x}" ] || continue
+    log=$logs/profile-$p-$name.log
+    # test_plan needs no device: it runs with no OpenCL platform, as in ctest
+    if [ "$name" = test_plan ]; then
+      env OCL_ICD_VENDORS="$build/no-icd" OCL_ICD_FILENAMES= TABCL_DEVICE_PROFILE="$p" \
+        "$bin" --jobs=1 --filter "${FILTERS[$name]}" >"$log" 2>&1
+    else
+      TABCL_DEVICE_PROFILE="$p" "$bin" --jobs=1 --filter "${FILTERS[$name]}" >"$log" 2>&1
+    fi
+    rc=$?
+    tested=$(sed -n 's/.*Synthesis: Tested: \([0-9]*\).*/\1/p' "$log")
+    if [ $rc -ne 0 ] || [ -z "$tested" ] || [ "$tested" = 0 ]; then
+      echo "FAIL: $name under profile $p (rc $rc, ${tested:-no} tests run; $log)"
+      grep -E "Assertion|FAIL|CRASH|Tested" "$log" | head -20
+      fail=1
+    fi
+  done
+  echo "profile $p: done in $((SECONDS - t0)) s"
+done
+echo "profiles: ${#profiles[@]} profiles in $((SECONDS - start)) s"
+exit $fail
