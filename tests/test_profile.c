@@ -423,3 +423,49 @@ Test(profile, variants_cover_plans) {
     tabcl_context_destroy(ctx);
   }
 }
+
+/* Device memory pressure through a profile (issue 19): under arm-mali, whose
+   largest buffer is 256 MiB, a lookup whose query column needs more in one
+   buffer, and a fit whose vocabulary does, are TABCL_OUT_OF_MEMORY with a
+   message naming the buffer and the limit; the outputs stay as they were,
+   nothing leaks, and the context and the index answer the next call right. */
+Test(profile, small_allocation_is_out_of_memory) {
+  tabcl_context *ctx = profile_context("arm-mali");
+  const cl_ulong limit = ctx->info.max_mem_alloc_size;
+  cr_assert_leq(limit, 256 * MiB, "arm-mali's max allocation is %llu",
+                (unsigned long long)limit);
+  /* one label just past the limit */
+  const size_t big = (size_t)limit + 4096;
+  uint8_t *bytes = malloc(big);
+  cr_assert_not_null(bytes);
+  memset(bytes, 'q', big);
+  const int64_t off_big[2] = {0, (int64_t)big};
+  const int64_t off_small[4] = {0, 3, 6, 9};
+  const uint8_t small_data[9] = {'r', 'e', 'd', 'b', 'l', 'u', 'y', 'e', 'l'};
+  tabcl_strings_view vocab = {3, off_small, small_data, NULL};
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vocab, TABCL_CODES_BY_POSITION, &idx));
+  tt_live base = tt_live_now();
+  tabcl_strings_view huge = {1, off_big, bytes, NULL};
+  int32_t code = 12345, *codes = &code;
+  cr_expect_eq(tabcl_category_index_lookup(idx, 1, &huge, &codes), TABCL_OUT_OF_MEMORY);
+  cr_expect(strstr(tabcl_last_error(), "label bytes") != NULL && strstr(tabcl_last_error(),
+            "allows at most") != NULL, "the message names the buffer and the limit: %s",
+            tabcl_last_error());
+  cr_expect_eq(code, 12345, "the output changed");
+  tabcl_category_index *bad = (tabcl_category_index *)&code;
+  cr_expect_eq(tabcl_category_index_fit(ctx, 1, &huge, TABCL_CODES_BY_POSITION, &bad),
+               TABCL_OUT_OF_MEMORY, "%s", tabcl_last_error());
+  cr_expect_eq(bad, (tabcl_category_index *)&code, "a failed fit changed *out");
+  tt_expect_no_leak(base);
+  /* still usable */
+  int32_t got[3] = {-7, -7, -7}, *gp = got;
+  const int64_t qoff[4] = {0, 3, 6, 9};
+  const uint8_t qdata[9] = {'y', 'e', 'l', 'r', 'e', 'd', 'x', 'x', 'x'};
+  tabcl_strings_view q = {3, qoff, qdata, NULL};
+  tt_assert_ok(tabcl_category_index_lookup(idx, 1, &q, &gp));
+  cr_expect(got[0] == 2 && got[1] == 0 && got[2] == -1, "codes %d %d %d", got[0], got[1], got[2]);
+  tabcl_category_index_destroy(idx);
+  free(bytes);
+  tabcl_context_destroy(ctx);
+}
