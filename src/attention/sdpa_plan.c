@@ -124,9 +124,6 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
     return TABCL_OK;
   }
   switch (forced) {
-  case TABCL__SDPA_AUTO:
-    return tabcl__fail(TABCL_UNSUPPORTED, "attention: head_dim %d needs the CLBlast path, and "
-                       "this build has no CLBlast", (int)d->head_dim);
   case TABCL__SDPA_MMA:
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the tensor-core kernel does not run "
                        "this dtype and head_dim %d on %s", (int)d->head_dim, t->dev->name);
@@ -134,6 +131,7 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the fused kernel for head_dim %d does not "
                        "fit %s's %llu bytes of local memory", (int)d->head_dim, t->dev->name,
                        (unsigned long long)t->dev->local_mem_size);
+  case TABCL__SDPA_AUTO: /* only the GEMM path was left, and it is not built in */
   case TABCL__SDPA_CLBLAST:
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: head_dim %d needs the CLBlast path, and "
                        "this build has no CLBlast", (int)d->head_dim);
