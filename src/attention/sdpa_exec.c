@@ -133,7 +133,7 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
     if (!s) s = tabcl__read(ctx, b.out, 0, (size_t)nb * q_item, tmp + (size_t)b0 * q_item);
   }
   /* Commands may still run after a failure; they must not outlive the buffers' users. */
-  if (s) clFinish(ctx->queue);
+  if (s) tabcl__queue_drain(ctx->queue);
   if (!s && tmp != out) memcpy(out, tmp, out_bytes);
   tabcl__buffer_release(b.q);
   tabcl__buffer_release(b.k);

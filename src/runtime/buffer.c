@@ -60,16 +60,41 @@ void tabcl__buffer_release(cl_mem m) {
   clReleaseMemObject(m);
 }
 
+/* ---- waiting for our own commands ---------------------------------------
+ *
+ * Every wait here is on the event of the command waited for, never a
+ * blocking enqueue (CL_TRUE) or clFinish. Both are meant to return once the
+ * calling thread's commands have run, but with several threads on one queue
+ * Mesa's rusticl 22.3 returns from them as soon as the queue's pending list
+ * is empty, and another thread's flush may have taken our command off that
+ * list before it ran: a blocking read from four threads on one context then
+ * returned while the driver was still writing the destination, and the
+ * caller freed it under the write (AddressSanitizer: heap-use-after-free in
+ * the rusticl queue thread; test_threads' blocking_calls_wait_for_their_own
+ * command). An event is the command's own, so its completion is what the
+ * specification promises on any driver.
+ */
+
+cl_int tabcl__wait_own(cl_int enqueued, cl_event ev) {
+  cl_int err = enqueued == CL_SUCCESS ? clWaitForEvents(1, &ev) : enqueued;
+  if (ev) clReleaseEvent(ev);
+  return err;
+}
+
 tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
                           const void *src) {
   if (!bytes) return TABCL_OK;
-  cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
+  cl_event ev = NULL;
+  cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, offset, bytes, src, 0, NULL, &ev));
+  err = tabcl__wait_own(err, ev);
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueWriteBuffer", NULL);
 }
 
 tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes, void *dst) {
   if (!bytes) return TABCL_OK;
-  cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
+  cl_event ev = NULL;
+  cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset, bytes, dst, 0, NULL, &ev));
+  err = tabcl__wait_own(err, ev);
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueReadBuffer", NULL);
 }
 
@@ -80,9 +105,16 @@ tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes) {
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueFillBuffer", NULL);
 }
 
+/* The queue is in order, so a marker ends after every command before it. */
+cl_int tabcl__queue_drain(cl_command_queue q) {
+  cl_event ev = NULL;
+  cl_int err = clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
+  return tabcl__wait_own(err, ev);
+}
+
 tabcl_status tabcl__finish(tabcl_context *ctx) {
-  cl_int err = TABCL_CL(clFinish(ctx->queue));
-  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clFinish", NULL);
+  cl_int err = tabcl__fault_cl() ? CL_OUT_OF_RESOURCES : tabcl__queue_drain(ctx->queue);
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", NULL);
 }
 
 /* ---- uploads -------------------------------------------------------------
@@ -148,8 +180,9 @@ static void staging_drop(tabcl_context *ctx) {
   }
   if (sg->mem) {
     if (sg->host) {
-      clEnqueueUnmapMemObject(ctx->queue, sg->mem, sg->host, 0, NULL, NULL);
-      clFinish(ctx->queue);
+      cl_event ev = NULL;
+      cl_int err = clEnqueueUnmapMemObject(ctx->queue, sg->mem, sg->host, 0, NULL, &ev);
+      tabcl__wait_own(err, ev);
     }
     clReleaseMemObject(sg->mem);
     atomic_fetch_sub(&live_staging, 1);
@@ -197,9 +230,14 @@ static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, want, 0,
-                              NULL, NULL, &err);
+  else {
+    cl_event ev = NULL;
+    p = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE, 0, want, 0, NULL,
+                           &ev, &err);
+    err = tabcl__wait_own(err, ev);
+  }
   if (err != CL_SUCCESS) {
+    /* (mapped but not waited for: releasing the buffer ends the mapping) */
     clReleaseMemObject(m);
     atomic_fetch_sub(&live_staging, 1);
     return tabcl__cl_fail(err, "clEnqueueMapBuffer", "upload staging area");
@@ -277,8 +315,13 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else p = clEnqueueMapBuffer(ctx->queue, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
-                              NULL, NULL, &err);
+  else {
+    cl_event ev = NULL;
+    p = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
+                           NULL, &ev, &err);
+    err = tabcl__wait_own(err, ev);
+    if (err != CL_SUCCESS && p) clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
+  }
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
   fill(p, 0, bytes, arg);
   int injected = tabcl__fault_cl();

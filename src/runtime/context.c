@@ -107,7 +107,7 @@ fail:
 
 void tabcl_context_destroy(tabcl_context *ctx) {
   if (!ctx) return;
-  if (ctx->queue) clFinish(ctx->queue);
+  if (ctx->queue) tabcl__queue_drain(ctx->queue);
   destroy(ctx);
 }
 

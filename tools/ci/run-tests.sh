@@ -18,7 +18,8 @@
 #     spir64, warnings as errors), with every option set steps 1 built.
 #  8. every test binary once under each device profile (tools/ci/profiles.sh:
 #     TABCL_DEVICE_PROFILE set, one Criterion --filter a binary, the sets
-#     listed there; test_profile runs whole in step 1);
+#     listed there, the profiles side by side, one a core; test_profile
+#     runs whole in step 1);
 #  9. cl-probe --all-variants --quick on the default device: every program
 #     variant the planners can choose built once, failing if any fails (the
 #     suite's disk cache spares what step 1 built).
