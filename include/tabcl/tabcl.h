@@ -208,6 +208,64 @@ TABCL_API tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc
                                        const void *q, const void *k, const void *v,
                                        const void *mask, void *out);
 
+/* ---- streaming host data to the device ahead of use ----
+
+   A stream uploads a sequence of items (each one to TABCL_STREAM_MAX_PARTS
+   host buffers, e.g. an estimator's cached K and V) into `depth` sets of
+   device buffers on a transfer queue of the context, so that the upload of
+   item i + 1 runs while item i is in use. Each set is refilled only after
+   the event the caller gave back with the item it held (tabcl_stream_next
+   and tabcl_stream_done in tabcl_cl.h); a set whose upload failed is never
+   handed out. The host buffers are read while the stream lives: they must
+   stay valid and unchanged until tabcl_stream_destroy returns. Uploads from
+   memory of tabcl_stream_host_alloc (pinned) can overlap computation; from
+   ordinary memory a driver may copy synchronously (NVIDIA's does). */
+#define TABCL_STREAM_MAX_PARTS 8
+typedef struct tabcl_stream tabcl_stream;
+typedef struct tabcl_stream_desc {
+  int64_t count;            /* items, >= 0 */
+  int parts;                /* host buffers per item, 1 .. TABCL_STREAM_MAX_PARTS */
+  int depth;                /* sets of device buffers resident at once, 1 .. 64 */
+  const void *const *host;  /* count * parts pointers: item i, part p at [i * parts + p];
+                               NULL only where that part has 0 bytes */
+  const size_t *bytes;      /* count * parts sizes, same order; a part's device buffer
+                               is as large as its largest item */
+} tabcl_stream_desc;
+/* Allocates the device buffers and enqueues the uploads of the first depth
+   items. */
+TABCL_API tabcl_status tabcl_stream_create(tabcl_context *ctx, const tabcl_stream_desc *desc,
+                                           tabcl_stream **out);
+/* Waits for every upload the stream enqueued and every event given back to
+   it (destroying a stream with work in flight is allowed and blocks until
+   that work ends), then releases its buffers. Buffers of items handed out
+   and not given back stay alive for the commands already enqueued on them
+   (OpenCL frees a buffer after those finish) but may not be used in new
+   commands. NULL is fine. */
+TABCL_API void tabcl_stream_destroy(tabcl_stream *st);
+/* Items handed out so far (the next one tabcl_stream_next gives). */
+TABCL_API int64_t tabcl_stream_position(const tabcl_stream *st);
+
+/* Pinned host memory for stream items: a mapping of a device-visible host
+   buffer (CL_MEM_ALLOC_HOST_PTR) of ctx, which drivers copy from directly.
+   Free it with tabcl_stream_host_free on the same context, after every
+   stream that reads it is destroyed and before the context is. */
+TABCL_API tabcl_status tabcl_stream_host_alloc(tabcl_context *ctx, size_t bytes, void **out);
+/* NULL is fine; a pointer tabcl_stream_host_alloc did not give for ctx is
+   TABCL_INVALID_ARGUMENT. */
+TABCL_API tabcl_status tabcl_stream_host_free(tabcl_context *ctx, void *p);
+
+/* The common case: one query batch q [B, Lq, Hq, D] against each of
+   `count` estimators' cached K and V in turn, k[i] and v[i] [B, kv_len[i],
+   Hkv, D] in host memory (pinned or not), streamed `depth` estimators ahead:
+   out[i] [B, Lq, Hq, D] (host memory) = tabcl_sdpa_host(q, k[i], v[i]),
+   bit for bit. desc gives everything but the key length, which kv_len
+   gives per estimator (kv_len NULL: desc->kv_len for all); desc->mask must
+   be TABCL_MASK_NONE. Returns when every output is written. */
+TABCL_API tabcl_status tabcl_stream_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
+                                              int count, const int64_t *kv_len, const void *q,
+                                              const void *const *k, const void *const *v,
+                                              int depth, void *const *out);
+
 /* Self-checks: each kernel family registers one; cl-probe runs them all.
    A check runs on ctx's device, compares with a host reference and returns
    TABCL_OK or the failure (tabcl_last_error() says what differed), or

@@ -76,6 +76,44 @@ TABCL_API tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *
                                      cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
                                      const cl_event *wait, cl_event *ev);
 
+/* ---- streams (see tabcl_stream_create) ---- */
+
+/* Hands out the next item in order: *item receives its index, mem[0 ..
+   parts) its device buffers (owned by the stream; item i's part p holds
+   bytes[i * parts + p] bytes from offset 0) and *ready an event that
+   completes when they hold exactly that item's data (the caller releases
+   it). Wait on it before any use: tabcl_sdpa_cl's wait list, or your own
+   kernels'. Up to depth items may be out at once: asking for item i while
+   item i - depth is not given back is TABCL_INVALID_ARGUMENT, and so is
+   asking past the last item. An upload that failed to enqueue (reported by
+   the tabcl_stream_done that enqueued it) is tried again here; an upload
+   that failed on the device is reported here when it has already ended.
+   On failure nothing is handed out and the call may be repeated. */
+TABCL_API tabcl_status tabcl_stream_next(tabcl_stream *st, int64_t *item, cl_mem *mem,
+                                         cl_event *ready);
+/* Gives item back: done (not NULL; the stream retains it) completes after
+   the caller's last use of its buffers, e.g. the event of tabcl_sdpa_cl or
+   of the caller's last kernel. The buffers are refilled with item + depth
+   by a write on the transfer queue that has done in its wait list, so
+   never before it, whatever the queues' order or timing. A failed retain of
+   done changes nothing (the item is still out); a failure to enqueue the
+   refill is reported, the item counts as given back, and the refill is
+   tried again by the tabcl_stream_next that wants it. */
+TABCL_API tabcl_status tabcl_stream_done(tabcl_stream *st, int64_t item, cl_event done);
+
+/* tabcl_stream_sdpa_host with q and the outputs in device buffers of the
+   context (out[i] for estimator i) and K and V still in host memory. The
+   work is enqueued after the nwait events in wait, and the call returns
+   without waiting: *ev (ev may be NULL) completes when every output is
+   written; the caller releases it. k and v must stay valid and unchanged
+   until then. On failure everything enqueued so far has finished and some
+   outputs may be written. */
+TABCL_API tabcl_status tabcl_stream_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
+                                            int count, const int64_t *kv_len, cl_mem q,
+                                            const void *const *k, const void *const *v,
+                                            int depth, cl_mem const *out, cl_uint nwait,
+                                            const cl_event *wait, cl_event *ev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 static void destroy(tabcl_context *ctx) {
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__program_cache_clear(ctx);
+  if (ctx->transfer) clReleaseCommandQueue(ctx->transfer);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);
   if (ctx->cl) clReleaseContext(ctx->cl);
   tabcl__free(ctx->kernel_dir);
@@ -107,8 +108,26 @@ fail:
 
 void tabcl_context_destroy(tabcl_context *ctx) {
   if (!ctx) return;
+  if (ctx->transfer) tabcl__queue_drain(ctx->transfer);
   if (ctx->queue) tabcl__queue_drain(ctx->queue);
   destroy(ctx);
+}
+
+tabcl_status tabcl__transfer_queue(tabcl_context *ctx, cl_command_queue *out) {
+  /* Lazily: most contexts never stream, and a queue costs a driver thread
+     on some platforms. */
+  pthread_mutex_lock(&ctx->lock);
+  cl_int err = CL_SUCCESS;
+  if (!ctx->transfer) {
+    cl_command_queue q = NULL;
+    if (tabcl__fault_cl()) err = CL_OUT_OF_HOST_MEMORY;
+    else q = clCreateCommandQueue(ctx->cl, ctx->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (err == CL_SUCCESS) ctx->transfer = q;
+  }
+  *out = ctx->transfer;
+  pthread_mutex_unlock(&ctx->lock);
+  return err == CL_SUCCESS ? TABCL_OK
+                           : tabcl__cl_fail(err, "clCreateCommandQueue", "the transfer queue");
 }
 
 void tabcl_context_stats(const tabcl_context *ctx, tabcl_stats *out) {

@@ -141,6 +141,8 @@ struct tabcl_context {
   cl_device_id device;
   cl_context cl;
   cl_command_queue queue;     /* in order, profiling on */
+  cl_command_queue transfer;  /* a second in-order queue for streamed uploads (stream/),
+                                 made on first use (tabcl__transfer_queue; guarded by lock) */
   tabcl__device_desc info;
   tabcl__tuning tune;         /* the table for this device, then TABCL_TUNE */
   char *kernel_dir;           /* NULL: embedded sources */
@@ -159,6 +161,11 @@ struct tabcl_context {
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
   tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
 };
+
+/* The context's transfer queue (in order, profiling on), created the first
+   time it is asked for. Work on it is ordered against the main queue only
+   by events. */
+tabcl_status tabcl__transfer_queue(tabcl_context *ctx, cl_command_queue *out);
 
 /* What a planner reads: the device description, the tuning in force and
    the caller's launch cap. Plain data: tests build one by hand. */

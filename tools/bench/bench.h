@@ -50,5 +50,6 @@ int bench_sort(tabcl_context *ctx, const bench_args *a);
 int bench_hash(tabcl_context *ctx, const bench_args *a);
 int bench_attention(tabcl_context *ctx, const bench_args *a);
 int bench_lookup(tabcl_context *ctx, const bench_args *a);
+int bench_stream(tabcl_context *ctx, const bench_args *a);
 
 #endif

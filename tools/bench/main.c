@@ -15,6 +15,7 @@ static const bench_entry benches[] = {
     {"hash", "label hash (XXH3-64) throughput by label length", bench_hash},
     {"attention", "scaled dot-product attention, fused and CLBlast", bench_attention},
     {"lookup", "categorical index: fit, lookup (device and host), peak memory", bench_lookup},
+    {"stream", "8 estimators' K and V streamed under attention vs upload-then-compute", bench_stream},
 };
 
 static void usage(FILE *f) {

@@ -5,7 +5,7 @@
 # names each include that breaks it.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-order=(runtime columns arrow hash sort catindex attention probe)
+order=(runtime columns arrow hash sort catindex attention stream probe)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && echo "$i" && return; done; echo -1; }
 bad=0
 for f in src/*/*.c src/*/*.h; do
