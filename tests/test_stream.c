@@ -138,14 +138,43 @@ static void slow_fini(slow *s) {
   clReleaseProgram(s->prog);
 }
 
-/* A spin on the compute queue after `after`; returns its event. */
-static cl_event slow_spin(slow *s, cl_event after) {
+/* Mesa's llvmpipe ends every loop of a kernel after 65,535 iterations in
+   all (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS, shared by every loop of a
+   shader): a longer spin silently cut the copy loop after it short, which
+   read as a stream handing out wrong data. So a spin is a chain of launches
+   of at most SPIN_CHUNK iterations each, leaving room for the copy loop. */
+#define SPIN_CHUNK 32768u
+
+static cl_event spin_launch(slow *s, cl_uint iters, cl_event after) {
   size_t g = SPIN_ITEMS;
   cl_event ev = NULL;
   cr_assert_eq(clSetKernelArg(s->spin, 0, sizeof s->sink, &s->sink), CL_SUCCESS);
-  cr_assert_eq(clSetKernelArg(s->spin, 1, sizeof s->iters, &s->iters), CL_SUCCESS);
-  cr_assert_eq(clEnqueueNDRangeKernel(s->q, s->spin, 1, NULL, &g, NULL, 1, &after, &ev),
+  cr_assert_eq(clSetKernelArg(s->spin, 1, sizeof iters, &iters), CL_SUCCESS);
+  cr_assert_eq(clEnqueueNDRangeKernel(s->q, s->spin, 1, NULL, &g, NULL, after ? 1 : 0,
+                                      after ? &after : NULL, &ev),
                CL_SUCCESS);
+  return ev;
+}
+
+/* Spins of `iters` in all on the compute queue after `after`; returns the
+   last one's event (a new reference to `after` when there is nothing to
+   spin). */
+static cl_event spin_chain(slow *s, cl_uint iters, cl_event after) {
+  cl_event last = after;
+  clRetainEvent(after);
+  while (iters) {
+    const cl_uint n = iters < SPIN_CHUNK ? iters : SPIN_CHUNK;
+    cl_event ev = spin_launch(s, n, last);
+    clReleaseEvent(last);
+    last = ev;
+    iters -= n;
+  }
+  return last;
+}
+
+/* A spin on the compute queue after `after`; returns its event. */
+static cl_event slow_spin(slow *s, cl_event after) {
+  cl_event ev = spin_chain(s, s->iters, after);
   clFlush(s->q);
   return ev;
 }
@@ -310,13 +339,17 @@ static void stream_by_hand(kvset *s, slow *sl, tt_rng *r, int depth, int copy) {
       if (copy) {
         cl_uint nb = (cl_uint)s->kvb[e];
         size_t g = SPIN_ITEMS;
+        /* the spin before the copy, but for one chunk done by spin_copy */
+        const cl_uint last = sl->iters < SPIN_CHUNK ? sl->iters : SPIN_CHUNK;
+        cl_event spun = spin_chain(sl, sl->iters - last, ready);
         cr_assert_eq(clSetKernelArg(sl->spin_copy, 0, sizeof(cl_mem), &mem[0]), CL_SUCCESS);
         cr_assert_eq(clSetKernelArg(sl->spin_copy, 1, sizeof(cl_mem), &out[e]), CL_SUCCESS);
         cr_assert_eq(clSetKernelArg(sl->spin_copy, 2, sizeof nb, &nb), CL_SUCCESS);
-        cr_assert_eq(clSetKernelArg(sl->spin_copy, 3, sizeof sl->iters, &sl->iters), CL_SUCCESS);
+        cr_assert_eq(clSetKernelArg(sl->spin_copy, 3, sizeof last, &last), CL_SUCCESS);
         cr_assert_eq(clSetKernelArg(sl->spin_copy, 4, sizeof(cl_mem), &sl->sink), CL_SUCCESS);
-        cr_assert_eq(clEnqueueNDRangeKernel(sl->q, sl->spin_copy, 1, NULL, &g, NULL, 1, &ready,
+        cr_assert_eq(clEnqueueNDRangeKernel(sl->q, sl->spin_copy, 1, NULL, &g, NULL, 1, &spun,
                                             &done[e]), CL_SUCCESS);
+        clReleaseEvent(spun);
         clFlush(sl->q);
       } else {
         cl_event spun = slow_spin(sl, ready);

@@ -241,6 +241,17 @@ tabcl_status tabcl__stream_done(const char *fn, tabcl_stream *st, int64_t item, 
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetEventInfo", "done");
   if (ec != st->ctx->cl)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: done belongs to another OpenCL context", fn);
+  /* A command may wait on another queue's event only once that queue has
+     been flushed (OpenCL 1.2, 5.13): the refill waits on `done` from the
+     transfer queue, so the queue behind `done` is flushed here, whoever
+     enqueued it. Drivers that submit eagerly (PoCL, NVIDIA) never showed
+     the difference; Mesa's rusticl deadlocked without it (its transfer
+     queue waiting forever on a kernel never submitted). A user event has no
+     queue. */
+  cl_command_queue dq = NULL;
+  err = TABCL_CL(clGetEventInfo(done, CL_EVENT_COMMAND_QUEUE, sizeof dq, &dq, NULL));
+  if (err == CL_SUCCESS && dq) err = TABCL_CL(clFlush(dq));
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clFlush", "the queue of done");
   tabcl_status s = TABCL_OK;
   pthread_mutex_lock(&st->lock);
   tabcl__slot *sl = item >= 0 && item < st->next ? &st->slots[item % st->depth] : NULL;
@@ -305,8 +316,12 @@ tabcl_status tabcl_stream_host_alloc(tabcl_context *ctx, size_t bytes, void **ou
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else p = clEnqueueMapBuffer(ctx->queue, r->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0,
-                              NULL, NULL, &err);
+  else {
+    cl_event ev = NULL;
+    p = clEnqueueMapBuffer(ctx->queue, r->mem, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0,
+                           NULL, &ev, &err);
+    err = tabcl__wait_own(err, ev);
+  }
   if (err != CL_SUCCESS) {
     tabcl__buffer_release(r->mem);
     tabcl__free(r);

@@ -123,6 +123,14 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
     s = tabcl_sdpa_cl(ctx, &d, q, kv[0], kv[1], NULL, nring ? ring[r] : out_cl[i], nw, wl, &done);
     clReleaseEvent(ready);
     if (s) break;
+    /* the read below waits on `done` from the transfer queue: the compute
+       queue must be flushed first (see tabcl__stream_done) */
+    cl_int ferr = TABCL_CL(clFlush(ctx->queue));
+    if (ferr != CL_SUCCESS) {
+      clReleaseEvent(done);
+      s = tabcl__cl_fail(ferr, "clFlush", fn);
+      break;
+    }
     if (nring) {
       /* the read goes first on the transfer queue: the refill below then
          does not hold it up */
@@ -164,8 +172,8 @@ out:
   if (s && st) {
     /* nothing of this call may run on after it failed: the caller may free
        its host memory now */
-    clFinish(ctx->queue);
-    clFinish(st->tq);
+    tabcl__queue_drain(ctx->queue);
+    tabcl__queue_drain(st->tq);
   }
   if (prev) clReleaseEvent(prev);
   release_events(read_ev, MAX_DEPTH);
