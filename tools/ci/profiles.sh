@@ -44,6 +44,7 @@ declare -A FILTERS=(
   [test_sdpa]='sdpa/@(masks_and_broadcasts|grouped_query_heads|rows_with_nothing_to_attend_are_zero|empty_calls_write_nothing)'
   [test_soak]='oclgrind_probe/*'
   [test_sort]='sort/@(random_sizes_against_qsort|distributions|selfcheck|tiny_tiles_take_global_passes)'
+  [test_stream]='stream/@(bad_input|convenience_calls_equal_serial)'
   [test_strings]='strings/*'
   [test_threads]='threads/selfchecks_concurrently'
   [test_upload]='upload/*'
