@@ -150,8 +150,7 @@ static cl_event spin_launch(slow *s, cl_uint iters, cl_event after) {
   cl_event ev = NULL;
   cr_assert_eq(clSetKernelArg(s->spin, 0, sizeof s->sink, &s->sink), CL_SUCCESS);
   cr_assert_eq(clSetKernelArg(s->spin, 1, sizeof iters, &iters), CL_SUCCESS);
-  cr_assert_eq(clEnqueueNDRangeKernel(s->q, s->spin, 1, NULL, &g, NULL, after ? 1 : 0,
-                                      after ? &after : NULL, &ev),
+  cr_assert_eq(clEnqueueNDRangeKernel(s->q, s->spin, 1, NULL, &g, NULL, 1, &after, &ev),
                CL_SUCCESS);
   return ev;
 }

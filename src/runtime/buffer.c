@@ -105,6 +105,20 @@ tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes) {
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueFillBuffer", NULL);
 }
 
+/* A whole-buffer map waited for on its own event; a failed wait undoes the
+   map, so a failure leaves nothing mapped. */
+void *tabcl__map_waited(cl_command_queue q, cl_mem m, cl_map_flags flags, size_t bytes,
+                        cl_int *err) {
+  cl_event ev = NULL;
+  void *p = clEnqueueMapBuffer(q, m, CL_FALSE, flags, 0, bytes, 0, NULL, &ev, err);
+  *err = tabcl__wait_own(*err, ev);
+  if (*err != CL_SUCCESS && p) {
+    clEnqueueUnmapMemObject(q, m, p, 0, NULL, NULL);
+    p = NULL;
+  }
+  return p;
+}
+
 /* The queue is in order, so a marker ends after every command before it. */
 cl_int tabcl__queue_drain(cl_command_queue q) {
   cl_event ev = NULL;
@@ -230,14 +244,8 @@ static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else {
-    cl_event ev = NULL;
-    p = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE, 0, want, 0, NULL,
-                           &ev, &err);
-    err = tabcl__wait_own(err, ev);
-  }
+  else p = tabcl__map_waited(ctx->queue, m, CL_MAP_READ | CL_MAP_WRITE, want, &err);
   if (err != CL_SUCCESS) {
-    /* (mapped but not waited for: releasing the buffer ends the mapping) */
     clReleaseMemObject(m);
     atomic_fetch_sub(&live_staging, 1);
     return tabcl__cl_fail(err, "clEnqueueMapBuffer", "upload staging area");
@@ -315,13 +323,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else {
-    cl_event ev = NULL;
-    p = clEnqueueMapBuffer(ctx->queue, m, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, 0,
-                           NULL, &ev, &err);
-    err = tabcl__wait_own(err, ev);
-    if (err != CL_SUCCESS && p) clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
-  }
+  else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
   fill(p, 0, bytes, arg);
   int injected = tabcl__fault_cl();

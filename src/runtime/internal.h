@@ -327,10 +327,14 @@ tabcl_status tabcl__finish(tabcl_context *ctx);
 /* Waits for the command behind ev when enqueued is CL_SUCCESS and releases
    ev either way; returns the first failure. Call it in a statement after
    the enqueue's, never around it: arguments are evaluated in no set order,
-   so ev could be read before the enqueue sets it. Used instead of blocking calls
-   and clFinish, which some drivers end early when threads share a queue
-   (see buffer.c). */
+   so ev could be read before the enqueue sets it. Used instead of blocking
+   calls and clFinish, which some drivers end early when threads share a
+   queue (see buffer.c). */
 cl_int tabcl__wait_own(cl_int enqueued, cl_event ev);
+/* Maps bytes of m from offset 0 and waits for the map on its own event;
+   on failure (*err) returns NULL with nothing left mapped. */
+void *tabcl__map_waited(cl_command_queue q, cl_mem m, cl_map_flags flags, size_t bytes,
+                        cl_int *err);
 /* Every command enqueued on q so far has ended (a marker waited for). */
 cl_int tabcl__queue_drain(cl_command_queue q);
 

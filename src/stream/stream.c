@@ -316,12 +316,7 @@ tabcl_status tabcl_stream_host_alloc(tabcl_context *ctx, size_t bytes, void **ou
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
-  else {
-    cl_event ev = NULL;
-    p = clEnqueueMapBuffer(ctx->queue, r->mem, CL_FALSE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0,
-                           NULL, &ev, &err);
-    err = tabcl__wait_own(err, ev);
-  }
+  else p = tabcl__map_waited(ctx->queue, r->mem, CL_MAP_READ | CL_MAP_WRITE, n, &err);
   if (err != CL_SUCCESS) {
     tabcl__buffer_release(r->mem);
     tabcl__free(r);
