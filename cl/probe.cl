@@ -24,3 +24,13 @@ __kernel void probe_iota(__global ulong *out, ulong base, ulong n) {
   size_t i = get_global_id(0);
   if (i < n) out[i] = base + (ulong)i * (ulong)i;
 }
+
+// Steps an LCG n times in one work-item. The host steps the same LCG to
+// find how many iterations ran: a driver may end a work-item's loops early
+// and silently (Mesa 22.3's llvmpipe after 65,535 iterations in all). The
+// chain keeps a compiler from replacing the loop by its count.
+__kernel void probe_loops(__global uint *out, uint n) {
+  uint x = 12345u;
+  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u;
+  out[0] = x;
+}

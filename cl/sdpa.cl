@@ -57,6 +57,13 @@
 #ifndef SDPA_VK
 #define SDPA_VK SDPA_BK
 #endif
+#ifndef SDPA_SPLIT
+// 1: a launch takes keys [k_lo, k_hi) only, continuing from (and, unless
+// k_hi reaches lk, leaving) each work-item's running state in `state`: a
+// driver that ends a work-item's loops after so many iterations gets the
+// keys in launches short enough (src/attention/sdpa_fused.c).
+#define SDPA_SPLIT 0
+#endif
 #ifndef SDPA_NOPRE
 #define SDPA_NOPRE 0
 #endif
@@ -148,6 +155,13 @@ inline float4 ld_half4(__global const half *p, int i) {
 #define SWK MIN_(MIN_(SWM0, TKS - 1), KC4 - 1)
 #define SWV MIN_(SWM0, TC - 1)
 #define RQO (BQ / TQO)
+#define SDPA_STATE (2 * RQS + 4 * RQO * CG)   /* reals of a work-item's state (SDPA_SPLIT) */
+// Work-item t's state: the running maxima and sums of its S rows, then its
+// output block.
+#define SDPA_STATE_AT(state, t)                                                    \
+  ((state) + (((long)get_group_id(0) * (long)get_num_groups(1) + (long)get_group_id(1)) * \
+                  (long)get_num_groups(2) + (long)get_group_id(2)) * (NT * SDPA_STATE) + \
+   (long)(t) * SDPA_STATE)
 #define PT (BQ + 4)       /* column stride of P, stored transposed [key][query]: float4
                              aligned, and consecutive queries fall in consecutive banks */
 #define LOG2E 1.4426950408889634
@@ -252,7 +266,11 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global const store_t *v, __global const uchar *mask,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
-                int qt0) {
+                int qt0
+#if SDPA_SPLIT
+                , int k_lo, int k_hi, __global real *state
+#endif
+                ) {
   __local real4 qs[BQ * DP4];
   __local real4 kvs[MAX_(KV_K, KV_V)];
   __local real4 pst4[BK * PT / 4];
@@ -281,7 +299,21 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
-  const int kv_end = SDPA_KV_END;
+#if SDPA_SPLIT
+  const int kv_end = min(SDPA_KV_END, k_hi), k_first = k_lo;
+  if (k_lo > 0) {
+    __global const real *st = SDPA_STATE_AT(state, t);
+    #pragma unroll
+    for (int i = 0; i < RQS; i++) m_run[i] = st[i], l_run[i] = st[RQS + i];
+    #pragma unroll
+    for (int i = 0; i < RQO; i++) {
+      #pragma unroll
+      for (int c = 0; c < CG; c++) acc[i][c] = vload4(i * CG + c, st + 2 * RQS);
+    }
+  }
+#else
+  const int kv_end = SDPA_KV_END, k_first = 0;
+#endif
 
   // Unless SDPA_NOPRE, K and V chunks are read from global memory into
   // registers one phase ahead of their use (V during S = Q K^T, the next K
@@ -289,8 +321,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
 #if !SDPA_NOPRE
   real4 pre[LPT];
 #endif
-  if (kv_end > 0) PREFETCH_K(kb, min(BK, lk), 0);
-  for (int k0 = 0; k0 < kv_end; k0 += BK) {
+  if (k_first < kv_end) PREFETCH_K(kb + k_first * kstride, min(BK, lk - k_first), 0);
+  for (int k0 = k_first; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     real s[RQS][RKS];
     #pragma unroll
@@ -441,6 +473,26 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     }
   }
 
+#if SDPA_SPLIT
+  // More keys follow in the next launch: the state waits for it, and the
+  // group goes through the end below (its barrier too) without storing. A
+  // return here, before that barrier, is legal for a whole group, but PoCL
+  // 3.1 (its default "loops" work-group method) then corrupted the heap:
+  // sdpa/split_keys_bit_for_bit crashed.
+  const int more = k_hi < lk;
+  if (more) {
+    __global real *st = SDPA_STATE_AT(state, t);
+    #pragma unroll
+    for (int i = 0; i < RQS; i++) st[i] = m_run[i], st[RQS + i] = l_run[i];
+    #pragma unroll
+    for (int i = 0; i < RQO; i++) {
+      #pragma unroll
+      for (int c = 0; c < CG; c++) vstore4(acc[i][c], i * CG + c, st + 2 * RQS);
+    }
+  }
+#else
+  const int more = 0;
+#endif
   // No barrier needed first: red was last read before the last P V.
   #pragma unroll
   for (int i = 0; i < RQS; i++) red[(tq + i * TQS) * TKS + tk] = l_run[i];
@@ -449,7 +501,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   #pragma unroll
   for (int i = 0; i < RQO; i++) {
     const int r = to * RQO + i;
-    if (r >= qn) continue;
+    if (r >= qn || more) continue;
     real l = 0;
     #pragma unroll
     for (int u = 0; u < TKS; u++) l += red[r * TKS + u];

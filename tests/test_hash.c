@@ -800,3 +800,28 @@ Test(oclgrind_hash, bad_device_offsets) {
   free(big);
   tabcl_context_destroy(ctx);
 }
+
+/* Labels of 4 and 24 MiB under the default plan and each big-label
+   kernel: long loops in every kernel that takes them (Mesa 22.3's llvmpipe
+   ends a work-item's loops after 65,535 iterations in all). */
+Test(hash_device, labels_of_many_mib) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/labels_of_many_mib")};
+  const size_t big = (size_t)24 << 20;
+  uint8_t *bytes = random_bytes(&r, big + 8);
+  tt_strings s;
+  tt_strings_init(&s, 3);
+  tt_strings_push(&s, "short", 5);
+  tt_strings_push(&s, bytes + 1, (size_t)4 << 20);
+  tt_strings_push(&s, bytes + 3, big);
+  tt_strings_push(&s, "", 0);
+  tabcl_strings_view v = tt_view(&s);
+  for (int big_kernel = 0; big_kernel <= 2; big_kernel++) {
+    hash_variants(ctx, 0, big_kernel, 0, 0);
+    check_device(ctx, &v, 1, 99, ~0ULL, 0);
+  }
+  hash_variants(ctx, 0, 0, 0, 0);
+  tt_strings_free(&s);
+  free(bytes);
+  tabcl_context_destroy(ctx);
+}

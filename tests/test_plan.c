@@ -265,7 +265,7 @@ Test(plan, attention_plans) {
         for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
           char opts[256] = "";
           for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
-            tabcl__sdpa_facts f = {cl, 1, 1, 0};
+            tabcl__sdpa_facts f = {cl, 1, 1, 0, 0};
             tabcl_sdpa_desc d = {batches[bi], 54, 54, 8, 2, dims[di], (tabcl_dtype)dt,
                                  0, 1, TABCL_MASK_BOOL, 1, 0};
             tabcl__sdpa_plan p;
@@ -316,7 +316,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   tabcl__tuning tune = tuning_for(dev, NULL);
   tabcl__target tg = {dev, &tune, 0};
   for (int dim = 16; dim <= 256; dim += 16) {
-    tabcl__sdpa_facts f = {1, 1, 0, 32};
+    tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
     tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
     tabcl__sdpa_plan p;
     cr_assert_eq(tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
@@ -326,11 +326,87 @@ Test(plan, kernel_limit_bounds_the_group) {
   /* a tile tuning that cannot run in 32 is refused, naming the entry */
   tabcl__tuning forced = tuning_for(dev, "sdpa.fused.d64=64x32/2");
   tabcl__target tf = {dev, &forced, 0};
-  tabcl__sdpa_facts f = {1, 1, 0, 32};
+  tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
   tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
   tabcl__sdpa_plan p;
   cr_expect_eq(tabcl__sdpa_plan_make(&tf, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_INVALID_ARGUMENT);
   cr_expect(strstr(tabcl_last_error(), "sdpa.fused.d64") != NULL, "%s", tabcl_last_error());
+}
+
+/* A device that ends a work-item's loops after `limit` iterations (Mesa
+   22.3's llvmpipe: 65,535) gets the fused kernel's keys split over launches
+   whose loops stay within half of it, the launches covering the keys once
+   in whole key tiles, their state within a quarter of an allocation, and
+   one build (the split one) whatever the key count; no limit, no split. */
+Test(plan, loop_limit_splits_the_keys) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  static const int64_t keys[] = {1, 100, 2048, 4096, 65536, 200000, (int64_t)1 << 24};
+  static const uint64_t limits[] = {0, 65535, 20000};
+  static const int dims[] = {16, 64, 128, 256};
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    tabcl__tuning tune = tuning_for(dev, NULL);
+    tabcl__target tg = {dev, &tune, 0};
+    for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++)
+      for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int causal = 0; causal < 2; causal++) {
+          char split_opts[288] = "";
+          for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
+            tabcl__sdpa_facts f = {0, 0, 0, 0, limits[li]};
+            tabcl_sdpa_desc d = {3, 8, keys[ki], 4, 2, dims[di], TABCL_F32, 0, causal,
+                                 TABCL_MASK_NONE, 0, 0};
+            tabcl__sdpa_plan p;
+            tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p);
+            if (s == TABCL_UNSUPPORTED) {
+              /* the fused kernel does not fit this device at this head dim,
+                 or the limit cannot hold one tile with its state */
+              cr_expect(strstr(tabcl_last_error(), "local memory") ||
+                            (limits[li] && strstr(tabcl_last_error(), "loops")),
+                        "%s: %s", devs[i].what, tabcl_last_error());
+              continue;
+            }
+            cr_assert_eq(s, TABCL_OK, "%s: %s", devs[i].what, tabcl_last_error());
+            const tabcl__sdpa_keysplit *ks = &p.keys;
+            cr_expect_eq(ks->loop_bound, tabcl__sdpa_fused_loops(&p.tiles, d.kv_len));
+            const int split = ks->key_step > 0;
+            cr_expect_eq(split, limits[li] > 0 && ks->loop_bound > limits[li] / 2,
+                         "%s: %lld keys, limit %llu", devs[i].what, (long long)d.kv_len,
+                         (unsigned long long)limits[li]);
+            cr_expect_eq(strstr(p.options, "SDPA_SPLIT") != NULL, split);
+            if (!split) continue;
+            cr_expect_eq(ks->key_step % p.tiles.bk, 0);
+            cr_expect_geq(ks->key_step, p.tiles.bk);
+            cr_expect_leq(tabcl__sdpa_fused_loops(&p.tiles, ks->key_step), limits[li] / 2,
+                          "%s: %lld keys a launch", devs[i].what, (long long)ks->key_step);
+            /* the launches over the keys, as sdpa_grid.c makes them */
+            int64_t covered = 0, launches = 0;
+            for (int64_t lo = 0; lo < d.kv_len; lo += ks->key_step) {
+              const int64_t hi = d.kv_len - lo < ks->key_step ? d.kv_len : lo + ks->key_step;
+              cr_expect_eq(lo, covered);
+              covered = hi;
+              launches++;
+            }
+            cr_expect_eq(covered, d.kv_len);
+            cr_expect_eq(launches, (d.kv_len + ks->key_step - 1) / ks->key_step);
+            cr_expect_geq(p.launch_step, 1);
+            cr_expect_geq(ks->qtile_step, 1);
+            cr_expect_leq(ks->state_bytes, dev->max_mem_alloc_size / 4);
+            if (!split_opts[0]) snprintf(split_opts, sizeof split_opts, "%s", p.options);
+            cr_expect_str_eq(p.options, split_opts, "%s: options changed with the keys",
+                             devs[i].what);
+          }
+        }
+  }
+  /* a limit too small for one tile is refused, saying so */
+  const tabcl__device_desc *cpu = &devs[3].d;
+  tabcl__tuning tc = tuning_for(cpu, NULL);
+  tabcl__target gc = {cpu, &tc, 0};
+  tabcl__sdpa_facts f = {0, 0, 0, 0, 64};
+  tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl__sdpa_plan p;
+  cr_expect_eq(tabcl__sdpa_plan_make(&gc, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
+  cr_expect(strstr(tabcl_last_error(), "loops") != NULL, "%s", tabcl_last_error());
 }
 
 /* The automatic choice follows the backend table: the tensor-core kernel
@@ -344,7 +420,7 @@ Test(plan, backend_table_order) {
   tabcl__target gn = {nv, &tn, 0}, gc = {cpu, &tc, 0};
   tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
   tabcl__sdpa_plan p;
-  tabcl__sdpa_facts passed = {1, 1, 1, 0}, unchecked = {1, 1, 0, 0}, off = {1, 0, 1, 0};
+  tabcl__sdpa_facts passed = {1, 1, 1, 0, 0}, unchecked = {1, 1, 0, 0, 0}, off = {1, 0, 1, 0, 0};
   cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
   cr_expect_eq(p.path, TABCL__SDPA_MMA);
   cr_assert_eq(tabcl__sdpa_plan_make(&gn, &unchecked, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
@@ -356,6 +432,6 @@ Test(plan, backend_table_order) {
   d.head_dim = 300;
   cr_assert_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
   cr_expect_eq(p.path, TABCL__SDPA_CLBLAST);
-  tabcl__sdpa_facts noblas = {0, 1, 1, 0};
+  tabcl__sdpa_facts noblas = {0, 1, 1, 0, 0};
   cr_expect_eq(tabcl__sdpa_plan_make(&gc, &noblas, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
 }

@@ -303,7 +303,7 @@ Test(profile, plans_within_limits) {
       for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         tabcl_sdpa_desc d = {70000, 54, 54, 8, 2, dims[di], (tabcl_dtype)dt, 0, 1,
                              TABCL_MASK_BOOL, 0, 0};
-        tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0};
+        tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
         tabcl__sdpa_plan p;
         tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
         if (dt == TABCL_F64 && !dev->has_fp64) {
@@ -396,7 +396,7 @@ Test(profile, variants_cover_plans) {
   for (int i = -1; i < NFAM; i++) {
     tabcl_context *ctx = profile_context(i < 0 ? "" : families[i].name);
     const tabcl__target tg = tabcl__context_target(ctx);
-    const tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0};
+    const tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
     const int n = tabcl__variants_collect(&tg, &f, v, 512);
     cr_assert_leq(n, 512);
     fprintf(stderr, "profile/variants_cover_plans: %s: %d variants\n",

@@ -420,3 +420,55 @@ Test(oclgrind_runtime, probe_kernels) {
   cr_expect_eq(tabcl_selfcheck_run(ctx, 0), TABCL_OK, "%s", tabcl_last_error());
   tabcl_context_destroy(ctx);
 }
+
+/* The loop probe against a kernel of its own shape: two nested loops whose
+   chain of values the host repeats. Where the probe found a limit, a run of
+   1,000 iterations past it must come back short; where it found none, a
+   run of 2^20 must come back whole. */
+Test(runtime, loop_probe_agrees_with_nested_loops) {
+  tabcl_context *ctx = tt_context();
+  uint64_t limit = 0, again = 1;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  tt_assert_ok(tabcl__loop_limit(ctx, &again));
+  cr_expect_eq(limit, again, "the limit is kept");
+  cr_log_info("%s: loop limit %llu", ctx->info.name, (unsigned long long)limit);
+  static const char *src =
+      "__kernel void nested(__global uint *out, uint n1, uint n2) {\n"
+      "  uint x = 7u;\n"
+      "  for (uint i = 0; i < n1; i++)\n"
+      "    for (uint j = 0; j < n2; j++) x = x * 22695477u + 1u;\n"
+      "  out[0] = x;\n"
+      "}\n";
+  cl_int err;
+  cl_program p = clCreateProgramWithSource(ctx->cl, 1, &src, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cr_assert_eq(clBuildProgram(p, 1, &ctx->device, "", NULL, NULL), CL_SUCCESS);
+  cl_kernel k = clCreateKernel(p, "nested", &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_WRITE_ONLY, 4, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  const uint64_t total = limit ? limit + 1000 : (uint64_t)1 << 20;
+  const cl_uint n2 = 1000, n1 = (cl_uint)((total + n2 - 1) / n2);
+  clSetKernelArg(k, 0, sizeof m, &m);
+  clSetKernelArg(k, 1, sizeof n1, &n1);
+  clSetKernelArg(k, 2, sizeof n2, &n2);
+  const size_t one = 1;
+  cl_event ev = NULL;
+  cr_assert_eq(clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &one, &one, 0, NULL, NULL),
+               CL_SUCCESS);
+  cl_uint got = 0;
+  cr_assert_eq(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, 0, 4, &got, 0, NULL, &ev),
+               CL_SUCCESS);
+  cr_assert_eq(clWaitForEvents(1, &ev), CL_SUCCESS);
+  clReleaseEvent(ev);
+  uint32_t x = 7u;
+  for (uint64_t i = 0; i < (uint64_t)n1 * n2; i++) x = x * 22695477u + 1u;
+  if (limit) cr_expect_neq(got, x, "%llu iterations ran whole past a limit of %llu",
+                           (unsigned long long)n1 * n2, (unsigned long long)limit);
+  else cr_expect_eq(got, x, "%llu iterations came back short, but the probe found no limit",
+                    (unsigned long long)n1 * n2);
+  clReleaseMemObject(m);
+  clReleaseKernel(k);
+  clReleaseProgram(p);
+  tabcl_context_destroy(ctx);
+}

@@ -433,6 +433,97 @@ Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
   tabcl_context_destroy(ctx);
 }
 
+/* Long key rows: the fused kernel's work-items loop over every key. Mesa
+   22.3's llvmpipe ends a work-item's loops after 65,535 iterations, which
+   gave a worst error of 0.012 at 4,096 keys (f32, head dim 64) before the
+   keys were split over launches there. */
+Test(sdpa, long_key_rows) {
+  tt_rng r = {tt_seed("sdpa.long_key_rows")};
+  tabcl_context *ctx = tt_context();
+  static const int64_t lens[] = {4096, 20011};
+  static const int dims[] = {16, 64};
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+      for (int dt = TABCL_F32; dt <= TABCL_BF16; dt++) {
+        tabcl_sdpa_desc d = desc_of(1, 8, lens[li], 2, 1, dims[di], (tabcl_dtype)dt);
+        if (dt == TABCL_F16) d.mask = TABCL_MASK_ADD;
+        tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "long key rows"));
+      }
+  /* causal, queries as long as the keys: each tile stops at its diagonal */
+  tabcl_sdpa_desc d = desc_of(1, 3000, 3000, 1, 1, 16, TABCL_F32);
+  d.causal = 1;
+  tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, "long causal rows"));
+  tabcl_context_destroy(ctx);
+}
+
+/* A context told its device ends loops early (a limit that holds two key
+   tiles a launch) splits the fused kernel's keys over launches: the result
+   equals the one-launch result bit for bit, in every dtype, with masks,
+   causal rows and grouped heads, and with a state small enough that each
+   launch takes one batch entry and a few query tiles. */
+static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
+                               tabcl_sdpa_desc d, const char *what) {
+  tabcl__sdpa_tiles t;
+  cr_assert(tabcl__sdpa_choose_tiles(split, d.dtype, d.head_dim, &t));
+  /* usable = limit / 2 holds the fixed part and two tiles */
+  tabcl__context_set_loop_limit(split, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2);
+  sdpa_case c;
+  case_fill(&c, &d, r);
+  const size_t bytes = c.nq * esize(d.dtype);
+  unsigned char *a = xalloc(bytes);
+  memset(a, 0x7F, bytes);
+  memset(c.out, 0x7F, bytes);
+  tt_assert_ok(tabcl__sdpa_host_path(whole, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_FUSED));
+  tabcl_stats before, after;
+  tabcl_context_stats(split, &before);
+  tt_assert_ok(tabcl__sdpa_host_path(split, &d, c.q, c.k, c.v, c.mask, c.out,
+                                     TABCL__SDPA_FUSED));
+  tabcl_context_stats(split, &after);
+  const int64_t key_launches = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
+  cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), key_launches,
+                "%s: %lld keys in launches of %d", what, (long long)d.kv_len, 2 * t.bk);
+  cr_expect_eq(memcmp(a, c.out, bytes), 0, "%s: the split keys give another result", what);
+  case_reference(&c);
+  case_check(&c, what);
+  free(a);
+  case_free(&c);
+}
+
+Test(sdpa, split_keys_bit_for_bit) {
+  tt_rng r = {tt_seed("sdpa.split_keys_bit_for_bit")};
+  tabcl_context *whole = tt_context(), *split = tt_context();
+  for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
+    if (dt == TABCL_F64 && !has_fp64(whole)) continue;
+    tabcl_sdpa_desc d = desc_of(3, 70, 301, 4, 2, 64, (tabcl_dtype)dt);
+    d.mask = dt == TABCL_F16 ? TABCL_MASK_BOOL : dt == TABCL_BF16 ? TABCL_MASK_ADD
+                                                                   : TABCL_MASK_NONE;
+    d.causal = dt == TABCL_F32;
+    split_equals_whole(whole, split, &r, d, "split keys");
+  }
+  /* a state buffer that holds a few work-groups: one batch entry and a
+     few query tiles a launch */
+  tabcl_sdpa_desc d = desc_of(2, 200, 150, 3, 3, 16, TABCL_F32);
+  d.causal = 1;   /* no mask: its buffer would not fit the small allocations */
+  tabcl__sdpa_tiles t;
+  cr_assert(tabcl__sdpa_choose_tiles(split, d.dtype, d.head_dim, &t));
+  const cl_ulong real_alloc = split->info.max_mem_alloc_size;
+  int found = 0;
+  for (cl_ulong cap = 4096; cap < real_alloc && !found; cap *= 2) {
+    split->info.max_mem_alloc_size = cap;
+    const tabcl__target tg = tabcl__context_target(split);
+    tabcl__sdpa_facts f = {0, 0, 0, 0, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2};
+    tabcl__sdpa_plan p;
+    if (tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p) == TABCL_OK)
+      found = p.keys.key_step > 0 && p.keys.qtile_step < p.query_tiles && p.launch_step == 1;
+    else tabcl__clear_error();
+  }
+  cr_assert(found, "no allocation size gives a state of a few work-groups");
+  cr_log_info("a state of %llu bytes", (unsigned long long)split->info.max_mem_alloc_size / 4);
+  split_equals_whole(whole, split, &r, d, "split keys, small state");
+  tabcl_context_destroy(split);
+  tabcl_context_destroy(whole);
+}
+
 Test(sdpa, two_hundred_shapes_build_nothing_new) {
   tt_rng r = {tt_seed("sdpa.two_hundred_shapes_build_nothing_new")};
   tabcl_context *ctx = tt_context();
@@ -701,18 +792,22 @@ Test(sdpa, invalid_descriptors) {
 /* ---- injected failures ---- */
 
 #ifdef TABCL_FAULT_INJECTION
-/* split: allocations hold two batch entries, so uploads come in slices. */
+/* split: allocations hold two batch entries, so uploads come in slices;
+   2: and the keys take launches of one key tile (a forced loop limit). */
 static void sweep_sdpa(int which, int path, int split) {
   tt_rng r = {tt_seed("sdpa.sweep")};
   tabcl_options o = {0};
   o.max_batch_per_launch = 2;
   tabcl_context *ctx = tt_context_with(&o);
-  tabcl_sdpa_desc d = desc_of(3, 5, 6, 2, 1, 16, TABCL_F16);
+  tabcl_sdpa_desc d = desc_of(3, 5, split == 2 ? 150 : 6, 2, 1, 16, TABCL_F16);
   d.mask = TABCL_MASK_ADD;
   sdpa_case c;
   case_fill(&c, &d, &r);
   size_t bytes = c.nq * 2;
-  if (split) ctx->info.max_mem_alloc_size = 2 * (bytes / 3);
+  if (split == 1) ctx->info.max_mem_alloc_size = 2 * (bytes / 3);
+  tabcl__sdpa_tiles t;
+  if (split == 2 && tabcl__sdpa_choose_tiles(ctx, d.dtype, d.head_dim, &t))
+    tabcl__context_set_loop_limit(ctx, 2 * tabcl__sdpa_fused_loops(&t, t.bk) + 2);
   /* builds the programs, so the sweep also covers running from the cache */
   tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path));
   for (long n = 1; n < 10000; n++) {
@@ -743,10 +838,12 @@ static void sweep_sdpa(int which, int path, int split) {
 Test(sdpa, injected_alloc_failures) {
   sweep_sdpa(0, TABCL__SDPA_FUSED, 0);
   sweep_sdpa(0, TABCL__SDPA_FUSED, 1);
+  sweep_sdpa(0, TABCL__SDPA_FUSED, 2);
 }
 Test(sdpa, injected_cl_failures) {
   sweep_sdpa(1, TABCL__SDPA_FUSED, 0);
   sweep_sdpa(1, TABCL__SDPA_FUSED, 1);
+  sweep_sdpa(1, TABCL__SDPA_FUSED, 2);
 }
 Test(sdpa, injected_cl_failures_clblast) {
   if (!tabcl__sdpa_clblast_available()) cr_skip_test("built without CLBlast");
@@ -834,6 +931,17 @@ Test(oclgrind_sdpa, chunked_tiles) {
   d.causal = 1;
   tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind chunks"));
   tabcl_context_destroy(ctx);
+}
+
+/* The split key walk on a tiny shape: the state between launches. */
+Test(oclgrind_sdpa, split_keys) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.split_keys")};
+  tabcl_context *whole = tt_context(), *split = tt_context();
+  tabcl_sdpa_desc d = desc_of(1, 9, 37, 1, 1, 16, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL;
+  split_equals_whole(whole, split, &r, d, "split keys under oclgrind");
+  tabcl_context_destroy(split);
+  tabcl_context_destroy(whole);
 }
 
 Test(oclgrind_sdpa, softmax_and_conversions) {

@@ -8,8 +8,13 @@
 #include "attention/sdpa.h"
 #include "tabcl/tabcl_cl.h"
 
-void tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
-                           tabcl__sdpa_facts *f) {
+/* Loops a work-item may run before the device's loop limit is asked for:
+   no driver known to end loops early does so below 2^15 iterations
+   (llvmpipe's limit is 65,535), and short calls then never run the probe. */
+#define LOOPS_UNCHECKED ((uint64_t)1 << 15)
+
+tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
+                                   tabcl__sdpa_facts *f) {
   memset(f, 0, sizeof *f);
   f->clblast = tabcl__sdpa_clblast_available();
   f->mma_enabled = tabcl__sdpa_mma_enabled();
@@ -25,14 +30,30 @@ void tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int for
       if (!f->mma_passed) tabcl__clear_error();
     }
   }
+  /* The fused kernel loops over every key in each work-item: where its
+     plan could run long, the device's loop limit decides whether the keys
+     are split over launches. */
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__sdpa_plan p;
+  if (tabcl__sdpa_plan_make(&tg, f, d, forced, &p) != TABCL_OK) {
+    tabcl__clear_error();   /* the executor plans again and reports it */
+    return TABCL_OK;
+  }
+  if (p.path != TABCL__SDPA_FUSED) return TABCL_OK;
+  pthread_mutex_lock(&ctx->lock);
+  const int known = ctx->loop_limit_known;
+  f->loop_limit = ctx->loop_limit;
+  pthread_mutex_unlock(&ctx->lock);
+  if (!known && p.keys.loop_bound > LOOPS_UNCHECKED) return tabcl__loop_limit(ctx, &f->loop_limit);
+  return TABCL_OK;
 }
 
 tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
                              const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
                              tabcl__sdpa_events *ev) {
   tabcl__sdpa_facts f;
-  tabcl__sdpa_facts_get(ctx, d, path, &f);
-  return tabcl__sdpa_exec(ctx, &f, d, path, b, nwait, wait, ev);
+  tabcl_status s = tabcl__sdpa_facts_get(ctx, d, path, &f);
+  return s ? s : tabcl__sdpa_exec(ctx, &f, d, path, b, nwait, wait, ev);
 }
 
 tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d, const void *q,
@@ -42,8 +63,8 @@ tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                         v != NULL, mask != NULL, out != NULL);
   if (s || !tabcl__sdpa_has_work(d)) return s;
   tabcl__sdpa_facts f;
-  tabcl__sdpa_facts_get(ctx, d, path, &f);
-  return tabcl__sdpa_exec_host(ctx, &f, d, path, q, k, v, mask, out);
+  s = tabcl__sdpa_facts_get(ctx, d, path, &f);
+  return s ? s : tabcl__sdpa_exec_host(ctx, &f, d, path, q, k, v, mask, out);
 }
 
 tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc *desc, const void *q,

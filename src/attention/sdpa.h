@@ -65,8 +65,32 @@ int tabcl__sdpa_fused_tiles(const tabcl__target *t, size_t kernel_cap, tabcl_dty
 /* The same for ctx's own target (tests, the benchmark). */
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t);
-/* The build options of a shape: dtype and tiles, never sizes. */
-void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap);
+/* How a fused call walks the keys. Where a work-item's loops over all of
+   them would pass the device's loop limit (a driver that silently ends a
+   work-item's loops after so many iterations: runtime/loop_limit.c), each
+   launch takes key_step keys and the running maxima, sums and outputs wait
+   in a state buffer between launches (cl/sdpa.cl, SDPA_SPLIT). */
+typedef struct tabcl__sdpa_keysplit {
+  uint64_t loop_bound;   /* loop iterations, at most, of one work-item over all the keys */
+  int64_t key_step;      /* keys a launch; 0: all of them in one launch */
+  int64_t qtile_step;    /* query tiles a launch when split (the state is sized for it) */
+  uint64_t state_bytes;  /* the state buffer of one launch when split, else 0 */
+} tabcl__sdpa_keysplit;
+/* Pure: at most how many loop iterations one work-item of shape t runs in
+   a launch over `keys` keys (every loop of cl/sdpa.cl's kernel counted, the
+   unrolled ones too, each one more than its trip count). */
+uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys);
+/* Pure: the key walk of d with shape t under loop_limit (0: none), and the
+   batch entries a launch may take then (*launch_step, lowered so that the
+   state fits). 0; -1 when even one key tile a launch passes the limit; -2
+   when the state of one query tile of every head does not fit. */
+int tabcl__sdpa_fused_keysplit(const tabcl__target *t, uint64_t loop_limit,
+                               const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *tiles,
+                               int64_t *launch_step, tabcl__sdpa_keysplit *ks);
+/* The build options of a shape: dtype and tiles (and whether the key walk
+   is split), never sizes. */
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int split, char *buf,
+                               size_t cap);
 /* Batch entries a fused launch may take (NDRange and max_batch_per_launch). */
 int64_t tabcl__sdpa_fused_slice(const tabcl__target *t, const tabcl_sdpa_desc *d,
                                 const tabcl__sdpa_tiles *tiles);
@@ -74,7 +98,8 @@ int64_t tabcl__sdpa_fused_slice(const tabcl__target *t, const tabcl_sdpa_desc *d
    kernel whose own work-group limit is below the shape's is refused before
    anything is enqueued: TABCL_UNSUPPORTED with *kernel_cap set to it. */
 tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                      const tabcl__sdpa_tiles *t, const tabcl__sdpa_bufs *b,
+                                      const tabcl__sdpa_tiles *t,
+                                      const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                       int64_t b0, int64_t nb, cl_uint nwait,
                                       const cl_event *wait, tabcl__sdpa_events *ev,
                                       size_t *kernel_cap);
@@ -127,11 +152,13 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
    where they exceed the sdpa.groups_yz tuning. TABCL_UNSUPPORTED, before
    anything is enqueued, when the compiled kernel cannot run nt work-items
    a group (what names it in the message; *kernel_cap, if given, gets the
-   kernel's limit). */
+   kernel's limit). ks (NULL: one launch over all keys) splits the keys
+   over launches that share the state buffer `state`. */
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
-                                     size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
+                                     size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
+                                     cl_mem state, int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap);
 
@@ -146,12 +173,15 @@ typedef struct tabcl__sdpa_facts {
                              automatic choice may take it */
   size_t fused_cap;       /* the fused kernel's own work-group limit for this call's
                              shape class, once a build showed it below the device's; 0 */
+  uint64_t loop_limit;    /* loop iterations a work-item may run (tabcl__loop_limit),
+                             measured where a plan's loops could reach it; 0: none */
 } tabcl__sdpa_facts;
 
 typedef struct tabcl__sdpa_plan {
   int path;                     /* TABCL__SDPA_FUSED, _MMA or _CLBLAST */
   const char *backend;          /* its name in reports */
   tabcl__sdpa_tiles tiles;      /* FUSED */
+  tabcl__sdpa_keysplit keys;    /* FUSED: the walk over the keys */
   tabcl__sdpa_mma_shape mma;    /* MMA */
   const char *program;          /* "sdpa", "sdpa_mma" or "sdpa_gemm" */
   char options[256];            /* its build options (dtype and shape, never sizes) */
@@ -200,9 +230,11 @@ tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx);
 /* ---- the entry points (sdpa.c) ---- */
 
 /* The facts for d on ctx (runs the tensor-core check the first time the
-   automatic choice could take that kernel). */
-void tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
-                           tabcl__sdpa_facts *f);
+   automatic choice could take that kernel, and the loop probe the first
+   time a fused plan's loops could run long). Fails only where the probe
+   does. */
+tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
+                                   tabcl__sdpa_facts *f);
 /* tabcl__sdpa_exec with the facts gathered (the benchmark times it). */
 tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
                              const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,

@@ -2,6 +2,7 @@
  * pure choice from the device, the tuning table and the kernel's own
  * work-group limit, and its launch. */
 #include <stdio.h>
+#include <string.h>
 
 #include "attention/sdpa.h"
 
@@ -135,10 +136,99 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   return tabcl__sdpa_fused_tiles(&tg, 0, dt, head_dim, t, NULL) == 1;
 }
 
-void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap) {
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int split, char *buf,
+                               size_t cap) {
   snprintf(buf, cap, "-DSDPA_DTYPE=%d -DSDPA_DP=%d -DSDPA_BQ=%d -DSDPA_BK=%d -DSDPA_NT=%d "
-                   "-DSDPA_TC=%d -DSDPA_TKS=%d -DSDPA_KC=%d -DSDPA_VK=%d -DSDPA_NOPRE=%d", (int)dt,
-                   t->dp, t->bq, t->bk, t->nt, t->tc, t->tks, t->kc, t->vk, !t->prefetch);
+                   "-DSDPA_TC=%d -DSDPA_TKS=%d -DSDPA_KC=%d -DSDPA_VK=%d -DSDPA_NOPRE=%d%s", (int)dt,
+                   t->dp, t->bq, t->bk, t->nt, t->tc, t->tks, t->kc, t->vk, !t->prefetch,
+                   split ? " -DSDPA_SPLIT=1" : "");
+}
+
+/* A loop of n trips whose body runs `body` iterations of inner loops:
+   n trips, their bodies, and one more for entering it. */
+static uint64_t loop(uint64_t n, uint64_t body) { return n * (body + 1) + 1; }
+
+/* Mirrors the loops of sdpa_fused in cl/sdpa.cl, with the names used there;
+   a loop the compiler unrolls counts as if it did not. */
+static void loop_counts(const tabcl__sdpa_tiles *t, uint64_t *fixed, uint64_t *per_tile) {
+  const uint64_t tqs = (uint64_t)(t->nt / t->tks), rqs = (uint64_t)t->bq / tqs,
+                 rks = (uint64_t)(t->bk / t->tks), dp4 = (uint64_t)t->dp / 4,
+                 cg = dp4 / (uint64_t)t->tc, tqo = (uint64_t)(t->nt / t->tc),
+                 rqo = (uint64_t)t->bq / tqo, kc4 = (uint64_t)t->kc / 4,
+                 nkc = (uint64_t)(t->dp / t->kc), nvc = (uint64_t)(t->bk / t->vk),
+                 nj4 = (uint64_t)(t->vk + 3) / 4, lpt = (uint64_t)share_of_chunk(t),
+                 tks = (uint64_t)t->tks;
+  const uint64_t chunk = loop(lpt, 0);   /* a fill or a prefetch of a K or V chunk */
+  const uint64_t qk_full = loop(kc4, loop(rqs, 0) + loop(rks, 0) + loop(rqs, loop(rks, 0)));
+  const uint64_t qk_part = loop(kc4, loop(rqs, 0) + loop(rks, loop(rqs, 0)));
+  const uint64_t qk = qk_full > qk_part ? qk_full : qk_part;
+  const uint64_t state = loop(rqs, 0) + loop(rqo, loop(cg, 0));  /* init, load or save */
+  *per_tile = 1 + loop(rqs, loop(rks, 0))                      /* s = 0 */
+              + loop(nkc, 2 * chunk + qk)                      /* S = Q K^T */
+              + loop(rqs, loop(rks, 0))                        /* masks and maxima */
+              + loop(rqs, loop(tks, 0) + loop(rks, 0))         /* softmax */
+              + loop(nvc, 2 * chunk + loop(rqo, loop(cg, 0)) + /* P V */
+                              loop(nj4, loop(4, loop(rqo, 0) + loop(cg, loop(rqo, 0)))));
+  *fixed = loop(((uint64_t)t->bq * dp4 + (uint64_t)t->nt - 1) / (uint64_t)t->nt, 0) /* Q */
+           + 3 * state + chunk + 1                                  /* init, load, save */
+           + loop(rqs, 0) + loop(rqo, loop(tks, 0) + loop(cg, 0));  /* sums and outputs */
+}
+
+uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys) {
+  uint64_t fixed, per_tile;
+  loop_counts(t, &fixed, &per_tile);
+  const uint64_t tiles = keys > 0 ? ((uint64_t)keys + (uint64_t)t->bk - 1) / (uint64_t)t->bk : 0;
+  return fixed + tiles * per_tile;
+}
+
+/* The state a work-item keeps between launches: its running maxima and
+   sums (RQS each) and its output block (RQO x CG float4), in real. */
+static uint64_t group_state_bytes(tabcl_dtype dt, const tabcl__sdpa_tiles *t) {
+  const uint64_t tqs = (uint64_t)(t->nt / t->tks), rqs = (uint64_t)t->bq / tqs,
+                 cg = (uint64_t)t->dp / 4 / (uint64_t)t->tc,
+                 rqo = (uint64_t)t->bq / (uint64_t)(t->nt / t->tc);
+  return (uint64_t)t->nt * (2 * rqs + 4 * rqo * cg) * (dt == TABCL_F64 ? 8 : 4);
+}
+
+/* The most one launch's state may take: a quarter of an allocation, at most
+   256 MiB (the same order as the tensors themselves). */
+static uint64_t state_cap(const tabcl__device_desc *dev) {
+  const uint64_t q = dev->max_mem_alloc_size / 4, most = (uint64_t)256 << 20;
+  return q < most ? q : most;
+}
+
+int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
+                               const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t,
+                               int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
+  memset(ks, 0, sizeof *ks);
+  ks->loop_bound = tabcl__sdpa_fused_loops(t, d->kv_len);
+  /* Half the limit: the count above is a bound by reading the kernel, and
+     a driver may count its loops a little differently. */
+  const uint64_t usable = loop_limit / 2;
+  if (!loop_limit || ks->loop_bound <= usable) return 0;
+  uint64_t fixed, per_tile;
+  loop_counts(t, &fixed, &per_tile);
+  if (usable <= fixed + per_tile) return -1;
+  ks->key_step = (int64_t)((usable - fixed) / per_tile) * t->bk;
+  const int64_t nqt = (d->q_len + t->bq - 1) / t->bq;
+  const int64_t most = (int64_t)tg->tune->value[TABCL__TUNE_SDPA_GROUPS_YZ];
+  const int64_t heads = d->q_heads < most ? d->q_heads : most;
+  const uint64_t per_group = group_state_bytes(d->dtype, t);
+  const uint64_t groups = state_cap(tg->dev) / per_group;
+  /* Whole batch entries where the state of one fits, else one entry and
+     as many query tiles a launch as fit. */
+  const int64_t qt = nqt < most ? nqt : most;
+  if ((uint64_t)heads * (uint64_t)qt <= groups) {
+    const int64_t entries = (int64_t)(groups / ((uint64_t)heads * (uint64_t)qt));
+    if (entries < *launch_step) *launch_step = entries;
+    ks->qtile_step = qt;
+  } else {
+    if ((uint64_t)heads > groups) return -2;
+    *launch_step = 1;
+    ks->qtile_step = (int64_t)(groups / (uint64_t)heads);
+  }
+  ks->state_bytes = (uint64_t)*launch_step * (uint64_t)heads * (uint64_t)ks->qtile_step * per_group;
+  return 0;
 }
 
 static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t) {
@@ -152,13 +242,26 @@ int64_t tabcl__sdpa_fused_slice(const tabcl__target *tg, const tabcl_sdpa_desc *
 }
 
 tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                      const tabcl__sdpa_tiles *t, const tabcl__sdpa_bufs *b,
+                                      const tabcl__sdpa_tiles *t,
+                                      const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                       int64_t b0, int64_t nb, cl_uint nwait,
                                       const cl_event *wait, tabcl__sdpa_events *ev,
                                       size_t *kernel_cap) {
-  char opts[256];
-  tabcl__sdpa_fused_options(d->dtype, t, opts, sizeof opts);
-  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
-                                 (size_t)t->nt, (int)query_tiles(d, t), b0, nb, nwait, wait, ev,
-                                 kernel_cap);
+  const int split = ks && ks->key_step > 0;
+  char opts[288];
+  tabcl__sdpa_fused_options(d->dtype, t, split, opts, sizeof opts);
+  cl_mem state = NULL;
+  if (split) {
+    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->state_bytes, NULL,
+                                          &state, "attention state between key launches");
+    if (s) return s;
+  }
+  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
+                                           (size_t)t->nt, (int)query_tiles(d, t),
+                                           split ? ks : NULL, state, b0, nb, nwait, wait, ev,
+                                           kernel_cap);
+  /* Released at once: the launches that use it keep it (OpenCL's
+     clReleaseMemObject; the conformance tests release during execution). */
+  tabcl__buffer_release(state);
+  return s;
 }

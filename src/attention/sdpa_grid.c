@@ -6,7 +6,8 @@
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
-                                     size_t nt, int nqt, int64_t b0, int64_t nb, cl_uint nwait,
+                                     size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
+                                     cl_mem state, int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap) {
   cl_kernel k = NULL;
@@ -35,21 +36,33 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
                      TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   /* Heads and query tiles go in dims 1 and 2, which may be limited to
-     65535 groups: larger extents take several launches. */
+     65535 groups: larger extents take several launches. A split key walk
+     takes its keys in launches one after another over the same groups, the
+     in-order queue keeping each after the one whose state it continues. */
   const cl_int most = (cl_int)ctx->tune.value[TABCL__TUNE_SDPA_GROUPS_YZ];
-  for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += most)
-    for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
-      s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
-      if (s) break;
-      size_t local[3] = {nt, 1, 1};
-      size_t global[3] = {nt * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
-                          (size_t)(nqt - qt0 < most ? nqt - qt0 : most)};
-      cl_event e = NULL;
-      const int first_launch = qt0 == 0 && h0 == 0;
-      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
-                        first_launch ? wait : NULL, ev ? &e : NULL, kname);
-      if (!s) tabcl__sdpa_track(ev, e);
-    }
+  const cl_int qstep = ks ? (cl_int)ks->qtile_step : most;
+  const cl_int kstep = ks ? (cl_int)ks->key_step : lk > 0 ? lk : 1;
+  if (ks && !s) s = TABCL_SET_ARGS_AT(k, kname, 20, TABCL_ARG(state));
+  int first_launch = 1;
+  for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += qstep)
+    for (cl_int h0 = 0; h0 < hq && !s; h0 += most)
+      for (cl_int k_lo = 0; (k_lo == 0 || k_lo < lk) && !s; k_lo += kstep) {
+        s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
+        if (ks && !s) {
+          const cl_int k_hi = lk - k_lo < kstep ? lk : k_lo + kstep;
+          s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(k_lo), TABCL_ARG(k_hi));
+        }
+        if (s) break;
+        size_t local[3] = {nt, 1, 1};
+        size_t global[3] = {nt * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
+                            (size_t)(nqt - qt0 < qstep ? nqt - qt0 : qstep)};
+        cl_event e = NULL;
+        s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                          first_launch ? wait : NULL, ev ? &e : NULL, kname);
+        first_launch = 0;
+        if (!s) tabcl__sdpa_track(ev, e);
+        if (!ks) break;
+      }
   tabcl__kernel_release(k);
   return s;
 }

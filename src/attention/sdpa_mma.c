@@ -81,6 +81,7 @@ tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
   char opts[160];
   tabcl__sdpa_mma_options(d->dtype, m, opts, sizeof opts);
   return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
-                                 (size_t)(32 * m->nw), (int)query_tiles(d, m), b0, nb, nwait,
+                                 (size_t)(32 * m->nw), (int)query_tiles(d, m), NULL, NULL, b0,
+                                 nb, nwait,
                                  wait, ev, NULL);
 }

@@ -51,7 +51,7 @@ static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int 
   tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, hd, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
   /* Straight to the executor with the kernel forced: the check must not
      go through the entry points, which ask for its verdict. */
-  const tabcl__sdpa_facts facts = {tabcl__sdpa_clblast_available(), 1, 0, 0};
+  const tabcl__sdpa_facts facts = {tabcl__sdpa_clblast_available(), 1, 0, 0, 0};
   s = tabcl__sdpa_exec_host(ctx, &facts, &d, path, q, k, v, mask, out);
   /* f32: f32 sums and the TF32 split's ~2^-21; 16-bit: one rounding of the output too. */
   const double rel = dt == TABCL_F32 ? 2e-5 : dt == TABCL_BF16 ? 8e-3 : 1e-3;

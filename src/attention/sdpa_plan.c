@@ -44,10 +44,27 @@ static int plan_fused(const tabcl__target *t, const tabcl__sdpa_facts *f,
   }
   if (r == 0) return 0;
   p->program = "sdpa";
-  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->options, sizeof p->options);
   p->group = (size_t)p->tiles.nt;
   p->query_tiles = (d->q_len + p->tiles.bq - 1) / p->tiles.bq;
   p->launch_step = tabcl__sdpa_fused_slice(t, d, &p->tiles);
+  const int split = tabcl__sdpa_fused_keysplit(t, f->loop_limit, d, &p->tiles, &p->launch_step,
+                                              &p->keys);
+  if (split == -1) {
+    *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
+                      "iterations, too few for one key tile of the fused kernel (%d x %d)",
+                      t->dev->name, (unsigned long long)f->loop_limit, p->tiles.bq, p->tiles.bk);
+    return -1;
+  }
+  if (split == -2) {
+    *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
+                      "iterations, so the keys take several launches, and the state kept "
+                      "between them for %d heads does not fit a quarter of its %llu-byte "
+                      "allocations", t->dev->name, (unsigned long long)f->loop_limit,
+                      d->q_heads, (unsigned long long)t->dev->max_mem_alloc_size);
+    return -1;
+  }
+  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->keys.key_step > 0, p->options,
+                            sizeof p->options);
   return 1;
 }
 
@@ -141,11 +158,17 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
 }
 
 void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
-  char shape[96] = "";
-  if (p->path == TABCL__SDPA_FUSED)
-    snprintf(shape, sizeof shape, "%d x %d tiles, %d work-items (%d across S), chunks %d/%d%s",
+  char shape[224] = "";
+  if (p->path == TABCL__SDPA_FUSED) {
+    char keys[96] = "";
+    if (p->keys.key_step > 0)
+      snprintf(keys, sizeof keys, ", %lld keys a launch (loops %llu in all), %lld query tiles at once",
+               (long long)p->keys.key_step, (unsigned long long)p->keys.loop_bound,
+               (long long)p->keys.qtile_step);
+    snprintf(shape, sizeof shape, "%d x %d tiles, %d work-items (%d across S), chunks %d/%d%s%s",
              p->tiles.bq, p->tiles.bk, p->tiles.nt, p->tiles.tks, p->tiles.kc, p->tiles.vk,
-             p->tiles.prefetch ? ", prefetch" : "");
+             p->tiles.prefetch ? ", prefetch" : "", keys);
+  }
   else if (p->path == TABCL__SDPA_MMA)
     snprintf(shape, sizeof shape, "%d keys a tile, %d warps, qmode %d, batch %d", p->mma.bk,
              p->mma.nw, p->mma.qmode, p->mma.batch);

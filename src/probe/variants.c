@@ -103,12 +103,25 @@ int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void
     return 1;
   }
   const tabcl__target t = tabcl__context_target(ctx);
+  int failures0 = 0;
   /* Every backend this build has, the tensor-core kernel as if its check
      had passed: the probe builds what any later call could ask for. */
-  tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0};
+  tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
+  /* Where the device ends a work-item's loops early, long key rows run the
+     fused kernel's split build: that is built too. */
+  uint64_t loop_limit = 0;
+  if (tabcl__loop_limit(ctx, &loop_limit)) {
+    if (report) {
+      tabcl__variant probe = {"probe", "", "the loop-limit probe", 0, 0, 0, 0};
+      report(&probe, TABCL_OPENCL_ERROR, 0, 0, arg);
+    }
+    tabcl__clear_error();
+    loop_limit = 0;
+    failures0 = 1;
+  }
   int n = tabcl__variants_collect(&t, &f, list, MAX_VARIANTS);
   if (n > MAX_VARIANTS) n = MAX_VARIANTS;
-  int failures = 0;
+  int failures = failures0;
   double cold = 0;
   for (int i = 0; i < n; i++) {
     const tabcl__variant *v = &list[i];
@@ -123,6 +136,14 @@ int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void
     if (report) report(v, s, ms, from_cache, arg);
     /* A kernel that cannot run its shape's group is planned again within
        its own limit at run time (attention/sdpa_exec.c): build that too. */
+    if (!s && v->path == TABCL__SDPA_FUSED && loop_limit && n < MAX_VARIANTS &&
+        !strstr(v->options, "SDPA_SPLIT")) {
+      tabcl__variant w = *v;
+      const int no = snprintf(w.options, sizeof w.options, "%s -DSDPA_SPLIT=1", v->options);
+      if (snprintf(w.what, sizeof w.what, "%s, keys split", v->what) < 0) w.what[0] = 0;
+      if (no > 0 && (size_t)no < sizeof w.options) n = add(list, n, MAX_VARIANTS, &w);
+      if (n > MAX_VARIANTS) n = MAX_VARIANTS;
+    }
     if (!s && v->path == TABCL__SDPA_FUSED && n < MAX_VARIANTS) {
       const size_t kmax = kernel_limit(ctx, p, "sdpa_fused");
       if (kmax && kmax < v->group) {

@@ -153,6 +153,9 @@ struct tabcl_context {
   size_t sdpa_fused_cap[32]; /* the fused kernel's own work-group limit where a build
                                  showed it below the device's, by f64 or not and padded
                                  head dim (attention/sdpa_exec.c; guarded by lock) */
+  uint64_t loop_limit;        /* loop iterations a work-item may run (runtime/loop_limit.c),
+                                 0 for no limit up to TABCL__LOOP_PROBE_N */
+  int loop_limit_known;       /* loop_limit was measured (both guarded by lock) */
   int sdpa_mma_state[3];      /* tensor-core attention check, f32, f16 and bf16: 0 not
                                  run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
@@ -179,6 +182,18 @@ typedef struct tabcl__target {
 tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries);
 /* Test-only: shrink hashes to the low `bits` bits (1..64) so tests can force collisions. */
 void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits);
+
+/* ---- the loop limit (loop_limit.c) ----------------------------------- */
+
+/* Iterations the loop probe runs in one work-item. */
+#define TABCL__LOOP_PROBE_N (1u << 22)
+/* How many loop iterations in all one work-item of this device runs before
+   the driver silently ends its loops (Mesa 22.3's llvmpipe: 65,535); 0 when
+   the probe's TABCL__LOOP_PROBE_N ran whole. Measured by a kernel the first
+   time it is asked for, then kept in the context. */
+tabcl_status tabcl__loop_limit(tabcl_context *ctx, uint64_t *out);
+/* Test-only: the context behaves as if the probe had found `limit`. */
+void tabcl__context_set_loop_limit(tabcl_context *ctx, uint64_t limit);
 
 /* What a planner reads of ctx. */
 static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
