@@ -409,6 +409,28 @@ Test(plan, loop_limit_splits_the_keys) {
   cr_expect(strstr(tabcl_last_error(), "loops") != NULL, "%s", tabcl_last_error());
 }
 
+/* The tensor-core kernel takes f32 only up to TABCL__SDPA_MMA_F32_KEYS
+   keys a row (its error grows with the row; sdpa_mma.c); f16 at any length. */
+Test(plan, tensor_core_f32_rows_are_bounded) {
+  dev_case devs[8];
+  make_devices(devs);
+  const tabcl__device_desc *nv = &devs[0].d;
+  cr_assert(nv->is_nvidia);
+  tabcl__tuning tn = tuning_for(nv, NULL);
+  tabcl__target gn = {nv, &tn, 0};
+  tabcl__sdpa_facts passed = {1, 1, 1, 0, 0};
+  static const int64_t keys[] = {1, 1024, 1025, 200000};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    for (int dt = TABCL_F32; dt <= TABCL_F16; dt++) {
+      tabcl_sdpa_desc d = {1, 8, keys[i], 2, 1, 64, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+      tabcl__sdpa_plan p;
+      cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
+      const int mma = dt == TABCL_F16 || keys[i] <= TABCL__SDPA_MMA_F32_KEYS;
+      cr_expect_eq(p.path == TABCL__SDPA_MMA, mma, "dtype %d, %lld keys: %s", dt,
+                   (long long)keys[i], p.backend);
+    }
+}
+
 /* The automatic choice follows the backend table: the tensor-core kernel
    only on NVIDIA and only after its check passed, the fused kernel where
    it fits, CLBlast past head dim 256. */

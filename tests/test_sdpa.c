@@ -456,6 +456,26 @@ Test(sdpa, long_key_rows) {
   tabcl_context_destroy(ctx);
 }
 
+/* The fused tiles ctx runs d with: a short call first, since a compiled
+   kernel's own work-group limit (32 on llvmpipe) is learned by running it. */
+static tabcl__sdpa_tiles tiles_in_use(tabcl_context *ctx, const tabcl_sdpa_desc *d) {
+  tabcl_sdpa_desc s = *d;
+  s.batch = 1, s.q_len = 1, s.kv_len = 1, s.mask = TABCL_MASK_NONE, s.causal = 0;
+  const size_t bytes = 8 * (size_t)d->q_heads * (size_t)d->head_dim;
+  unsigned char *buf = calloc(4, bytes);
+  cr_assert(buf);
+  tt_assert_ok(tabcl__sdpa_host_path(ctx, &s, buf, buf + bytes, buf + 2 * bytes, NULL,
+                                     buf + 3 * bytes, TABCL__SDPA_FUSED));
+  free(buf);
+  tabcl__sdpa_facts f;
+  tt_assert_ok(tabcl__sdpa_facts_get(ctx, d, TABCL__SDPA_FUSED, &f));
+  f.loop_limit = 0;
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__sdpa_plan p;
+  tt_assert_ok(tabcl__sdpa_plan_make(&tg, &f, d, TABCL__SDPA_FUSED, &p));
+  return p.tiles;
+}
+
 /* A context told its device ends loops early (a limit that holds two key
    tiles a launch) splits the fused kernel's keys over launches: the result
    equals the one-launch result bit for bit, in every dtype, with masks,
@@ -463,8 +483,7 @@ Test(sdpa, long_key_rows) {
    launch takes one batch entry and a few query tiles. */
 static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
                                tabcl_sdpa_desc d, const char *what) {
-  tabcl__sdpa_tiles t;
-  cr_assert(tabcl__sdpa_choose_tiles(split, d.dtype, d.head_dim, &t));
+  const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
   /* usable = limit / 2 holds the fixed part and two tiles */
   tabcl__context_set_loop_limit(split, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2);
   sdpa_case c;
@@ -504,8 +523,7 @@ Test(sdpa, split_keys_bit_for_bit) {
      few query tiles a launch */
   tabcl_sdpa_desc d = desc_of(2, 200, 150, 3, 3, 16, TABCL_F32);
   d.causal = 1;   /* no mask: its buffer would not fit the small allocations */
-  tabcl__sdpa_tiles t;
-  cr_assert(tabcl__sdpa_choose_tiles(split, d.dtype, d.head_dim, &t));
+  const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
   const cl_ulong real_alloc = split->info.max_mem_alloc_size;
   int found = 0;
   for (cl_ulong cap = 4096; cap < real_alloc && !found; cap *= 2) {
@@ -805,9 +823,10 @@ static void sweep_sdpa(int which, int path, int split) {
   case_fill(&c, &d, &r);
   size_t bytes = c.nq * 2;
   if (split == 1) ctx->info.max_mem_alloc_size = 2 * (bytes / 3);
-  tabcl__sdpa_tiles t;
-  if (split == 2 && tabcl__sdpa_choose_tiles(ctx, d.dtype, d.head_dim, &t))
+  if (split == 2) {
+    const tabcl__sdpa_tiles t = tiles_in_use(ctx, &d);
     tabcl__context_set_loop_limit(ctx, 2 * tabcl__sdpa_fused_loops(&t, t.bk) + 2);
+  }
   /* builds the programs, so the sweep also covers running from the cache */
   tt_assert_ok(tabcl__sdpa_host_path(ctx, &d, c.q, c.k, c.v, c.mask, c.out, path));
   for (long n = 1; n < 10000; n++) {

@@ -113,8 +113,11 @@ typedef struct tabcl__sdpa_mma_shape {
   int qmode;   /* f32: where Q lives for the pass (MMA_QMODE) */
   int batch;   /* a tile's global loads issued together (MMA_BATCH) */
 } tabcl__sdpa_mma_shape;
+/* Key rows the tensor-core kernel takes in f32 (sdpa_mma.c says why). */
+#define TABCL__SDPA_MMA_F32_KEYS 1024
 /* Pure: 1 and fills m when the kernel may run this call on target t
-   (NVIDIA, f32, f16 or bf16 with head dim <= 128, fits local memory);
+   (NVIDIA, f32 with at most TABCL__SDPA_MMA_F32_KEYS keys a row, f16 or
+   bf16, head dim <= 128, fits local memory);
    says nothing about the device check or TABCL_SDPA_MMA. */
 int tabcl__sdpa_mma_shape_for(const tabcl__target *t, const tabcl_sdpa_desc *d,
                               tabcl__sdpa_mma_shape *m);

@@ -33,6 +33,12 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
                               tabcl__sdpa_mma_shape *m) {
   const tabcl__device_desc *dev = tg->dev;
   if (!dev->is_nvidia || d->dtype == TABCL_F64 || d->head_dim > 128 || d->head_dim < 1) return 0;
+  /* In f32 the error of the TF32 split grows with the key row (relative
+     3.6e-6 at 512 keys, 2.9e-5 at 4,096, 1.4e-4 at 20,011, 7.5e-4 at
+     100,000 on the H200, against 4e-7 to 7e-6 for the fused kernel:
+     bench/RESULTS.md, "Tensor-core f32 and long key rows"): past
+     TABCL__SDPA_MMA_F32_KEYS keys it would leave the f32 tolerance. */
+  if (d->dtype == TABCL_F32 && d->kv_len > TABCL__SDPA_MMA_F32_KEYS) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
   m->bk = keys_per_tile(tg->tune, d->dtype, m->dp);
