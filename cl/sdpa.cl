@@ -490,8 +490,6 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       for (int c = 0; c < CG; c++) vstore4(acc[i][c], i * CG + c, st + 2 * RQS);
     }
   }
-#else
-  const int more = 0;
 #endif
   // No barrier needed first: red was last read before the last P V.
   #pragma unroll
@@ -501,7 +499,10 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   #pragma unroll
   for (int i = 0; i < RQO; i++) {
     const int r = to * RQO + i;
-    if (r >= qn || more) continue;
+    if (r >= qn) continue;
+#if SDPA_SPLIT
+    if (more) continue;
+#endif
     real l = 0;
     #pragma unroll
     for (int u = 0; u < TKS; u++) l += red[r * TKS + u];
