@@ -40,11 +40,8 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
     return TABCL_OK;
   }
   if (p.path != TABCL__SDPA_FUSED) return TABCL_OK;
-  pthread_mutex_lock(&ctx->lock);
-  const int known = ctx->loop_limit_known;
-  f->loop_limit = ctx->loop_limit;
-  pthread_mutex_unlock(&ctx->lock);
-  if (!known && p.keys.loop_bound > LOOPS_UNCHECKED) return tabcl__loop_limit(ctx, &f->loop_limit);
+  if (!tabcl__loop_limit_known(ctx, &f->loop_limit) && p.keys.loop_bound > LOOPS_UNCHECKED)
+    return tabcl__loop_limit(ctx, &f->loop_limit);
   return TABCL_OK;
 }
 

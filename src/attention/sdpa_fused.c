@@ -174,11 +174,16 @@ static void loop_counts(const tabcl__sdpa_tiles *t, uint64_t *fixed, uint64_t *p
            + loop(rqs, 0) + loop(rqo, loop(tks, 0) + loop(cg, 0));  /* sums and outputs */
 }
 
+static uint64_t loops_over(const tabcl__sdpa_tiles *t, uint64_t fixed, uint64_t per_tile,
+                           int64_t keys) {
+  const uint64_t tiles = keys > 0 ? ((uint64_t)keys + (uint64_t)t->bk - 1) / (uint64_t)t->bk : 0;
+  return fixed + tiles * per_tile;
+}
+
 uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys) {
   uint64_t fixed, per_tile;
   loop_counts(t, &fixed, &per_tile);
-  const uint64_t tiles = keys > 0 ? ((uint64_t)keys + (uint64_t)t->bk - 1) / (uint64_t)t->bk : 0;
-  return fixed + tiles * per_tile;
+  return loops_over(t, fixed, per_tile, keys);
 }
 
 /* The state a work-item keeps between launches: its running maxima and
@@ -201,13 +206,13 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
                                const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t,
                                int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
   memset(ks, 0, sizeof *ks);
-  ks->loop_bound = tabcl__sdpa_fused_loops(t, d->kv_len);
+  uint64_t fixed, per_tile;
+  loop_counts(t, &fixed, &per_tile);
+  ks->loop_bound = loops_over(t, fixed, per_tile, d->kv_len);
   /* Half the limit: the count above is a bound by reading the kernel, and
      a driver may count its loops a little differently. */
   const uint64_t usable = loop_limit / 2;
   if (!loop_limit || ks->loop_bound <= usable) return 0;
-  uint64_t fixed, per_tile;
-  loop_counts(t, &fixed, &per_tile);
   if (usable <= fixed + per_tile) return -1;
   ks->key_step = (int64_t)((usable - fixed) / per_tile) * t->bk;
   const int64_t nqt = (d->q_len + t->bq - 1) / t->bq;

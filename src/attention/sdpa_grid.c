@@ -61,7 +61,6 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                           first_launch ? wait : NULL, ev ? &e : NULL, kname);
         first_launch = 0;
         if (!s) tabcl__sdpa_track(ev, e);
-        if (!ks) break;
       }
   tabcl__kernel_release(k);
   return s;

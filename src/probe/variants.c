@@ -103,7 +103,7 @@ int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void
     return 1;
   }
   const tabcl__target t = tabcl__context_target(ctx);
-  int failures0 = 0;
+  int failures = 0;
   /* Every backend this build has, the tensor-core kernel as if its check
      had passed: the probe builds what any later call could ask for. */
   tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
@@ -117,11 +117,10 @@ int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void
     }
     tabcl__clear_error();
     loop_limit = 0;
-    failures0 = 1;
+    failures = 1;
   }
   int n = tabcl__variants_collect(&t, &f, list, MAX_VARIANTS);
   if (n > MAX_VARIANTS) n = MAX_VARIANTS;
-  int failures = failures0;
   double cold = 0;
   for (int i = 0; i < n; i++) {
     const tabcl__variant *v = &list[i];

@@ -192,6 +192,8 @@ void tabcl__context_set_hash_bits(tabcl_context *ctx, unsigned bits);
    the probe's TABCL__LOOP_PROBE_N ran whole. Measured by a kernel the first
    time it is asked for, then kept in the context. */
 tabcl_status tabcl__loop_limit(tabcl_context *ctx, uint64_t *out);
+/* 1 and *out when the limit was measured (or set) already; else 0, *out 0. */
+int tabcl__loop_limit_known(tabcl_context *ctx, uint64_t *out);
 /* Test-only: the context behaves as if the probe had found `limit`. */
 void tabcl__context_set_loop_limit(tabcl_context *ctx, uint64_t limit);
 

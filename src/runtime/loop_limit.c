@@ -37,15 +37,16 @@ static tabcl_status measure(tabcl_context *ctx, uint64_t *out) {
                      "of iterations up to %u gives", ctx->info.name, (unsigned)got, (unsigned)n);
 }
 
-tabcl_status tabcl__loop_limit(tabcl_context *ctx, uint64_t *out) {
+int tabcl__loop_limit_known(tabcl_context *ctx, uint64_t *out) {
   pthread_mutex_lock(&ctx->lock);
   const int known = ctx->loop_limit_known;
-  const uint64_t v = ctx->loop_limit;
+  *out = ctx->loop_limit;
   pthread_mutex_unlock(&ctx->lock);
-  if (known) {
-    *out = v;
-    return TABCL_OK;
-  }
+  return known;
+}
+
+tabcl_status tabcl__loop_limit(tabcl_context *ctx, uint64_t *out) {
+  if (tabcl__loop_limit_known(ctx, out)) return TABCL_OK;
   /* Outside the lock: the probe builds and runs a kernel, which takes it.
      Two threads may both measure; they find the same count. */
   uint64_t got = 0;
