@@ -98,10 +98,10 @@ static void expect_uploaded(tabcl_context *ctx, const tabcl__dev_strings *d, int
   free(bytes_back);
 }
 
-/* on: as tabcl__upload_force_staging (0 = the device's own way). */
+/* on, cap: as tt_staging. */
 static tabcl_context *context_staged(int on, size_t cap) {
   tabcl_context *ctx = tt_context();
-  tabcl__upload_force_staging(ctx, on, cap);
+  tt_staging(ctx, on, cap);
   cr_assert_eq(tabcl__upload_staged(ctx), on > 0 || (on == 0 && tabcl__upload_staged(ctx)));
   return ctx;
 }
@@ -442,7 +442,7 @@ Test(oclgrind_strings, tiny_upload_keeps_the_map) {
 }
 
 #ifdef TABCL_FAULT_INJECTION
-/* on, cap: as tabcl__upload_force_staging; fresh: every run starts without a
+/* on, cap: as tt_set_staging; fresh: every run starts without a
    staging area (so its creation is swept too), else with the last run's. */
 static void sweep_upload(int which, int arrow, int on, size_t cap, int fresh) {
   tabcl_context *ctx = context_staged(on, cap);
@@ -459,7 +459,7 @@ static void sweep_upload(int which, int arrow, int on, size_t cap, int fresh) {
     tabcl__strings_release(&d);
   }
   for (long n = 1; n < 1000; n++) {
-    if (fresh) tabcl__upload_force_staging(ctx, on, cap);
+    if (fresh) tt_staging(ctx, on, cap);
     tt_live base = tt_live_now();
     tabcl__dev_strings d;
     memset(&d, 0x33, sizeof d);
@@ -530,7 +530,7 @@ static void sweep_lookup(int which, int fresh) {
   tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &out));   /* programs built */
   long n = 1;
   for (; n < 2000; n++) {
-    if (fresh) tabcl__upload_force_staging(ctx, 1, 32);
+    if (fresh) tt_staging(ctx, 1, 32);
     tt_live base = tt_live_now();
     for (int i = 0; i < 5; i++) got[i] = 77;
     tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);

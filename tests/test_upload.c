@@ -9,7 +9,7 @@
 
 static tabcl_context *context_staged(int on, size_t cap) {
   tabcl_context *ctx = tt_context();
-  tabcl__upload_force_staging(ctx, on, cap);
+  tt_staging(ctx, on, cap);
   if (on) cr_assert_eq(tabcl__upload_staged(ctx), on > 0);
   return ctx;
 }
@@ -106,7 +106,7 @@ static void sweep(int which, int download, size_t cap, int fresh) {
   tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_WRITE, N, src, &m, "test"));
   long n = 1;
   for (; n < 1000; n++) {
-    if (fresh) tabcl__upload_force_staging(ctx, 1, cap);
+    if (fresh) tt_staging(ctx, 1, cap);
     tt_live base = tt_live_now();
     cl_mem made = (cl_mem)&n;
     tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);

@@ -38,6 +38,41 @@ static tpy_strings *strings_alloc(void) {
   return (tpy_strings *)tpy_strings_type.tp_alloc(&tpy_strings_type, 0);
 }
 
+/* One pass over the items: with s NULL it counts the label bytes and the
+   nulls; with s it copies them into s's buffers, sized by the counting
+   pass (a sequence that changed in between is an error, not an overrun).
+   Returns -1 with a Python error set. */
+static int walk_labels(PyObject **items, Py_ssize_t n, PyObject *extra, tpy_strings *s,
+                       int64_t *total, int64_t *nulls) {
+  int64_t at = 0, null_count = 0;
+  if (s) s->offsets[0] = 0;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (is_null(items[i], extra)) {
+      null_count++;
+      if (s) s->offsets[i + 1] = at;
+      continue;
+    }
+    const char *p;
+    Py_ssize_t len = label_bytes(items[i], i, &p);
+    if (len < 0) return -1;
+    if (s) {
+      if (at + len > *total) {
+        PyErr_SetString(PyExc_RuntimeError, "the column changed while being read");
+        return -1;
+      }
+      if (s->validity) s->validity[i >> 3] |= (uint8_t)(1u << (i & 7));
+      if (len) memcpy(s->data + at, p, (size_t)len);
+      s->offsets[i + 1] = at + len;
+    }
+    at += len;
+  }
+  if (!s) {
+    *total = at;
+    *nulls = null_count;
+  }
+  return 0;
+}
+
 /* Strings.from_sequence(seq, nulls=()): two passes, sizes then copies, so
    the buffers are allocated once. */
 static PyObject *strings_from_sequence(PyObject *cls, PyObject *args) {
@@ -49,18 +84,9 @@ static PyObject *strings_from_sequence(PyObject *cls, PyObject *args) {
   Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
   PyObject **items = PySequence_Fast_ITEMS(fast);
   int64_t total = 0, nulls = 0;
-  for (Py_ssize_t i = 0; i < n; i++) {
-    if (is_null(items[i], extra)) {
-      nulls++;
-      continue;
-    }
-    const char *p;
-    Py_ssize_t len = label_bytes(items[i], i, &p);
-    if (len < 0) {
-      Py_DECREF(fast);
-      return NULL;
-    }
-    total += len;
+  if (walk_labels(items, n, extra, NULL, &total, &nulls) < 0) {
+    Py_DECREF(fast);
+    return NULL;
   }
   tpy_strings *self = strings_alloc();
   if (!self) {
@@ -75,27 +101,12 @@ static PyObject *strings_from_sequence(PyObject *cls, PyObject *args) {
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
-  int64_t at = 0;
-  self->offsets[0] = 0;
-  for (Py_ssize_t i = 0; i < n; i++) {
-    if (is_null(items[i], extra)) {
-      self->offsets[i + 1] = at;
-      continue;
-    }
-    if (self->validity) self->validity[i >> 3] |= (uint8_t)(1u << (i & 7));
-    const char *p;
-    Py_ssize_t len = label_bytes(items[i], i, &p);
-    if (len < 0 || at + len > total) {  /* the sequence changed under us */
-      if (len >= 0) PyErr_SetString(PyExc_RuntimeError, "the column changed while being read");
-      Py_DECREF(fast);
-      Py_DECREF(self);
-      return NULL;
-    }
-    if (len) memcpy(self->data + at, p, (size_t)len);
-    at += len;
-    self->offsets[i + 1] = at;
-  }
+  int rc = walk_labels(items, n, extra, self, &total, &nulls);
   Py_DECREF(fast);
+  if (rc < 0) {
+    Py_DECREF(self);
+    return NULL;
+  }
   self->view = (tabcl_strings_view){n, self->offsets, self->data, self->validity};
   return (PyObject *)self;
 }
@@ -107,6 +118,18 @@ static int arrow_pointers(PyObject *schema_cap, PyObject *array_cap, struct Arro
   if (!*s) return -1;
   *a = PyCapsule_GetPointer(array_cap, "arrow_array");
   return *a ? 0 : -1;
+}
+
+/* Keeps both capsules referenced from the new object (so the array, which
+   its capsule's destructor releases, outlives the view) and returns it, or
+   drops it on failure. */
+static PyObject *keep_capsules(PyObject *self, PyObject **keep, PyObject *sc, PyObject *ac) {
+  *keep = PyTuple_Pack(2, sc, ac);
+  if (!*keep) {
+    Py_DECREF(self);
+    return NULL;
+  }
+  return self;
 }
 
 /* Strings.from_arrow(schema_capsule, array_capsule): the capsules stay
@@ -127,12 +150,7 @@ static PyObject *strings_from_arrow(PyObject *cls, PyObject *args) {
     return tpy_raise(st);
   }
   self->view = self->arrow.view;
-  self->keep = PyTuple_Pack(2, sc, ac);
-  if (!self->keep) {
-    Py_DECREF(self);
-    return NULL;
-  }
-  return (PyObject *)self;
+  return keep_capsules((PyObject *)self, &self->keep, sc, ac);
 }
 
 static void strings_dealloc(tpy_strings *self) {
@@ -203,12 +221,7 @@ static PyObject *dictionary_from_arrow(PyObject *cls, PyObject *args) {
     return tpy_raise(st);
   }
   self->view = self->arrow.view;
-  self->keep = PyTuple_Pack(2, sc, ac);
-  if (!self->keep) {
-    Py_DECREF(self);
-    return NULL;
-  }
-  return (PyObject *)self;
+  return keep_capsules((PyObject *)self, &self->keep, sc, ac);
 }
 
 /* Dictionary.from_parts(categories: Strings, codes: a C-contiguous int32

@@ -163,16 +163,47 @@ static int outs_get(PyObject *list, Py_ssize_t n, const int64_t *rows, outs *o) 
   return 0;
 }
 
-/* lookup(index, [Strings], [int32 outputs]) */
-static PyObject *lookup(PyObject *self, PyObject *args) {
-  (void)self;
+/* lookup and align differ only in the column type and the call: one
+   encoder takes both, from a table row each. */
+typedef struct encode_kind {
+  const char *format; /* PyArg_ParseTuple's, with the call's name */
+  PyTypeObject *type;
+  const char *what;
+  size_t view_size;
+  /* copies the column object's view to dst; returns its row count */
+  int64_t (*view_of)(PyObject *column, void *dst);
+  tabcl_status (*call)(tabcl_category_index *idx, int ncols, const void *views, int32_t *const *out);
+} encode_kind;
+
+static int64_t strings_view_of(PyObject *column, void *dst) {
+  tabcl_strings_view *v = dst;
+  *v = ((tpy_strings *)column)->view;
+  return v->length;
+}
+
+static int64_t dictionary_view_of(PyObject *column, void *dst) {
+  tabcl_dictionary_view *v = dst;
+  *v = ((tpy_dictionary *)column)->view;
+  return v->length;
+}
+
+static tabcl_status call_lookup(tabcl_category_index *idx, int ncols, const void *views,
+                                int32_t *const *out) {
+  return tabcl_category_index_lookup(idx, ncols, views, out);
+}
+
+static tabcl_status call_align(tabcl_category_index *idx, int ncols, const void *views,
+                               int32_t *const *out) {
+  return tabcl_category_index_align(idx, ncols, views, out);
+}
+
+static PyObject *encode(PyObject *args, const encode_kind *k) {
   PyObject *index, *list, *outlist;
-  if (!PyArg_ParseTuple(args, "O!OO:lookup", &tpy_index_type, &index, &list, &outlist))
-    return NULL;
-  PyObject *cols = column_tuple(list, &tpy_strings_type, "Strings");
+  if (!PyArg_ParseTuple(args, k->format, &tpy_index_type, &index, &list, &outlist)) return NULL;
+  PyObject *cols = column_tuple(list, k->type, k->what);
   if (!cols) return NULL;
   Py_ssize_t n = PyTuple_GET_SIZE(cols);
-  tabcl_strings_view *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
+  unsigned char *views = PyMem_Calloc((size_t)(n ? n : 1), k->view_size);
   int64_t *rows = PyMem_Calloc((size_t)(n ? n : 1), sizeof *rows);
   outs o = {0, NULL, NULL};
   PyObject *ret = NULL;
@@ -180,14 +211,12 @@ static PyObject *lookup(PyObject *self, PyObject *args) {
     PyErr_NoMemory();
     goto done;
   }
-  for (Py_ssize_t i = 0; i < n; i++) {
-    views[i] = ((tpy_strings *)PyTuple_GET_ITEM(cols, i))->view;
-    rows[i] = views[i].length;
-  }
+  for (Py_ssize_t i = 0; i < n; i++)
+    rows[i] = k->view_of(PyTuple_GET_ITEM(cols, i), views + (size_t)i * k->view_size);
   if (outs_get(outlist, n, rows, &o) < 0) goto done;
   tabcl_status st;
   Py_BEGIN_ALLOW_THREADS
-  st = tabcl_category_index_lookup(((tpy_index *)index)->idx, (int)n, views, o.p);
+  st = k->call(((tpy_index *)index)->idx, (int)n, views, o.p);
   Py_END_ALLOW_THREADS
   if (st) tpy_raise(st);
   else ret = Py_NewRef(Py_None);
@@ -199,40 +228,20 @@ done:
   return ret;
 }
 
+/* lookup(index, [Strings], [int32 outputs]) */
+static PyObject *lookup(PyObject *self, PyObject *args) {
+  (void)self;
+  static const encode_kind k = {"O!OO:lookup", &tpy_strings_type, "Strings",
+                                sizeof(tabcl_strings_view), strings_view_of, call_lookup};
+  return encode(args, &k);
+}
+
 /* align(index, [Dictionary], [int32 outputs]) */
 static PyObject *align(PyObject *self, PyObject *args) {
   (void)self;
-  PyObject *index, *list, *outlist;
-  if (!PyArg_ParseTuple(args, "O!OO:align", &tpy_index_type, &index, &list, &outlist))
-    return NULL;
-  PyObject *cols = column_tuple(list, &tpy_dictionary_type, "Dictionary");
-  if (!cols) return NULL;
-  Py_ssize_t n = PyTuple_GET_SIZE(cols);
-  tabcl_dictionary_view *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
-  int64_t *rows = PyMem_Calloc((size_t)(n ? n : 1), sizeof *rows);
-  outs o = {0, NULL, NULL};
-  PyObject *ret = NULL;
-  if (!views || !rows) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  for (Py_ssize_t i = 0; i < n; i++) {
-    views[i] = ((tpy_dictionary *)PyTuple_GET_ITEM(cols, i))->view;
-    rows[i] = views[i].length;
-  }
-  if (outs_get(outlist, n, rows, &o) < 0) goto done;
-  tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = tabcl_category_index_align(((tpy_index *)index)->idx, (int)n, views, o.p);
-  Py_END_ALLOW_THREADS
-  if (st) tpy_raise(st);
-  else ret = Py_NewRef(Py_None);
-done:
-  outs_release(&o);
-  PyMem_Free(views);
-  PyMem_Free(rows);
-  Py_DECREF(cols);
-  return ret;
+  static const encode_kind k = {"O!OO:align", &tpy_dictionary_type, "Dictionary",
+                                sizeof(tabcl_dictionary_view), dictionary_view_of, call_align};
+  return encode(args, &k);
 }
 
 /* save(index, path: bytes) */

@@ -172,16 +172,6 @@ tabcl_status tabcl__staging_init(tabcl_context *ctx) {
   return TABCL_OK;
 }
 
-void tabcl__staging_configure(tabcl_context *ctx) {
-  /* upload.staging: 0 maps each buffer, 1 stages through an area of the
-     default size, a larger number stages through at most that many bytes. */
-  tabcl__staging *sg = &ctx->staging;
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_STAGING];
-  if (v == TABCL__TUNE_AUTO) return;
-  sg->force = v ? 1 : -1;
-  sg->cap = v > 1 ? (v < 16 ? 16 : (size_t)v) : STAGING_DEFAULT_CAP;
-}
-
 /* Waits for both halves and gives the area back; no failure can be
    reported from here (destroy paths), so nothing is injected. */
 static void staging_drop(tabcl_context *ctx) {
@@ -220,12 +210,18 @@ int tabcl__upload_staged(tabcl_context *ctx) {
   return force > 0 || (force == 0 && ctx->info.is_gpu && !ctx->info.is_cpu);
 }
 
-void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap) {
-  pthread_mutex_lock(&ctx->staging.lock);
+void tabcl__staging_configure(tabcl_context *ctx) {
+  /* upload.staging: 0 maps each buffer, 1 stages through an area of the
+     default size, a larger number through at most that many bytes; auto,
+     the device's own way (staging on GPUs). A changed cap takes effect at
+     the next upload: the current area goes. */
+  tabcl__staging *sg = &ctx->staging;
+  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_STAGING];
+  pthread_mutex_lock(&sg->lock);
   staging_drop(ctx);
-  ctx->staging.force = on > 0 ? 1 : on < 0 ? -1 : 0;
-  ctx->staging.cap = cap ? (cap < 16 ? 16 : cap) : STAGING_DEFAULT_CAP;
-  pthread_mutex_unlock(&ctx->staging.lock);
+  sg->force = v == TABCL__TUNE_AUTO ? 0 : v ? 1 : -1;
+  sg->cap = v > 1 ? (v < 16 ? 16 : (size_t)v) : STAGING_DEFAULT_CAP;
+  pthread_mutex_unlock(&sg->lock);
 }
 
 /* An area of at least `want` bytes (already capped). A failure leaves no

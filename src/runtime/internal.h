@@ -317,11 +317,6 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fi
                            const void *arg, const char *what);
 /* Whether tabcl__upload goes through the staging area on this context. */
 int tabcl__upload_staged(tabcl_context *ctx);
-/* Test-only: on = 1 stages uploads on any device, -1 never, 0 only on GPUs
-   (the default; not oclgrind, which is a CPU too); cap bounds the area
-   (0 = the default 64 MiB). Drops the current area so the next upload makes
-   one under the new cap. */
-void tabcl__upload_force_staging(tabcl_context *ctx, int on, size_t cap);
 /* tabcl__read through the staging area where uploads go through it (in
    chunks, the copy out of one overlapping the transfer of the next); a
    plain tabcl__read elsewhere. On failure dst's content is undefined. */
@@ -334,7 +329,8 @@ tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, s
                                        const void *src, cl_mem *out, const char *what);
 /* Context creation and destruction (context.c). */
 tabcl_status tabcl__staging_init(tabcl_context *ctx);
-/* Takes the upload.staging tuning of the context (after tabcl__tune_resolve). */
+/* Takes the upload.staging tuning of the context (after tabcl__tune_resolve
+   or tabcl__context_tune), dropping the current staging area. */
 void tabcl__staging_configure(tabcl_context *ctx);
 void tabcl__staging_destroy(tabcl_context *ctx);
 /* Staging buffers alive in the process; they are not in tabcl__mem_live,

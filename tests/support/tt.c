@@ -164,6 +164,11 @@ int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s) {
   return s == TABCL_UNSUPPORTED && name && strcmp(name, "sdpa_mma") == 0 && !ctx->info.is_nvidia;
 }
 
+void tt_staging(tabcl_context *ctx, int on, size_t cap) {
+  if (on < 0) tt_tune(ctx, "upload.staging=0");
+  else if (on > 0) tt_tune(ctx, "upload.staging=%zu", cap ? cap : (size_t)1);
+}
+
 void tt_tune(tabcl_context *ctx, const char *fmt, ...) {
   char buf[512];
   va_list ap;

@@ -17,6 +17,11 @@ tabcl_context *tt_context_with(const tabcl_options *o);
 /* Applies tuning entries ("key=value;...", printf-style) to ctx, as
    TABCL_TUNE would; the test fails if they are refused. */
 void tt_tune(tabcl_context *ctx, const char *fmt, ...) TABCL_PRINTF(2, 3);
+/* Puts an upload.staging tuning in force on ctx through tt_tune: on = 1
+   stages every upload through an area of at most cap bytes (0: the default
+   size), -1 maps every buffer, 0 leaves the device's own way. Any staging
+   area goes, so the next upload makes one afresh. */
+void tt_staging(tabcl_context *ctx, int on, size_t cap);
 /* Whether self-check i passed with status s on ctx's device: TABCL_OK, or
    TABCL_UNSUPPORTED from a vendor path's check on another vendor's device. */
 int tt_selfcheck_passed(tabcl_context *ctx, int i, tabcl_status s);
