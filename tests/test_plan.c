@@ -247,6 +247,43 @@ Test(plan, lookup_plans) {
   }
 }
 
+/* Fit and align: their groups within the device, launches within the
+   NDRange, and buffers of exactly the sizes their contents need. */
+Test(plan, fit_and_align_plans) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    tabcl__tuning tune = tuning_for(dev, NULL);
+    tabcl__target tg = {dev, &tune, 0};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+      for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 8 : 1) {
+        const int64_t labels = (int64_t)sizes[si], pairs = labels - labels / 3;
+        tabcl__fit_plan p;
+        tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, &p);
+        cr_expect_leq(p.pairs_wg, dev_wg_cap(dev), "%s", devs[i].what);
+        cr_expect_gt(p.pairs_step, 0);
+        cr_expect_leq((uint64_t)p.pairs_step, ((uint64_t)1 << 31));
+        cr_expect_eq(p.hash_bytes, (uint64_t)labels * 8);
+        cr_expect_eq(p.key_bytes, (uint64_t)pairs * 8);
+        cr_expect_eq(p.slot_bytes, (uint64_t)pairs * 4);
+        cr_expect_geq(p.vdata_bytes, (uint64_t)(labels * avg) + 8, "room for a word past the end");
+        cr_expect_eq(p.vdata_bytes % 8, 0);
+        cr_expect_eq(p.offsets_bytes, (uint64_t)(labels / 2 + 1) * 8);
+        cr_expect_geq(p.seed_tries, 1);
+        cr_expect_eq(p.largest, p.hash_bytes > p.vdata_bytes ? p.hash_bytes : p.vdata_bytes);
+        tabcl__align_plan a;
+        tabcl__align_plan_make(&tg, 3, labels, labels * avg, &a);
+        cr_expect_leq(a.gather_wg, dev_wg_cap(dev), "%s", devs[i].what);
+        cr_expect_gt(a.gather_step, 0);
+        cr_expect_leq((uint64_t)a.gather_step, ((uint64_t)1 << 31));
+        cr_expect_eq(a.table_entries, labels * avg + 3, "one -1 slot a column");
+        cr_expect_eq(a.table_bytes, (uint64_t)a.table_entries * 4);
+        cr_expect_eq(a.codes_bytes, (uint64_t)labels * 4);
+      }
+  }
+}
+
 /* Attention: the backend picked from the table, launches within the
    device's groups and local memory, host buffers within one allocation,
    f64 refused without fp64, and the build options a function of dtype and

@@ -86,6 +86,43 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
                              tabcl__lookup_plan *p);
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap);
 
+/* ---- the fit's plan (catindex_plan.c): pure, no OpenCL call ---- */
+
+/* A fit of `labels` labels (`pairs` of them present, `data_bytes` label
+   bytes, the longest column `longest_col` labels): the device scratch it
+   makes once, the pair kernel's launches, and how many seeds it may try.
+   Each seed try hashes every column (a hash plan each), forms the pairs and
+   sorts them (the sort's own plan). */
+typedef struct tabcl__fit_plan {
+  int64_t labels, pairs, data_bytes;
+  uint64_t vdata_bytes;    /* the labels on the device, zero-padded for word reads */
+  uint64_t offsets_bytes;  /* one column's offsets, at most */
+  uint64_t hash_bytes;     /* a hash per label */
+  uint64_t slot_bytes;     /* a slot per present label, and the pairs' values */
+  uint64_t key_bytes;      /* the pairs' keys */
+  size_t pairs_wg;         /* catindex_pairs: one work-item a pair */
+  int64_t pairs_step;      /* pairs a launch */
+  int seed_tries;          /* seeds 0 .. seed_tries - 1, then collisions are kept */
+  uint64_t largest;        /* the largest of the buffers above */
+} tabcl__fit_plan;
+void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
+                          int64_t data_bytes, int64_t longest_col, tabcl__fit_plan *p);
+void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap);
+
+/* An align of `rows` input codes over `ncols` columns with `categories`
+   categories in all: the category table (a block per column, each ending
+   in a -1 slot) is filled by the lookup's own plans, then one gather maps
+   every row's code through it. */
+typedef struct tabcl__align_plan {
+  int64_t rows, table_entries;
+  uint64_t table_bytes, codes_bytes; /* the table; the input and output codes each */
+  size_t gather_wg;                  /* catindex_align_gather: one work-item a row */
+  int64_t gather_step;               /* rows a launch */
+} tabcl__align_plan;
+void tabcl__align_plan_make(const tabcl__target *t, int ncols, int64_t rows, int64_t categories,
+                            tabcl__align_plan *p);
+void tabcl__align_plan_print(const tabcl__align_plan *p, char *buf, size_t cap);
+
 /* The checksum a saved index ends with, over the n bytes before it (tests
    use it to build files whose checksum holds but whose contents do not). */
 uint64_t tabcl__catindex_file_checksum(const uint8_t *p, size_t n);

@@ -50,10 +50,10 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     tabcl__free(longest);
     return st;
   }
-  int64_t rows = 0, tsize = 0;
+  int64_t rows = 0, categories = 0;
   for (int c = 0; c < ncols; c++) {
     rows += inputs[c].length;
-    tsize += inputs[c].categories.length + 1;
+    categories += inputs[c].categories.length;
   }
   tabcl__clear_error();
   if (!rows) {
@@ -61,6 +61,10 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     return TABCL_OK;
   }
   tabcl_context *ctx = idx->ctx;
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__align_plan plan;
+  tabcl__align_plan_make(&tg, ncols, rows, categories, &plan);
+  const int64_t tsize = plan.table_entries;
   const tabcl_strings_view **views = tabcl__calloc((size_t)ncols, sizeof *views);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
   int64_t *tbase = tabcl__calloc((size_t)ncols + 1, sizeof *tbase);
@@ -92,8 +96,8 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
       goto done;
     }
     for (int64_t i = 0; i < tsize; i++) minus[i] = -1;
-    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)tsize * 4,
-                              minus, &table, "align table");
+    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              (size_t)plan.table_bytes, minus, &table, "align table");
     tabcl__free(minus);
     if (st) goto done;
   }
@@ -103,16 +107,18 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   }
   if ((st = tabcl__catindex_lookup_views(idx, views, longest, outs, tbase, fn))) goto done;
   const cl_mem_flags ro = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
-  if ((st = tabcl__buffer_create(ctx, ro, (size_t)rows * 4, in_codes, &din, "align input codes")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &dout,
+  if ((st = tabcl__buffer_create(ctx, ro, (size_t)plan.codes_bytes, in_codes, &din,
+                                 "align input codes")) ||
+      (st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)plan.codes_bytes, NULL, &dout,
                                  "align codes")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, rowstart, &drow,
                                  "align row starts")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, tbase, &dtb, "align blocks")) ||
       (st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_align_gather", &k)))
     goto done;
-  size_t wg = tabcl__wg_size(ctx, k, 256);
-  int64_t step = tabcl__slice_items_ctx(ctx, 0, 1);
+  /* The plan's group size, lowered where the kernel allows fewer. */
+  size_t wg = tabcl__wg_size(ctx, k, plan.gather_wg);
+  int64_t step = plan.gather_step;
   cl_int nc = ncols;
   for (int64_t first = 0; first < rows && !st; first += step) {
     int64_t count = rows - first < step ? rows - first : step;

@@ -159,6 +159,7 @@ typedef struct fit_scratch {
   uint32_t *pv;
   int64_t *seg;             /* ncols + 1: each column's first pair */
   int64_t npairs;
+  tabcl__fit_plan plan;     /* its sizes and the pair kernel's launches */
 } fit_scratch;
 
 static void scratch_free(fit_scratch *s, int ncols) {
@@ -206,6 +207,9 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
     for (int64_t i = 0; i < col->length; i++) np += present(col, i);
   }
   s->npairs = np;
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, &s->plan);
+  const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
   int split = idx->ncols > 1;
   s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
@@ -234,8 +238,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   s->seg[idx->ncols] = j;
   tabcl_status st;
   /* The index's device copy of the labels, zero-padded as idx->data is. */
-  if ((st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
-                                      tabcl__round_up((size_t)idx->data_bytes, 8) + 8, idx->data,
+  if ((st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)p->vdata_bytes, idx->data,
                                       &idx->vdata, "index bytes")))
     return st;
   int64_t *tmp = NULL;
@@ -262,12 +265,14 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   }
   tabcl__free(tmp);
   if (st) return st;
-  size_t labels = (size_t)idx->labels;
-  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, labels * 8, NULL, &s->hash, "fit hashes")) ||
-      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)np * 4, s->hslots,
+  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->hash_bytes, NULL, &s->hash,
+                                  "fit hashes")) ||
+      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)p->slot_bytes, s->hslots,
                                       &s->slots, "fit slots")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)np * 8, NULL, &s->keys, "fit keys")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)np * 4, NULL, &s->vals, "fit values")))
+      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->key_bytes, NULL, &s->keys,
+                                  "fit keys")) ||
+      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->slot_bytes, NULL, &s->vals,
+                                  "fit values")))
     return st;
   return TABCL_OK;
 }
@@ -286,8 +291,9 @@ static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uin
   }
   cl_kernel k = NULL;
   if ((st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_pairs", &k))) return st;
-  size_t wg = tabcl__wg_size(ctx, k, 256);
-  int64_t step = tabcl__slice_items_ctx(ctx, 0, 1);
+  /* The plan's group size, lowered where the kernel allows fewer. */
+  size_t wg = tabcl__wg_size(ctx, k, s->plan.pairs_wg);
+  int64_t step = s->plan.pairs_step;
   int64_t n = s->npairs;
   for (int64_t first = 0; first < n && !st; first += step) {
     int64_t count = n - first < step ? n - first : step;
@@ -481,7 +487,7 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
   if ((st = copy_vocabularies(idx, v, fn)) || (st = scratch_init(idx, &s, fn))) goto done;
   /* Seed 0, 1, 2, ... until no column has two distinct labels of equal hash;
      past the bound the last seed stays and lookups confirm every candidate. */
-  for (uint64_t seed = 0; seed < TABCL__CATINDEX_SEED_TRIES; seed++) {
+  for (uint64_t seed = 0; seed < (uint64_t)s.plan.seed_tries; seed++) {
     idx->seed = seed;
     if ((st = hash_and_sort(idx, &s, seed))) goto done;
     idx->collisions = has_collision(idx, &s);

@@ -1,4 +1,4 @@
-/* The plans of lookup and align: kernels, work-group sizes and slices
+/* The plans of fit, lookup and align: kernels, work-group sizes and slices
  * from the device, the tuning table and the sizes alone. No OpenCL call:
  * planner tests run them for hand-written devices. */
 #include <stdio.h>
@@ -38,4 +38,54 @@ void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap
     snprintf(buf, cap, "%lld rows, %lld bytes: catindex_lookup_item (groups of %zu, %lld rows a "
              "launch)", (long long)p->rows, (long long)p->bytes, p->item_wg,
              (long long)p->item_step);
+}
+
+void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
+                          int64_t data_bytes, int64_t longest_col, tabcl__fit_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->labels = labels;
+  p->pairs = pairs;
+  p->data_bytes = data_bytes;
+  p->vdata_bytes = tabcl__round_up((size_t)data_bytes, 8) + 8;
+  p->offsets_bytes = ((uint64_t)longest_col + 1) * 8;
+  p->hash_bytes = (uint64_t)labels * 8;
+  p->slot_bytes = (uint64_t)pairs * 4;
+  p->key_bytes = (uint64_t)pairs * 8;
+  p->pairs_wg = tabcl__plan_wg(t->dev, 256);
+  p->pairs_step = tabcl__slice_items(t, 0, 1);
+  p->seed_tries = TABCL__CATINDEX_SEED_TRIES;
+  const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes, p->slot_bytes,
+                            p->key_bytes};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    if (sizes[i] > p->largest) p->largest = sizes[i];
+}
+
+void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "%lld labels (%lld present), %lld bytes: labels %llu B, hashes %llu B, keys %llu B "
+           "on the device; up to %d seeds, each hashing every column, catindex_pairs (groups of "
+           "%zu, %lld pairs a launch) and the sort of the pairs",
+           (long long)p->labels, (long long)p->pairs, (long long)p->data_bytes,
+           (unsigned long long)p->vdata_bytes, (unsigned long long)p->hash_bytes,
+           (unsigned long long)p->key_bytes, p->seed_tries, p->pairs_wg,
+           (long long)p->pairs_step);
+}
+
+void tabcl__align_plan_make(const tabcl__target *t, int ncols, int64_t rows, int64_t categories,
+                            tabcl__align_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->rows = rows;
+  p->table_entries = categories + ncols;
+  p->table_bytes = (uint64_t)p->table_entries * 4;
+  p->codes_bytes = (uint64_t)rows * 4;
+  p->gather_wg = tabcl__plan_wg(t->dev, 256);
+  p->gather_step = tabcl__slice_items(t, 0, 1);
+}
+
+void tabcl__align_plan_print(const tabcl__align_plan *p, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "%lld rows: the lookup of the categories into a table of %lld entries (%llu B), then "
+           "catindex_align_gather (groups of %zu, %lld rows a launch)",
+           (long long)p->rows, (long long)p->table_entries, (unsigned long long)p->table_bytes,
+           p->gather_wg, (long long)p->gather_step);
 }
