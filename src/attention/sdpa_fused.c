@@ -148,28 +148,49 @@ void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int s
    n trips, their bodies, and one more for entering it. */
 static uint64_t loop(uint64_t n, uint64_t body) { return n * (body + 1) + 1; }
 
+/* The sizes cl/sdpa.cl derives from the tiles (its macros of the same
+   names): query rows and key columns a work-item holds of a score tile,
+   output rows and float4 columns it holds of the output block, and the
+   other loop trip counts of sdpa_fused. */
+typedef struct derived {
+  uint64_t tqs, rqs, rks, dp4, cg, tqo, rqo, kc4, nkc, nvc, nj4, lpt, tks;
+} derived;
+
+static derived derive(const tabcl__sdpa_tiles *t) {
+  derived z;
+  z.tks = (uint64_t)t->tks;
+  z.tqs = (uint64_t)(t->nt / t->tks);
+  z.rqs = (uint64_t)t->bq / z.tqs;
+  z.rks = (uint64_t)(t->bk / t->tks);
+  z.dp4 = (uint64_t)t->dp / 4;
+  z.cg = z.dp4 / (uint64_t)t->tc;
+  z.tqo = (uint64_t)(t->nt / t->tc);
+  z.rqo = (uint64_t)t->bq / z.tqo;
+  z.kc4 = (uint64_t)t->kc / 4;
+  z.nkc = (uint64_t)(t->dp / t->kc);
+  z.nvc = (uint64_t)(t->bk / t->vk);
+  z.nj4 = (uint64_t)(t->vk + 3) / 4;
+  z.lpt = (uint64_t)share_of_chunk(t);
+  return z;
+}
+
 /* Mirrors the loops of sdpa_fused in cl/sdpa.cl, with the names used there;
    a loop the compiler unrolls counts as if it did not. */
 static void loop_counts(const tabcl__sdpa_tiles *t, uint64_t *fixed, uint64_t *per_tile) {
-  const uint64_t tqs = (uint64_t)(t->nt / t->tks), rqs = (uint64_t)t->bq / tqs,
-                 rks = (uint64_t)(t->bk / t->tks), dp4 = (uint64_t)t->dp / 4,
-                 cg = dp4 / (uint64_t)t->tc, tqo = (uint64_t)(t->nt / t->tc),
-                 rqo = (uint64_t)t->bq / tqo, kc4 = (uint64_t)t->kc / 4,
-                 nkc = (uint64_t)(t->dp / t->kc), nvc = (uint64_t)(t->bk / t->vk),
-                 nj4 = (uint64_t)(t->vk + 3) / 4, lpt = (uint64_t)share_of_chunk(t),
-                 tks = (uint64_t)t->tks;
-  const uint64_t chunk = loop(lpt, 0);   /* a fill or a prefetch of a K or V chunk */
-  const uint64_t qk_full = loop(kc4, loop(rqs, 0) + loop(rks, 0) + loop(rqs, loop(rks, 0)));
-  const uint64_t qk_part = loop(kc4, loop(rqs, 0) + loop(rks, loop(rqs, 0)));
+  const derived z = derive(t);
+  const uint64_t rqs = z.rqs, rks = z.rks, rqo = z.rqo, cg = z.cg, tks = z.tks;
+  const uint64_t chunk = loop(z.lpt, 0);   /* a fill or a prefetch of a K or V chunk */
+  const uint64_t qk_full = loop(z.kc4, loop(rqs, 0) + loop(rks, 0) + loop(rqs, loop(rks, 0)));
+  const uint64_t qk_part = loop(z.kc4, loop(rqs, 0) + loop(rks, loop(rqs, 0)));
   const uint64_t qk = qk_full > qk_part ? qk_full : qk_part;
   const uint64_t state = loop(rqs, 0) + loop(rqo, loop(cg, 0));  /* init, load or save */
   *per_tile = 1 + loop(rqs, loop(rks, 0))                      /* s = 0 */
-              + loop(nkc, 2 * chunk + qk)                      /* S = Q K^T */
+              + loop(z.nkc, 2 * chunk + qk)                    /* S = Q K^T */
               + loop(rqs, loop(rks, 0))                        /* masks and maxima */
               + loop(rqs, loop(tks, 0) + loop(rks, 0))         /* softmax */
-              + loop(nvc, 2 * chunk + loop(rqo, loop(cg, 0)) + /* P V */
-                              loop(nj4, loop(4, loop(rqo, 0) + loop(cg, loop(rqo, 0)))));
-  *fixed = loop(((uint64_t)t->bq * dp4 + (uint64_t)t->nt - 1) / (uint64_t)t->nt, 0) /* Q */
+              + loop(z.nvc, 2 * chunk + loop(rqo, loop(cg, 0)) + /* P V */
+                                loop(z.nj4, loop(4, loop(rqo, 0) + loop(cg, loop(rqo, 0)))));
+  *fixed = loop(((uint64_t)t->bq * z.dp4 + (uint64_t)t->nt - 1) / (uint64_t)t->nt, 0) /* Q */
            + 3 * state + chunk + 1                                  /* init, load, save */
            + loop(rqs, 0) + loop(rqo, loop(tks, 0) + loop(cg, 0));  /* sums and outputs */
 }
@@ -189,10 +210,8 @@ uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys) {
 /* The state a work-item keeps between launches: its running maxima and
    sums (RQS each) and its output block (RQO x CG float4), in real. */
 static uint64_t group_state_bytes(tabcl_dtype dt, const tabcl__sdpa_tiles *t) {
-  const uint64_t tqs = (uint64_t)(t->nt / t->tks), rqs = (uint64_t)t->bq / tqs,
-                 cg = (uint64_t)t->dp / 4 / (uint64_t)t->tc,
-                 rqo = (uint64_t)t->bq / (uint64_t)(t->nt / t->tc);
-  return (uint64_t)t->nt * (2 * rqs + 4 * rqo * cg) * (dt == TABCL_F64 ? 8 : 4);
+  const derived z = derive(t);
+  return (uint64_t)t->nt * (2 * z.rqs + 4 * z.rqo * z.cg) * (dt == TABCL_F64 ? 8 : 4);
 }
 
 /* The most one launch's state may take: a quarter of an allocation, at most
