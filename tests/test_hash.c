@@ -120,8 +120,8 @@ Test(hash_host, column_seed_and_mask) {
 
 /* Hashes column v on the device and checks every present label against
    libxxhash (and null slots only for being written without a fault). */
-static void check_device(tabcl_context *ctx, const tabcl_strings_view *v, int col, uint64_t seed,
-                         uint64_t mask, size_t out_offset) {
+static void check_device_once(tabcl_context *ctx, const tabcl_strings_view *v, int col,
+                              uint64_t seed, uint64_t mask, size_t out_offset) {
   tabcl__dev_strings d;
   memset(&d, 0, sizeof d);
   tt_assert_ok(tabcl__strings_upload(ctx, v, &d));
@@ -153,6 +153,19 @@ static void check_device(tabcl_context *ctx, const tabcl_strings_view *v, int co
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   free(got);
+}
+
+/* check_device_once under both plans: the one the table gives ctx's
+   device, and the other (the GPU kernels, as tuned, on a CPU; hash_serial
+   on a GPU), so each runs on every device the suite runs on. */
+static void check_device(tabcl_context *ctx, const tabcl_strings_view *v, int col, uint64_t seed,
+                         uint64_t mask, size_t out_offset) {
+  const int64_t serial = ctx->tune.value[TABCL__TUNE_HASH_SERIAL];
+  cr_assert_neq(serial, TABCL__TUNE_AUTO, "the table gives hash.serial a value everywhere");
+  check_device_once(ctx, v, col, seed, mask, out_offset);
+  tt_tune(ctx, "hash.serial=%d", serial > 0 ? 0 : 3);
+  check_device_once(ctx, v, col, seed, mask, out_offset);
+  tt_tune(ctx, "hash.serial=%lld", (long long)serial);
 }
 
 Test(hash_device, every_length_to_300_unaligned) {
@@ -281,9 +294,17 @@ Test(hash_device, huge_among_short) {
   }
   tabcl_strings_view v = tt_view(&s);
   tabcl_stats before, after;
+  const int64_t serial = ctx->tune.value[TABCL__TUNE_HASH_SERIAL];
+  /* the CPU plan: one launch of hash_serial takes every label */
+  tt_tune(ctx, "hash.serial=4");
+  tabcl_context_stats(ctx, &before);
+  check_device_once(ctx, &v, 0, 5, ~0ULL, 0);
+  tabcl_context_stats(ctx, &after);
+  cr_expect_eq(after.kernel_launches - before.kernel_launches, 1);
+  tt_tune(ctx, "hash.serial=0");
   hash_variants(ctx, 1, 1, 0, 0);
   tabcl_context_stats(ctx, &before);
-  check_device(ctx, &v, 0, 5, ~0ULL, 0);
+  check_device_once(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   /* one work-item a label, the (empty) team pass, and the huge label's
      block pass and chain pass */
@@ -291,10 +312,11 @@ Test(hash_device, huge_among_short) {
   /* hash_big takes the huge label in one pass */
   hash_variants(ctx, 0, 2, 0, 0);
   tabcl_context_stats(ctx, &before);
-  check_device(ctx, &v, 0, 5, ~0ULL, 0);
+  check_device_once(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
   hash_variants(ctx, 0, 0, 0, 0);
+  tt_tune(ctx, "hash.serial=%lld", (long long)serial);
   tt_strings_free(&s);
 
   hash_tune(ctx, 1500, 8);

@@ -66,6 +66,37 @@ static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl
   return st;
 }
 
+/* The CPU plan: hash_serial alone, one launch a slice. */
+static tabcl_status hash_serial(tabcl_context *ctx, const tabcl__dev_strings *s,
+                                const tabcl__hash_plan *p, uint64_t xseed, uint64_t mask,
+                                cl_mem out, size_t out_offset, cl_uint nwait,
+                                const cl_event *wait, cl_event *ev) {
+  cl_kernel k = NULL;
+  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, p->serial_kernel, &k);
+  size_t wg = k ? tabcl__wg_size(ctx, k, p->wg_serial) : 1;
+  const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset;
+  const cl_uint run = p->serial_run;
+  for (int64_t base = 0; !st && base < s->length; base += p->slice) {
+    const int64_t n = s->length - base < p->slice ? s->length - base : p->slice;
+    const uint64_t ubase = (uint64_t)base;
+    const cl_uint count = (cl_uint)n;
+    const int first = base == 0, last = base + n >= s->length;
+    st = TABCL_SET_ARGS(k, p->serial_kernel, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
+                        TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
+                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(run));
+    size_t global = tabcl__round_up(((size_t)n + run - 1) / run, wg);
+    if (!st)
+      st = tabcl__launch(ctx, k, 1, &global, &wg, first ? nwait : 0, first ? wait : NULL,
+                         last ? ev : NULL, p->serial_kernel);
+  }
+  if (st && ev && *ev) {
+    clReleaseEvent(*ev);
+    *ev = NULL;
+  }
+  tabcl__kernel_release(k);
+  return st;
+}
+
 tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev) {
@@ -84,6 +115,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
   tabcl__hash_plan p;
   tabcl__target tg = tabcl__context_target(ctx);
   tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
+  if (p.serial_kernel) return hash_serial(ctx, s, &p, xseed, mask, out, out_offset, nwait, wait, ev);
   const int64_t gmin = p.group_min, per = p.slice;
   const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;
   const int team_all = p.team_all, list_huge = p.list_huge, lists = p.lists, big = p.big;

@@ -51,6 +51,11 @@ typedef struct tabcl__hash_plan {
   unsigned span_log2;         /* hash_units: 2^span teams a label */
   uint32_t mid_cap, huge_cap; /* entries of the long- and huge-label lists */
   uint64_t block_sum_bytes, tail_sum_bytes;
+  /* hash.serial (CPUs): hash_serial alone, one work-item a run of
+     serial_run labels, groups of wg_serial; every kernel name above NULL. */
+  const char *serial_kernel;
+  uint32_t serial_run;
+  size_t wg_serial;
 } tabcl__hash_plan;
 
 /* The plan for a column of length labels, bytes bytes and a longest label

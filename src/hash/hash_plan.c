@@ -22,11 +22,23 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   p->length = length;
   p->bytes = bytes;
   if (length <= 0) return;
+  p->slice = tabcl__slice_items(tg, sizeof(uint64_t), 1);
+  /* A CPU (hash.serial): a work-item hashes a run of labels whole, one
+     after another; runs enough for hash.serial work-items a compute unit
+     in a launch, so the threads share the work whatever the lengths. */
+  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_HASH_SERIAL, 0);
+  if (serial > 0) {
+    const int64_t n = length < p->slice ? length : p->slice;
+    const int64_t items = (int64_t)(dev->compute_units ? dev->compute_units : 1) * serial;
+    p->serial_kernel = "hash_serial";
+    p->serial_run = (uint32_t)((n + items - 1) / items);
+    p->wg_serial = 1;
+    return;
+  }
   p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN, 8192);
   const int any_long = max_label > TABCL__HASH_SHORT_MAX;
   p->any_long = any_long;
   p->any_huge = max_label >= p->group_min;
-  p->slice = tabcl__slice_items(tg, sizeof(uint64_t), 1);
   /* A column of mostly huge labels (an average of group_min bytes or
      more) goes straight to the block kernels, which take every label of
      group_min bytes or more themselves (direct), and the team kernel
@@ -119,6 +131,12 @@ size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t 
 void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
   if (p->length <= 0) {
     snprintf(buf, cap, "empty column: a marker only");
+    return;
+  }
+  if (p->serial_kernel) {
+    snprintf(buf, cap, "%lld labels, %lld bytes: %s (groups of %zu, %u labels a work-item); "
+             "%lld labels a launch", (long long)p->length, (long long)p->bytes, p->serial_kernel,
+             p->wg_serial, p->serial_run, (long long)p->slice);
     return;
   }
   int n = snprintf(buf, cap, "%lld labels, %lld bytes:", (long long)p->length,

@@ -44,6 +44,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_GLOBAL, "256", R("sort.global")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_PAIRS, "32", R("sort.pairs")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_MAX_ITEMS, "1073741824", R("limits")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_SERIAL, "0", R("hash on a CPU")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_HASH_SERIAL, "8", R("hash on a CPU")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_TEAM_AVG, "48", R("hash.team_avg")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_HASH_TEAM_AVG, "240", R("hash.team_avg")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_GROUP_MIN, "8192", R("hash.group_min")},

@@ -30,6 +30,8 @@ struct tabcl__device_desc;
   X(SORT_PAIRS, "sort.pairs", POW2, 2, 32, "pairs a work-item of a register pass holds")         \
   X(SORT_MAX_ITEMS, "sort.max_items", INT, 1, 1073741824,                                       \
     "work-items one sort launch may take (tests set it low to force splits)")                    \
+  X(HASH_SERIAL, "hash.serial", INT, 0, 1024,                                                   \
+    "0: the GPU hash kernels; N: one work-item a run of labels, N work-items a compute unit")    \
   X(HASH_TEAM_AVG, "hash.team_avg", INT, 0, 1048576,                                            \
     "average label bytes above which teams of lanes hash every label")                           \
   X(HASH_GROUP_MIN, "hash.group_min", INT, 241, 1099511627776LL,                                \
