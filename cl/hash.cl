@@ -1,7 +1,12 @@
 // XXH3-64 of every label of a string column (the published algorithm,
 // checked bit for bit against libxxhash by the tests).
 //
-// Three stages share the work so that no label keeps the device waiting:
+// On a CPU (the hash.serial tuning) one kernel does it all: hash_serial,
+// one work-item a run of labels, built with -DHASH_SERIAL_ONLY=1 so that
+// the GPU kernels below are not compiled at all.
+//
+// On a GPU three stages share the work so that no label keeps the device
+// waiting:
 //   hash_short  one work-item per label of <= 240 bytes (XXH3's short
 //               paths); hash_short_list, its twin for columns with longer
 //               labels, lists those for the other two.
@@ -173,6 +178,83 @@ inline ulong xxh_span(__global const long *offsets, ulong i, ulong nbytes, ulong
   return pos;
 }
 
+// Shared by the CPU plan and the GPU kernels: the scramble between blocks.
+inline ulong xxh_scramble(ulong a, ulong key) {
+  a ^= a >> 47;
+  a ^= key;
+  return a * XXH_P32_1;
+}
+
+// ---- The CPU plan: one work-item, many labels -------------------------
+//
+// On a CPU a work-item is a loop iteration of one thread: teams of lanes,
+// local memory and barriers cost there and buy nothing. hash_serial gives
+// each work-item `run` consecutive labels and hashes each whole, the short
+// paths as above and the long one with all eight accumulators in the
+// work-item, the derived secret in private memory.
+
+// The derived secret (see xxh_derive) read at any byte offset.
+inline ulong xxh_psec(const ulong *sec, uint off) {
+  return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
+}
+
+// The eight accumulators through one stripe at byte `pos`, keyed from
+// word k of the secret (stripe s of a block: k = s).
+inline void xxh_stripe8(__global const ulong *w, ulong pos, const ulong *key, ulong *acc) {
+  ulong q = pos >> 3;
+  uint r = (uint)(pos & 7) * 8;
+  ulong prev = w[q];
+  for (uint i = 0; i < 8; i++) {
+    ulong next = w[q + i + 1];
+    ulong v = xxh_join(prev, next, r);
+    prev = next;
+    ulong d = v ^ key[i];
+    acc[i ^ 1] += v;
+    acc[i] += (ulong)(uint)d * (ulong)(uint)(d >> 32);
+  }
+}
+
+// XXH3-64 of a label of more than 240 bytes, in one work-item.
+ulong xxh_long_serial(__global const ulong *w, const ulong *sec, ulong pos, ulong len) {
+  ulong acc[8];
+  for (uint i = 0; i < 8; i++) acc[i] = xxh_init[i];
+  ulong blocks = (len - 1) / XXH_BLOCK;
+  for (ulong b = 0; b < blocks; b++) {
+    for (uint s = 0; s < 16; s++) xxh_stripe8(w, pos + b * XXH_BLOCK + 64 * s, sec + s, acc);
+    for (uint i = 0; i < 8; i++) acc[i] = xxh_scramble(acc[i], sec[16 + i]);
+  }
+  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+  for (uint s = 0; s < tail; s++) xxh_stripe8(w, pos + blocks * XXH_BLOCK + 64 * s, sec + s, acc);
+  ulong last[8];
+  for (uint i = 0; i < 8; i++) last[i] = xxh_psec(sec, 121 + 8 * i);
+  xxh_stripe8(w, pos + len - 64, last, acc);
+  ulong h = len * XXH_P64_1;
+  for (uint i = 0; i < 4; i++)
+    h += xxh_fold(acc[2 * i] ^ xxh_psec(sec, 11 + 16 * i), acc[2 * i + 1] ^ xxh_psec(sec, 19 + 16 * i));
+  return xxh3_avalanche(h);
+}
+
+__kernel void hash_serial(__global const ulong *w, __global const long *offsets, ulong base,
+                          uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
+                          ulong nbytes, uint run) {
+  uint first = (uint)get_global_id(0) * run;
+  if (first >= count) return;
+  uint end = count - first < run ? count : first + run;
+  ulong sec[24];
+  for (uint i = 0; i < 24; i++) sec[i] = xxh_secret[i] + ((i & 1) ? (ulong)0 - seed : seed);
+  for (uint i = first; i < end; i++) {
+    ulong len;
+    ulong pos = xxh_span(offsets, base + i, nbytes, &len);
+    ulong h = len <= XXH_SHORT_MAX ? xxh_short(w, pos, (uint)len, seed)
+                                   : xxh_long_serial(w, sec, pos, len);
+    out[out_off + base + i] = h & mask;
+  }
+}
+
+
+// ---- The GPU kernels (every build but the CPU plan's) ------------------
+#ifndef HASH_SERIAL_ONLY
+
 // A column whose labels are all <= 240 bytes: no lists, no barriers.
 __kernel void hash_short(__global const ulong *w, __global const long *offsets, ulong base,
                          uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
@@ -267,12 +349,6 @@ void xxh_stripes(__global const ulong *w, __local const ulong *sec, ulong pos, u
 void xxh_block(__global const ulong *w, __local const ulong *sec, ulong pos, uint p, ulong *a0,
                ulong *a1) {
   xxh_stripes(w, sec, pos, 16, p, a0, a1);
-}
-
-inline ulong xxh_scramble(ulong a, ulong key) {
-  a ^= a >> 47;
-  a ^= key;
-  return a * XXH_P32_1;
 }
 
 // Lane p's part of the final merge of accumulators 2p and 2p+1.
@@ -935,69 +1011,4 @@ __kernel void hash_pair_all(__global const ulong *w, __global const long *offset
     }
   }
 }
-
-// ---- The CPU plan: one work-item, many labels -------------------------
-//
-// On a CPU a work-item is a loop iteration of one thread: teams of lanes,
-// local memory and barriers cost there and buy nothing. hash_serial gives
-// each work-item `run` consecutive labels and hashes each whole, the short
-// paths as above and the long one with all eight accumulators in the
-// work-item, the derived secret in private memory.
-
-// The derived secret (see xxh_derive) read at any byte offset.
-inline ulong xxh_psec(const ulong *sec, uint off) {
-  return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
-}
-
-// The eight accumulators through one stripe at byte `pos`, keyed from
-// word k of the secret (stripe s of a block: k = s).
-inline void xxh_stripe8(__global const ulong *w, ulong pos, const ulong *key, ulong *acc) {
-  ulong q = pos >> 3;
-  uint r = (uint)(pos & 7) * 8;
-  ulong prev = w[q];
-  for (uint i = 0; i < 8; i++) {
-    ulong next = w[q + i + 1];
-    ulong v = xxh_join(prev, next, r);
-    prev = next;
-    ulong d = v ^ key[i];
-    acc[i ^ 1] += v;
-    acc[i] += (ulong)(uint)d * (ulong)(uint)(d >> 32);
-  }
-}
-
-// XXH3-64 of a label of more than 240 bytes, in one work-item.
-ulong xxh_long_serial(__global const ulong *w, const ulong *sec, ulong pos, ulong len) {
-  ulong acc[8];
-  for (uint i = 0; i < 8; i++) acc[i] = xxh_init[i];
-  ulong blocks = (len - 1) / XXH_BLOCK;
-  for (ulong b = 0; b < blocks; b++) {
-    for (uint s = 0; s < 16; s++) xxh_stripe8(w, pos + b * XXH_BLOCK + 64 * s, sec + s, acc);
-    for (uint i = 0; i < 8; i++) acc[i] = xxh_scramble(acc[i], sec[16 + i]);
-  }
-  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-  for (uint s = 0; s < tail; s++) xxh_stripe8(w, pos + blocks * XXH_BLOCK + 64 * s, sec + s, acc);
-  ulong last[8];
-  for (uint i = 0; i < 8; i++) last[i] = xxh_psec(sec, 121 + 8 * i);
-  xxh_stripe8(w, pos + len - 64, last, acc);
-  ulong h = len * XXH_P64_1;
-  for (uint i = 0; i < 4; i++)
-    h += xxh_fold(acc[2 * i] ^ xxh_psec(sec, 11 + 16 * i), acc[2 * i + 1] ^ xxh_psec(sec, 19 + 16 * i));
-  return xxh3_avalanche(h);
-}
-
-__kernel void hash_serial(__global const ulong *w, __global const long *offsets, ulong base,
-                          uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                          ulong nbytes, uint run) {
-  uint first = (uint)get_global_id(0) * run;
-  if (first >= count) return;
-  uint end = count - first < run ? count : first + run;
-  ulong sec[24];
-  for (uint i = 0; i < 24; i++) sec[i] = xxh_secret[i] + ((i & 1) ? (ulong)0 - seed : seed);
-  for (uint i = first; i < end; i++) {
-    ulong len;
-    ulong pos = xxh_span(offsets, base + i, nbytes, &len);
-    ulong h = len <= XXH_SHORT_MAX ? xxh_short(w, pos, (uint)len, seed)
-                                   : xxh_long_serial(w, sec, pos, len);
-    out[out_off + base + i] = h & mask;
-  }
-}
+#endif  // HASH_SERIAL_ONLY

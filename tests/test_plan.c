@@ -213,6 +213,21 @@ Test(plan, hash_plans) {
           cr_expect_leq((uint64_t)p.huge_cap * 4, dev->max_mem_alloc_size);
           cr_expect_leq(p.huge_cap, (uint64_t)p.slice);
           cr_expect_leq(p.mid_cap, (uint64_t)p.slice);
+          /* the CPU plan (the table's hash.serial for CPUs): hash_serial
+             alone, runs that cover a launch's labels with the work-items
+             hash.serial asks for a compute unit */
+          cr_expect_eq(p.serial_kernel != NULL, dev->is_cpu, "%s", devs[i].what);
+          if (p.serial_kernel) {
+            const int64_t per_launch = n < p.slice ? n : p.slice;
+            const int64_t items = (int64_t)dev->compute_units * tune.value[TABCL__TUNE_HASH_SERIAL];
+            cr_expect_geq((int64_t)p.serial_run * items, per_launch);
+            cr_expect_lt((int64_t)(p.serial_run - 1) * items, per_launch);
+            cr_expect_eq(p.wg_serial, 1);
+            cr_expect_str_eq(p.options, "-DHASH_SERIAL_ONLY=1");
+            cr_expect(!p.short_kernel && !p.team_kernel && !p.units_kernel && !p.chain_kernel);
+            continue;
+          }
+          cr_expect_null(p.options, "GPU kernels come from the program's default build");
           cr_expect_eq(p.any_huge, max >= p.group_min);
           cr_expect_eq(p.short_kernel == NULL, p.team_all);
           if (p.any_huge) cr_expect_not_null(p.units_kernel);

@@ -72,7 +72,7 @@ static tabcl_status hash_serial(tabcl_context *ctx, const tabcl__dev_strings *s,
                                 cl_mem out, size_t out_offset, cl_uint nwait,
                                 const cl_event *wait, cl_event *ev) {
   cl_kernel k = NULL;
-  tabcl_status st = tabcl__kernel_create(ctx, "hash", NULL, p->serial_kernel, &k);
+  tabcl_status st = tabcl__kernel_create(ctx, "hash", p->options, p->serial_kernel, &k);
   size_t wg = k ? tabcl__wg_size(ctx, k, p->wg_serial) : 1;
   const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset;
   const cl_uint run = p->serial_run;

@@ -54,13 +54,15 @@ typedef struct tabcl__hash_plan {
   /* hash.serial (CPUs): hash_serial alone, one work-item a run of
      serial_run labels, groups of wg_serial; every kernel name above NULL. */
   const char *serial_kernel;
+  const char *options;        /* the hash program's build options (NULL: none) */
   uint32_t serial_run;
   size_t wg_serial;
 } tabcl__hash_plan;
 
 /* The plan for a column of length labels, bytes bytes and a longest label
-   of max_label bytes. Build options never depend on these: every kernel
-   comes from the one "hash" program. */
+   of max_label bytes. Build options never depend on these: every GPU
+   kernel comes from the one "hash" program, and the CPU plan's from its
+   build of hash_serial alone (options). */
 void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes,
                            int64_t max_label, tabcl__hash_plan *p);
 /* Work-groups a looping kernel gets: enough for every item, at most

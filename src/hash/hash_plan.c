@@ -31,6 +31,7 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
     const int64_t n = length < p->slice ? length : p->slice;
     const int64_t items = (int64_t)(dev->compute_units ? dev->compute_units : 1) * serial;
     p->serial_kernel = "hash_serial";
+    p->options = "-DHASH_SERIAL_ONLY=1";
     p->serial_run = (uint32_t)((n + items - 1) / items);
     p->wg_serial = 1;
     return;
@@ -135,8 +136,8 @@ void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
   }
   if (p->serial_kernel) {
     snprintf(buf, cap, "%lld labels, %lld bytes: %s (groups of %zu, %u labels a work-item); "
-             "%lld labels a launch", (long long)p->length, (long long)p->bytes, p->serial_kernel,
-             p->wg_serial, p->serial_run, (long long)p->slice);
+             "%lld labels a launch; build \"%s\"", (long long)p->length, (long long)p->bytes,
+             p->serial_kernel, p->wg_serial, p->serial_run, (long long)p->slice, p->options);
     return;
   }
   int n = snprintf(buf, cap, "%lld labels, %lld bytes:", (long long)p->length,

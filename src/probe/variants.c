@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hash/hash.h"
 #include "probe/variants.h"
 #include "sort/sort.h"
 
@@ -65,6 +66,17 @@ int tabcl__variants_collect(const tabcl__target *t, const tabcl__sdpa_facts *f,
     v.program = "sort";
     snprintf(v.options, sizeof v.options, "%s", sp.extra);
     snprintf(v.what, sizeof v.what, "sort of %llu pairs", (unsigned long long)pairs[i]);
+    n = add(out, n, cap, &v);
+  }
+  /* The hash program as this device's plan builds it: on a CPU (hash.serial)
+     hash_serial alone; sizes never change the options. */
+  tabcl__hash_plan hp;
+  tabcl__hash_plan_make(t, 1000, 64000, 64, &hp);
+  if (hp.options) {
+    memset(&v, 0, sizeof v);
+    v.program = "hash";
+    snprintf(v.options, sizeof v.options, "%s", hp.options);
+    snprintf(v.what, sizeof v.what, "hash, %s alone", hp.serial_kernel);
     n = add(out, n, cap, &v);
   }
   return n;
