@@ -1,5 +1,6 @@
 /* Internal interfaces shared by tabcl's host code. Nothing here is public:
- * tests and tools may use it because they link the static library. */
+ * tests may use it because they link the static library; tools use
+ * include/tabcl/tabcl_tools.h instead. */
 #ifndef TABCL_INTERNAL_H
 #define TABCL_INTERNAL_H
 
