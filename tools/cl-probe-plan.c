@@ -6,22 +6,18 @@
 #include <string.h>
 
 #include "cl-probe.h"
-#include "attention/sdpa.h"
-#include "catindex/catindex.h"
-#include "hash/hash.h"
-#include "sort/sort.h"
 
 void probe_tuning(tabcl_context *ctx) {
   char line[512];
   if (json_mode) json_open("tuning", '{');
   else heading("  Tuning in force (key: value (origin))");
-  for (int k = 0; k < TABCL__TUNE_COUNT; k++) {
-    tabcl__tune_describe(&ctx->tune, (tabcl__tune_key)k, line, sizeof line);
+  for (int k = 0; k < tabcl__tools_tune_count(); k++) {
+    tabcl__tools_tune_describe(ctx, k, line, sizeof line);
     if (json_mode) {
-      json_key(tabcl__tune_key_name((tabcl__tune_key)k));
+      json_key(tabcl__tools_tune_name(k));
       json_string(line);
     } else {
-      printf("  %-32s %s\n", tabcl__tune_key_name((tabcl__tune_key)k), line);
+      printf("  %-32s %s\n", tabcl__tools_tune_name(k), line);
     }
   }
   if (json_mode) json_close('}');
@@ -39,7 +35,6 @@ static void plan_row(const char *name, tabcl_status s, const char *text) {
 }
 
 void probe_plans(tabcl_context *ctx) {
-  const tabcl__target tg = tabcl__context_target(ctx);
   static char text[2048];
   if (json_mode) json_open("plans", '{');
   else heading("  Plans (planned for this device; nothing runs)");
@@ -51,20 +46,17 @@ void probe_plans(tabcl_context *ctx) {
       {"hash 4e3 x 64 KiB", 4000, 262144000, 65536},
   };
   for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
-    tabcl__hash_plan p;
-    tabcl__hash_plan_make(&tg, columns[i].n, columns[i].bytes, columns[i].max, &p);
-    tabcl__hash_plan_print(&p, text, sizeof text);
-    plan_row(columns[i].name, TABCL_OK, text);
+    tabcl_status s = tabcl__tools_hash_plan(ctx, columns[i].n, columns[i].bytes, columns[i].max,
+                                            text, sizeof text);
+    plan_row(columns[i].name, s, text);
   }
 
   static const uint64_t pairs[] = {10007, (uint64_t)1 << 20, (uint64_t)1 << 24};
   for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-    static tabcl__sort_plan p;
     char name[48];
     snprintf(name, sizeof name, "sort %llu pairs", (unsigned long long)pairs[i]);
-    tabcl__sort_plan_make(&tg, pairs[i], &p);
-    tabcl__sort_plan_print(&p, text, sizeof text);
-    plan_row(name, TABCL_OK, text);
+    tabcl_status s = tabcl__tools_sort_plan(ctx, pairs[i], text, sizeof text);
+    plan_row(name, s, text);
   }
 
   static const struct { const char *name; int64_t rows, bytes; } lookups[] = {
@@ -72,10 +64,9 @@ void probe_plans(tabcl_context *ctx) {
       {"lookup/align 1e5 x 4 KiB", 100000, 409600000},
   };
   for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
-    tabcl__lookup_plan p;
-    tabcl__lookup_plan_make(&tg, lookups[i].rows, lookups[i].bytes, &p);
-    tabcl__lookup_plan_print(&p, text, sizeof text);
-    plan_row(lookups[i].name, TABCL_OK, text);
+    tabcl_status s = tabcl__tools_lookup_plan(ctx, lookups[i].rows, lookups[i].bytes, text,
+                                              sizeof text);
+    plan_row(lookups[i].name, s, text);
   }
 
   /* Attention: the tabular shape and a long sequence, in each dtype, as
@@ -92,11 +83,7 @@ void probe_plans(tabcl_context *ctx) {
     for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
       tabcl_sdpa_desc d = {shapes[i].b, shapes[i].lq, shapes[i].lk, shapes[i].hq, shapes[i].hkv,
                            shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
-      tabcl__sdpa_facts f;
-      tabcl__sdpa_plan p;
-      tabcl_status s = tabcl__sdpa_facts_get(ctx, &d, TABCL__SDPA_AUTO, &f);
-      if (!s) s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
-      if (!s) tabcl__sdpa_plan_print(&p, text, sizeof text);
+      tabcl_status s = tabcl__tools_sdpa_plan(ctx, &d, text, sizeof text);
       char name[64];
       snprintf(name, sizeof name, "attention %s %s", shapes[i].name, dtn[dt]);
       plan_row(name, s, text);

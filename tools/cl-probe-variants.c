@@ -3,51 +3,19 @@
  * device's own), and --all-variants, every program variant the planners
  * can choose built through the library's program cache. */
 #include <stdio.h>
-#include <string.h>
 
 #include "cl-probe.h"
-#include "probe/variants.h"
-
-static void limit_row(const char *name, unsigned long long got, unsigned long long own) {
-  if (got == own) row(name, NULL, "%llu", got);
-  else row(name, NULL, "%llu (device: %llu)", got, own);
-}
 
 void probe_profile(tabcl_context *ctx) {
-  const tabcl__device_desc *d = &ctx->info;
-  tabcl__device_desc own;
+  const char *profile = tabcl__tools_device_profile(ctx);
+  tabcl__tools_row rows[32];
   if (json_mode) json_open("description", '{');
   else heading("  Device description the planners see (profile %s)",
-               d->profile[0] ? d->profile : "none");
-  row("device profile", NULL, "%s", d->profile[0] ? d->profile : "none");
-  if (tabcl__device_query(ctx->platform, ctx->device, &own) != TABCL_OK) {
-    row("device's own description", tabcl_last_error(), NULL);
-    own = *d;
-  }
-  for (int i = 0; i < tabcl__device_profile_count(); i++)
-    if (strcmp(tabcl__device_profile_name(i), d->profile) == 0) {
-      row("profile models", NULL, "%s", tabcl__device_profile_family(i));
-      row("profile sources", NULL, "%s", tabcl__device_profile_source(i));
-    }
-  limit_row("max work-group size", d->max_work_group_size, own.max_work_group_size);
-  for (int i = 0; i < 3; i++) {
-    char name[40];
-    snprintf(name, sizeof name, "max work-item size [%d]", i);
-    limit_row(name, d->max_work_item_sizes[i], own.max_work_item_sizes[i]);
-  }
-  limit_row("local memory (bytes)", d->local_mem_size, own.local_mem_size);
-  limit_row("max allocation (bytes)", d->max_mem_alloc_size, own.max_mem_alloc_size);
-  limit_row("global memory (bytes)", d->global_mem_size, own.global_mem_size);
-  limit_row("compute units", d->compute_units, own.compute_units);
-  limit_row("fp64", (unsigned long long)d->has_fp64, (unsigned long long)own.has_fp64);
-  limit_row("fp16", (unsigned long long)d->has_fp16, (unsigned long long)own.has_fp16);
-  limit_row("preferred work-group multiple", d->preferred_wg_multiple, own.preferred_wg_multiple);
-  if (d->cl_major == own.cl_major && d->cl_minor == own.cl_minor)
-    row("OpenCL version", NULL, "%d.%d", d->cl_major, d->cl_minor);
-  else
-    row("OpenCL version", NULL, "%d.%d (device: %d.%d)", d->cl_major, d->cl_minor, own.cl_major,
-        own.cl_minor);
-  row("OpenCL C version", NULL, "%s", d->opencl_c_version);
+               profile[0] ? profile : "none");
+  const int n = tabcl__tools_description(ctx, rows, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (rows[i].error) row(rows[i].name, rows[i].text, NULL);
+    else row(rows[i].name, NULL, "%s", rows[i].text);
   if (json_mode) json_close('}');
 }
 
@@ -55,21 +23,21 @@ typedef struct variant_state {
   int count;
 } variant_state;
 
-static void report_variant(const tabcl__variant *v, tabcl_status s, double ms, int from_cache,
-                           void *arg) {
+static void report_variant(const char *program, const char *options, const char *what,
+                           tabcl_status s, double ms, int from_cache, void *arg) {
   variant_state *st = arg;
   st->count++;
   const char *src = from_cache == 1 ? "disk cache" : from_cache == 0 ? "built" : "in memory";
-  fprintf(stderr, "cl-probe: variant %d: %s \"%s\": %s\n", st->count, v->program, v->options,
+  fprintf(stderr, "cl-probe: variant %d: %s \"%s\": %s\n", st->count, program, options,
           s ? tabcl_status_name(s) : src);
   if (json_mode) {
     json_open(NULL, '{');
     json_key("program");
-    json_string(v->program);
+    json_string(program);
     json_key("options");
-    json_string(v->options);
+    json_string(options);
     json_key("for");
-    json_string(v->what);
+    json_string(what);
     json_key("ok");
     printf("%s", s ? "false" : "true");
     json_key("ms");
@@ -83,10 +51,10 @@ static void report_variant(const tabcl__variant *v, tabcl_status s, double ms, i
     }
     json_close('}');
   } else if (s) {
-    printf("  %-10s %-60s FAILED: %s (%.1f ms), for %s\n    %s\n", v->program, v->options,
-           tabcl_status_name(s), ms, v->what, tabcl_last_error());
+    printf("  %-10s %-60s FAILED: %s (%.1f ms), for %s\n    %s\n", program, options,
+           tabcl_status_name(s), ms, what, tabcl_last_error());
   } else {
-    printf("  %-10s %-60s ok %8.1f ms  %s\n", v->program, v->options[0] ? v->options : "(none)",
+    printf("  %-10s %-60s ok %8.1f ms  %s\n", program, options[0] ? options : "(none)",
            ms, src);
   }
 }
@@ -96,7 +64,7 @@ int probe_variants(tabcl_context *ctx) {
   double cold = 0;
   if (json_mode) json_open("variants", '[');
   else heading("  Every program variant the planners can choose (build options, time, source)");
-  const int failures = tabcl__variants_build(ctx, report_variant, &st, &cold);
+  const int failures = tabcl__tools_variants_build(ctx, report_variant, &st, &cold);
   if (json_mode) json_close(']');
   char text[96];
   snprintf(text, sizeof text, "%d variants, %d failed; %.1f s compiling from source", st.count,

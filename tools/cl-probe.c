@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include "cl-probe.h"
-#include "probe/measure.h"
 
 typedef struct probe_opts {
   int json, quick, plan, all_variants;
@@ -200,9 +199,9 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
     return failures + 1;
   }
   char devopts[512];
-  tabcl__device_build_options(&ctx->info, devopts, sizeof devopts);
+  tabcl__tools_build_options(ctx, devopts, sizeof devopts);
   row("build options", NULL, "%s", devopts);
-  if (ctx->info.profile[0]) probe_profile(ctx);
+  if (tabcl__tools_device_profile(ctx)[0]) probe_profile(ctx);
   probe_tuning(ctx);
 
   /* Kernel programs */
@@ -223,10 +222,11 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   /* A cache folder or entry it would not trust is no failure (the programs
      were built from source), but the user should hear which and why. */
   char refusal[1024];
+  const char *cache_dir = tabcl__tools_cache_dir(ctx);
   if (tabcl__disk_cache_refusal(ctx, refusal, sizeof refusal))
     row("disk cache", NULL, "refused: %s; programs were built from source", refusal);
   else
-    row("disk cache", NULL, "%s", ctx->cache_dir ? ctx->cache_dir : "off");
+    row("disk cache", NULL, "%s", cache_dir ? cache_dir : "off");
   row("cold builds (s)", NULL, "%.1f", cold_ms * 1e-3);
   if (o->all_variants) failures += probe_variants(ctx);
 
@@ -358,10 +358,9 @@ int main(int argc, char **argv) {
   }
 
   /* With --device, resolve it the way the library does, then probe only it. */
-  cl_platform_id only_p = NULL;
   cl_device_id only_d = NULL;
   if (o.device) {
-    tabcl_status s = tabcl__device_select(o.device, &only_p, &only_d);
+    tabcl_status s = tabcl__tools_device_select(o.device, &only_d);
     if (s) {
       fprintf(stderr, "cl-probe: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
       if (json_mode) {
@@ -375,9 +374,10 @@ int main(int argc, char **argv) {
     }
   }
 
-  cl_platform_id plats[32];
-  cl_uint np = 0;
-  cl_int e = clGetPlatformIDs(32, plats, &np);
+  /* The library's walk of the platforms, each query's error with it. */
+  static tabcl__tools_platform plats[TABCL__TOOLS_MAX_PLATFORMS];
+  int np = 0;
+  cl_int e = tabcl__tools_platforms(plats, TABCL__TOOLS_MAX_PLATFORMS, &np);
   if (e != CL_SUCCESS || np == 0) {
     fprintf(stderr, "cl-probe: no OpenCL platform (clGetPlatformIDs: %s)\n", tabcl__cl_error_name(e));
     failures++;
@@ -385,45 +385,44 @@ int main(int argc, char **argv) {
   }
   int devices = 0, nempty = 0;
   struct {
-    cl_uint index;
+    int index;
     cl_int err;
     char name[256];
-  } empty[32];
-  for (cl_uint p = 0; p < np && p < 32; p++) {
-    char pname[256] = "";
-    e = clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
-    if (e != CL_SUCCESS) snprintf(pname, sizeof pname, "(name unavailable: %s)", tabcl__cl_error_name(e));
-    cl_device_id devs[64];
-    cl_uint nd = 0;
-    e = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd);
-    if (e != CL_SUCCESS || nd == 0) {
+  } empty[TABCL__TOOLS_MAX_PLATFORMS];
+  for (int p = 0; p < np && p < TABCL__TOOLS_MAX_PLATFORMS; p++) {
+    const tabcl__tools_platform *pl = &plats[p];
+    char pname[256];
+    if (pl->name_error != CL_SUCCESS)
+      snprintf(pname, sizeof pname, "(name unavailable: %s)", tabcl__cl_error_name(pl->name_error));
+    else
+      snprintf(pname, sizeof pname, "%.255s", pl->name);
+    e = pl->devices_error;
+    if (e != CL_SUCCESS || pl->ndevices == 0) {
       /* A platform with no device (Mesa's Clover, or rusticl without
          RUSTICL_ENABLE) is listed, since it still takes a platform number
          of the "P:D" selectors; it is not a failure. */
       if (e != CL_SUCCESS && e != CL_DEVICE_NOT_FOUND) {
-        fprintf(stderr, "cl-probe: platform %u (%s): clGetDeviceIDs: %s\n", p, pname,
+        fprintf(stderr, "cl-probe: platform %d (%s): clGetDeviceIDs: %s\n", p, pname,
                 tabcl__cl_error_name(e));
         failures++;
       }
       if (o.device) continue;
       if (json_mode) {   /* after the devices array, which holds devices only */
-        if (nempty < 32) {
-          empty[nempty].index = p;
-          empty[nempty].err = e;
-          snprintf(empty[nempty++].name, sizeof empty[0].name, "%s", pname);
-        }
+        empty[nempty].index = p;
+        empty[nempty].err = e;
+        snprintf(empty[nempty++].name, sizeof empty[0].name, "%.255s", pname);
       } else {
-        heading("Platform %u: %s", p, pname);
+        heading("Platform %d: %s", p, pname);
         if (e == CL_SUCCESS || e == CL_DEVICE_NOT_FOUND) printf("  no devices\n");
         else printf("  no devices (clGetDeviceIDs: %s)\n", tabcl__cl_error_name(e));
       }
       continue;
     }
-    if (!json_mode && !o.device) heading("Platform %u: %s", p, pname);
-    for (cl_uint d = 0; d < nd && d < 64; d++) {
-      if (o.device && devs[d] != only_d) continue;
+    if (!json_mode && !o.device) heading("Platform %d: %s", p, pname);
+    for (int d = 0; d < pl->ndevices; d++) {
+      if (o.device && pl->devices[d] != only_d) continue;
       devices++;
-      failures += probe_device(&o, (int)p, (int)d, devs[d]);
+      failures += probe_device(&o, p, d, pl->devices[d]);
     }
   }
   if (devices == 0) failures++;
@@ -433,7 +432,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nempty; i++) {
       json_open(NULL, '{');
       json_key("platform");
-      printf("%u", empty[i].index);
+      printf("%d", empty[i].index);
       json_key("name");
       json_string(empty[i].name);
       if (empty[i].err != CL_SUCCESS && empty[i].err != CL_DEVICE_NOT_FOUND) {

@@ -1,8 +1,9 @@
-/* cl-probe's parts: the report writer (cl-probe.c) and the tuning and plan
- * reports (cl-probe-plan.c). */
+/* cl-probe's parts: the report writer (cl-probe-report.c), the tuning and
+ * plan reports (cl-probe-plan.c), the device-profile and variant reports
+ * (cl-probe-variants.c) and the device walk (cl-probe.c). */
 #ifndef TABCL_CL_PROBE_H
 #define TABCL_CL_PROBE_H
-#include "runtime/internal.h"
+#include "tabcl/tabcl_tools.h"
 
 /* One writer for the text table and JSON (--json). */
 extern int json_mode;
@@ -10,9 +11,9 @@ void json_string(const char *s);
 void json_key(const char *key);
 void json_open(const char *key, char bracket);
 void json_close(char bracket);
-void heading(const char *fmt, ...) TABCL_PRINTF(1, 2);
+void heading(const char *fmt, ...) TABCL__TOOLS_PRINTF(1, 2);
 /* One named value of the report, or its error (error non-NULL). */
-void row(const char *name, const char *error, const char *fmt, ...) TABCL_PRINTF(3, 4);
+void row(const char *name, const char *error, const char *fmt, ...) TABCL__TOOLS_PRINTF(3, 4);
 
 /* The tuning in force on ctx's device, key by key, with where each value
    came from. */

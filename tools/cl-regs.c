@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "tabcl/tabcl_tools.h"
 
 /* The program's binary for the context's device, to path. */
 static void save_binary(cl_program p, const char *path) {
@@ -45,22 +45,24 @@ static void save_binary(cl_program p, const char *path) {
 static int report(const tabcl_context *ctx, const char *src, const char *kname,
                   const char *user, int index) {
   char dev[1024], opts[4096];
-  tabcl__device_build_options(&ctx->info, dev, sizeof dev);
-  snprintf(opts, sizeof opts, "%s%s %s", dev, ctx->info.is_nvidia ? " -cl-nv-verbose" : "", user);
+  tabcl__tools_build_options(ctx, dev, sizeof dev);
+  const char *verbose = tabcl__tools_is_nvidia(ctx) ? " -cl-nv-verbose" : "";
+  snprintf(opts, sizeof opts, "%s%s %s", dev, verbose, user);
+  cl_device_id device = tabcl_context_cl_device(ctx);
   cl_int err;
-  cl_program p = clCreateProgramWithSource(ctx->cl, 1, &src, NULL, &err);
+  cl_program p = clCreateProgramWithSource(tabcl_context_cl_context(ctx), 1, &src, NULL, &err);
   if (err != CL_SUCCESS) {
     printf("== %s: clCreateProgramWithSource failed (%d)\n", user, err);
     return 1;
   }
-  cl_int built = clBuildProgram(p, 1, &ctx->device, opts, NULL, NULL);
+  cl_int built = clBuildProgram(p, 1, &device, opts, NULL, NULL);
   printf("== %s: build %s (%d)\n", user, built == CL_SUCCESS ? "ok" : "FAILED", built);
   size_t n = 0;
-  if (clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
+  if (clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) == CL_SUCCESS &&
       n > 0) {
     char *log = malloc(n + 1);
     if (log &&
-        clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
+        clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_LOG, n, log, NULL) == CL_SUCCESS) {
       log[n] = 0;
       for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
         if (built != CL_SUCCESS || strstr(line, "Used") || strstr(line, "spill"))
@@ -81,7 +83,7 @@ static int report(const tabcl_context *ctx, const char *src, const char *kname,
     size_t wg = 0;
     if (err != CL_SUCCESS)
       printf("   clCreateKernel(%s) failed (%d)\n", kname, err);
-    else if (clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+    else if (clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
                                       NULL) == CL_SUCCESS)
       printf("   %s: at most %zu work-items a group\n", kname, wg);
     if (err == CL_SUCCESS) clReleaseKernel(k);
@@ -114,7 +116,11 @@ int main(int argc, char **argv) {
     tabcl_context_destroy(ctx);
     return 1;
   }
-  printf("device: %s (%s)\n", ctx->info.name, ctx->info.vendor);
+  char vendor[256] = "";
+  if (clGetDeviceInfo(tabcl_context_cl_device(ctx), CL_DEVICE_VENDOR, sizeof vendor - 1, vendor,
+                      NULL) != CL_SUCCESS)
+    vendor[0] = '\0';
+  printf("device: %s (%s)\n", tabcl_context_device_name(ctx), vendor);
   int failed = 0;
   for (int i = 3; i < argc; i++) failed |= report(ctx, src, argv[2], argv[i], i - 2);
   tabcl__free(src);

@@ -120,11 +120,11 @@ typedef struct dev_entry {
   cl_device_type type;
 } dev_entry;
 
-static tabcl_status enumerate(dev_entry *out, int *count) {
+tabcl_status tabcl__platform_walk(tabcl__platform_visit visit, void *arg, cl_int *platforms_err) {
   cl_platform_id plats[MAX_PLATFORMS];
   cl_uint np = 0;
-  *count = 0;
   cl_int err = TABCL_CL(clGetPlatformIDs(MAX_PLATFORMS, plats, &np));
+  if (platforms_err) *platforms_err = err;
   if (err == -1001 || (err == CL_SUCCESS && np == 0))
     return tabcl__fail(TABCL_NO_DEVICE, "no OpenCL platform is installed (is an ICD such as "
                                         "pocl-opencl-icd registered in /etc/OpenCL/vendors?)");
@@ -134,30 +134,53 @@ static tabcl_status enumerate(dev_entry *out, int *count) {
     cl_device_id devs[MAX_DEVICES];
     cl_uint nd = 0;
     err = TABCL_CL(clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, MAX_DEVICES, devs, &nd));
-    if (err == CL_DEVICE_NOT_FOUND) continue;
-    if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetDeviceIDs", NULL);
+    if (err != CL_SUCCESS) nd = 0;
     if (nd > MAX_DEVICES) nd = MAX_DEVICES;
-    for (cl_uint j = 0; j < nd && *count < MAX_DEVICES; j++) {
-      dev_entry *e = &out[(*count)++];
-      e->p = plats[i];
-      e->d = devs[j];
-      e->pi = (int)i;
-      e->di = (int)j;
-      e->name[0] = e->platform[0] = e->vendor[0] = '\0';
-      cl_int e1 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_NAME, sizeof e->name - 1, e->name, NULL));
-      cl_int e2 = TABCL_CL(clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof e->platform - 1,
-                                             e->platform, NULL));
-      cl_int e3 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_TYPE, sizeof e->type, &e->type, NULL));
-      cl_int e4 = TABCL_CL(clGetPlatformInfo(plats[i], CL_PLATFORM_VENDOR, sizeof e->vendor - 1,
-                                             e->vendor, NULL));
-      if (e1 != CL_SUCCESS) return tabcl__cl_fail(e1, "clGetDeviceInfo", "CL_DEVICE_NAME");
-      if (e2 != CL_SUCCESS) return tabcl__cl_fail(e2, "clGetPlatformInfo", "CL_PLATFORM_NAME");
-      if (e3 != CL_SUCCESS) return tabcl__cl_fail(e3, "clGetDeviceInfo", "CL_DEVICE_TYPE");
-      if (e4 != CL_SUCCESS) return tabcl__cl_fail(e4, "clGetPlatformInfo", "CL_PLATFORM_VENDOR");
-      e->name[sizeof e->name - 1] = e->platform[sizeof e->platform - 1] = '\0';
-      e->vendor[sizeof e->vendor - 1] = '\0';
-    }
+    tabcl_status s = visit(arg, (int)i, plats[i], err, devs, (int)nd);
+    if (s != TABCL_OK) return s;
   }
+  return TABCL_OK;
+}
+
+typedef struct dev_list {
+  dev_entry *out;
+  int *count;
+} dev_list;
+
+static tabcl_status list_platform(void *arg, int i, cl_platform_id p, cl_int err,
+                                  const cl_device_id *devs, int nd) {
+  dev_list *l = arg;
+  int *count = l->count;
+  if (err == CL_DEVICE_NOT_FOUND) return TABCL_OK;
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetDeviceIDs", NULL);
+  for (int j = 0; j < nd && *count < MAX_DEVICES; j++) {
+    dev_entry *e = &l->out[(*count)++];
+    e->p = p;
+    e->d = devs[j];
+    e->pi = i;
+    e->di = j;
+    e->name[0] = e->platform[0] = e->vendor[0] = '\0';
+    cl_int e1 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_NAME, sizeof e->name - 1, e->name, NULL));
+    cl_int e2 = TABCL_CL(clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof e->platform - 1,
+                                           e->platform, NULL));
+    cl_int e3 = TABCL_CL(clGetDeviceInfo(devs[j], CL_DEVICE_TYPE, sizeof e->type, &e->type, NULL));
+    cl_int e4 = TABCL_CL(clGetPlatformInfo(p, CL_PLATFORM_VENDOR, sizeof e->vendor - 1,
+                                           e->vendor, NULL));
+    if (e1 != CL_SUCCESS) return tabcl__cl_fail(e1, "clGetDeviceInfo", "CL_DEVICE_NAME");
+    if (e2 != CL_SUCCESS) return tabcl__cl_fail(e2, "clGetPlatformInfo", "CL_PLATFORM_NAME");
+    if (e3 != CL_SUCCESS) return tabcl__cl_fail(e3, "clGetDeviceInfo", "CL_DEVICE_TYPE");
+    if (e4 != CL_SUCCESS) return tabcl__cl_fail(e4, "clGetPlatformInfo", "CL_PLATFORM_VENDOR");
+    e->name[sizeof e->name - 1] = e->platform[sizeof e->platform - 1] = '\0';
+    e->vendor[sizeof e->vendor - 1] = '\0';
+  }
+  return TABCL_OK;
+}
+
+static tabcl_status enumerate(dev_entry *out, int *count) {
+  *count = 0;
+  dev_list l = {out, count};
+  tabcl_status s = tabcl__platform_walk(list_platform, &l, NULL);
+  if (s != TABCL_OK) return s;
   if (*count == 0) return tabcl__fail(TABCL_NO_DEVICE, "OpenCL platforms exist but have no device");
   return TABCL_OK;
 }

@@ -1,5 +1,6 @@
 /* Internal interfaces shared by tabcl's host code. Nothing here is public:
- * tests and tools may use it because they link the static library. */
+ * tests may use it because they link the static library; tools use
+ * include/tabcl/tabcl_tools.h instead. */
 #ifndef TABCL_INTERNAL_H
 #define TABCL_INTERNAL_H
 
@@ -104,6 +105,18 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device
 
 /* Resolves a selector (NULL = defaults) to one device. */
 tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_device_id *d);
+
+/* The one walk of the OpenCL platforms and their devices, which device
+   listing and selection share (and cl-probe, through tabcl_tools.h):
+   clGetPlatformIDs (at most 32 platforms), then for each platform in that
+   order clGetDeviceIDs over every device type (at most 64), handed to visit
+   with the platform's index and clGetDeviceIDs's result (n is 0 unless it
+   is CL_SUCCESS). A visit that returns a failure ends the walk with it. No
+   platform at all is TABCL_NO_DEVICE; *platforms_err (may be NULL) gets
+   clGetPlatformIDs's result. */
+typedef tabcl_status (*tabcl__platform_visit)(void *arg, int index, cl_platform_id p, cl_int err,
+                                              const cl_device_id *devs, int n);
+tabcl_status tabcl__platform_walk(tabcl__platform_visit visit, void *arg, cl_int *platforms_err);
 
 /* ---- device profiles (device_profile.c) ------------------------------- */
 

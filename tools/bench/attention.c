@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "attention/sdpa.h"
-#include "runtime/half.h"
 
 typedef struct att_case {
   char name[96];
@@ -23,10 +21,10 @@ static const char *dtype_name(tabcl_dtype dt) {
 /* Fills a buffer with a repeated block of random values of the dtype. */
 static tabcl_status fill_random(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl_dtype dt) {
   const size_t block = (size_t)4 << 20;
-  unsigned char *h = tabcl__malloc(block);
+  unsigned char *h = malloc(block);
   if (!h) return tabcl__fail(TABCL_OUT_OF_MEMORY, "bench: host block");
   uint64_t s = 0x9E3779B97F4A7C15ULL;
-  size_t es = tabcl__sdpa_elem_size(dt);
+  size_t es = bench_elem_size(dt);
   for (size_t i = 0; i + es <= block; i += es) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     tabcl__store_elem(h, i / es, dt, (float)((double)(s >> 11) / 9007199254740992.0 - 0.5));
@@ -34,31 +32,37 @@ static tabcl_status fill_random(tabcl_context *ctx, cl_mem m, size_t bytes, tabc
   tabcl_status st = TABCL_OK;
   for (size_t off = 0; off < bytes && !st; off += block)
     st = tabcl__write(ctx, m, off, bytes - off < block ? bytes - off : block, h);
-  tabcl__free(h);
+  free(h);
   return st;
 }
 
+/* The device buffers of one case. */
+typedef struct att_bufs {
+  cl_mem q, k, v, out;
+} att_bufs;
+
 /* Median device seconds of a->reps runs after one warm-up, or -1 on failure. */
 static double time_path(tabcl_context *ctx, const bench_args *a, const tabcl_sdpa_desc *d,
-                        const tabcl__sdpa_bufs *b, int path) {
+                        const att_bufs *b, int path) {
   int reps = a->reps > 0 ? a->reps : 1;
   double *t = calloc((size_t)reps, sizeof *t);
   if (!t) return -1;
   double result = -1;
   for (int r = -1; r < reps; r++) {
-    tabcl__sdpa_events ev = {NULL, NULL, 1, 1};
+    cl_event first = NULL, last = NULL;
     tabcl_status s = tabcl__finish(ctx);
     double t0 = bench_now();
-    if (!s) s = tabcl__sdpa_run(ctx, d, path, b, 0, NULL, &ev);
+    if (!s)
+      s = tabcl__tools_sdpa_run(ctx, d, path, b->q, b->k, b->v, NULL, b->out, &first, &last);
     if (!s) s = tabcl__finish(ctx);
     double wall = bench_now() - t0;
+    if (!s && r >= 0) t[r] = bench_pick(bench_event_seconds(first, last), wall);
+    if (first) clReleaseEvent(first);
+    if (last) clReleaseEvent(last);
     if (s) {
       fprintf(stderr, "attention: %s\n", tabcl_last_error());
-      tabcl__sdpa_events_release(&ev);
       goto done;
     }
-    if (r >= 0) t[r] = bench_pick(bench_event_seconds(ev.first, ev.last), wall);
-    tabcl__sdpa_events_release(&ev);
   }
   result = bench_median(t, reps);
 done:
@@ -68,10 +72,10 @@ done:
 
 static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, double peak) {
   const tabcl_sdpa_desc *d = &c->d;
-  size_t es = tabcl__sdpa_elem_size(d->dtype);
+  size_t es = bench_elem_size(d->dtype);
   size_t qb = (size_t)d->batch * d->q_len * d->q_heads * d->head_dim * es;
   size_t kb = (size_t)d->batch * d->kv_len * d->kv_heads * d->head_dim * es;
-  tabcl__sdpa_bufs b = {0};
+  att_bufs b = {0};
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, qb, NULL, &b.q, "bench q");
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, kb, NULL, &b.k, "bench k");
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, kb, NULL, &b.v, "bench v");
@@ -88,20 +92,19 @@ static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, 
     const char *fused_only = getenv("TABCL_BENCH_FUSED_ONLY");
     /* The portable kernel, the NVIDIA tensor-core kernel where it is
        offered (what the automatic choice runs for f16/bf16 there), CLBlast. */
-    static const int paths[] = {TABCL__SDPA_FUSED, TABCL__SDPA_MMA, TABCL__SDPA_CLBLAST};
+    static const int paths[] = {TABCL__TOOLS_SDPA_FUSED, TABCL__TOOLS_SDPA_MMA,
+                                TABCL__TOOLS_SDPA_CLBLAST};
     static const char *const names[] = {"fused", "tensor cores", "clblast"};
     static const char *const prefix[] = {"", "mma_", "clblast_"};
     for (int pi = 0; pi < 3; pi++) {
       const int path = paths[pi];
-      tabcl__sdpa_mma_shape m;
-      if (path == TABCL__SDPA_MMA && !tabcl__sdpa_mma_tiles(ctx, d, &m)) continue;
-      if (path == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
-      if (path == TABCL__SDPA_CLBLAST && fused_only && *fused_only == '1') continue;
+      if (!tabcl__tools_sdpa_offered(ctx, d, path)) continue;
+      if (path == TABCL__TOOLS_SDPA_CLBLAST && fused_only && *fused_only == '1') continue;
       double sec = time_path(ctx, a, d, &b, path);
       const char *pn = names[pi];
       if (sec <= 0) {
         printf("| %s | %s | failed: %s | | | |\n", c->name, pn, tabcl_last_error());
-        if (path != TABCL__SDPA_CLBLAST) failed = 1;
+        if (path != TABCL__TOOLS_SDPA_CLBLAST) failed = 1;
         continue;
       }
       double tf = flops / sec * 1e-12;
@@ -183,15 +186,13 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
     }
     if (take) failed |= run_case(ctx, a, &cases[i], peak);
   }
-  tabcl__sdpa_tiles t;
   static const int dims[] = {32, 64, 128};
   printf("\n");
-  for (int di = 0; di < 3; di++)
-    if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, dims[di], &t))
-      printf("fused tiles for head dim %d (f32/f16/bf16): %d queries x %d keys, %d work-items "
-             "(%d across keys), K chunks of %d columns, V chunks of %d keys, %s, %zu bytes "
-             "local\n", dims[di], t.bq, t.bk, t.nt, t.tks, t.kc, t.vk,
-             t.prefetch ? "prefetched" : "not prefetched", t.local_bytes);
+  for (int di = 0; di < 3; di++) {
+    char tiles[256];
+    if (tabcl__tools_sdpa_fused_tiles(ctx, TABCL_F32, dims[di], tiles, sizeof tiles))
+      printf("fused tiles for head dim %d (f32/f16/bf16): %s\n", dims[di], tiles);
+  }
   printf("(TABCL_TUNE=\"sdpa.fused.d64=64x32;sdpa.fused.d128=64x16\" overrides the tiles per "
          "padded head dim; see README.md, Tuning)\n");
   return failed;

@@ -3,7 +3,7 @@
 #ifndef TABCL_BENCH_H
 #define TABCL_BENCH_H
 
-#include "runtime/internal.h"
+#include "tabcl/tabcl_tools.h"
 
 typedef struct bench_args {
   const char *device;
@@ -32,6 +32,8 @@ double bench_pick(double device_s, double wall_s);
 /* Wall-clock seconds, monotonic. */
 double bench_now(void);
 double bench_median(double *v, int n);
+/* Bytes of one element of dtype dt. */
+size_t bench_elem_size(tabcl_dtype dt);
 
 /* The device's copy bandwidth in bytes/s (read + write) and fp32 FMA peak
    in FLOP/s, measured once per process and remembered. */

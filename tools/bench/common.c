@@ -2,7 +2,6 @@
 #include <time.h>
 
 #include "bench.h"
-#include "probe/measure.h"
 
 double bench_event_seconds(cl_event start, cl_event end) { return tabcl__event_seconds(start, end); }
 
@@ -53,6 +52,10 @@ void bench_record(const bench_args *a, const char *bench, const char *case_name,
 }
 
 double bench_median(double *v, int n) { return tabcl__median(v, n); }
+
+size_t bench_elem_size(tabcl_dtype dt) {
+  return dt == TABCL_F64 ? 8 : dt == TABCL_F32 ? 4 : 2;
+}
 
 double bench_copy_bandwidth(tabcl_context *ctx, int quick) {
   static double cached = 0;

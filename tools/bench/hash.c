@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "hash/hash.h"
 #ifdef TABCL_BENCH_WITH_XXHASH
 #include <xxhash.h>
 #endif
@@ -24,16 +23,14 @@ static void fill_random(uint8_t *p, size_t n, uint64_t x) {
 /* Device time of one hash_column call: from its first kernel's start to its
    last kernel's end, taken from the launches' own profiling events (a user
    event gate in front of the call inflated NVIDIA's times by 0.1-0.3 ms). */
-static tabcl_status time_once(tabcl_context *ctx, const tabcl__dev_strings *d, cl_mem out,
+static tabcl_status time_once(tabcl_context *ctx, const tabcl__tools_column *d, cl_mem out,
                               double *seconds) {
   tabcl_status s = tabcl__finish(ctx);
   if (s) return s;
   double t0 = bench_now();
-  tabcl__trace_begin();
-  s = tabcl__hash_column(ctx, d, 0, 1, ~0ULL, out, 0, 0, NULL, NULL);
-  tabcl_status t = tabcl__trace_end(ctx, seconds, NULL);   /* it waits for the launches */
-  if (!s && !t) *seconds = bench_pick(*seconds, bench_now() - t0);
-  return s ? s : t;
+  s = tabcl__tools_hash_column(ctx, d, 1, out, seconds);   /* it waits for the launches */
+  if (!s) *seconds = bench_pick(*seconds, bench_now() - t0);
+  return s;
 }
 
 /* Kernel choices for GPU sweeps, from the environment (read here only, and
@@ -108,11 +105,10 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   for (size_t i = 0; i <= n; i++) offsets[i] = (int64_t)(i * len);
   fill_random(data, n * len, 0x9E3779B97F4A7C15ULL ^ len);
   tabcl_strings_view v = {(int64_t)n, offsets, data, NULL};
-  tabcl__dev_strings d;
-  memset(&d, 0, sizeof d);
+  tabcl__tools_column *d = NULL;
   cl_mem out = NULL;
   int reps = a->reps < 1 ? 1 : a->reps > 64 ? 64 : a->reps;
-  tabcl_status s = tabcl__strings_upload(ctx, &v, &d);
+  tabcl_status s = tabcl__tools_column_upload(ctx, &v, &d);
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, n * sizeof(uint64_t), NULL, &out, "hashes");
   double host_gbps = 0;
 #ifdef TABCL_BENCH_WITH_XXHASH
@@ -128,12 +124,12 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
   for (int vi = 0; !s && vi < nvars; vi++) {
     double times[64], t = 0;
     apply_variant(ctx, &vars[vi]);
-    for (int w = 0; !s && w < 2; w++) s = time_once(ctx, &d, out, &t); /* warm-up, and the compile */
-    for (int r = 0; !s && r < reps; r++) s = time_once(ctx, &d, out, &times[r]);
+    for (int w = 0; !s && w < 2; w++) s = time_once(ctx, d, out, &t); /* warm-up, and the compile */
+    for (int r = 0; !s && r < reps; r++) s = time_once(ctx, d, out, &times[r]);
     if (!s) s = tabcl__read(ctx, out, 0, n * sizeof(uint64_t), got);
     /* Spot-check the figures are of a correct hash. */
     for (size_t i = 0; !s && i < n; i += 1 + n / 97)
-      if (got[i] != tabcl__label_hash(data + i * len, len, 1, 0, ~0ULL))
+      if (got[i] != tabcl__tools_label_hash(data + i * len, len, 1))
         s = tabcl__fail(TABCL_OPENCL_ERROR, "label %zu hashed wrongly", i);
     if (s) break;
     t = bench_median(times, reps);
@@ -166,7 +162,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, size_t len, double 
     apply_variant(ctx, &none);
   }
   tabcl__buffer_release(out);
-  tabcl__strings_release(&d);
+  tabcl__tools_column_release(d);
   if (s) {
     fprintf(stderr, "hash bench, %zu-byte labels: %s: %s\n", len, tabcl_status_name(s), tabcl_last_error());
     failed = 1;

@@ -20,8 +20,6 @@
 #include <sys/stat.h>
 
 #include "bench.h"
-#include "catindex/catindex.h"
-#include "tabcl/tabcl_cl.h"
 
 typedef struct lk_case {
   int64_t v, q;
@@ -34,6 +32,9 @@ typedef struct lk_col {
   uint8_t *vdata, *qdata;
   int32_t *want;
 } lk_col;
+
+/* n rounded up to whole 8-byte words, as the kernels read labels. */
+static size_t round8(size_t n) { return (n + 7) / 8 * 8; }
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 30;
@@ -162,7 +163,7 @@ static tabcl_status upload(tabcl_context *ctx, const lk_case *k, int ncols, cons
   memset(d, 0, sizeof *d);
   tabcl_status s = TABCL_OK;
   for (int c = 0; c < ncols && !s; c++) {
-    size_t bytes = (size_t)(k->q * k->len), padded = tabcl__round_up(bytes, 8) + 8;
+    size_t bytes = (size_t)(k->q * k->len), padded = round8(bytes) + 8;
     d->q[c].length = k->q;
     d->q[c].bytes = (int64_t)bytes;
     d->q[c].max_label = k->len;
@@ -185,7 +186,7 @@ static tabcl_status time_lookup(tabcl_context *ctx, tabcl_category_index *idx, i
   tabcl_status s = tabcl__finish(ctx);
   if (s) return s;
   double t0 = bench_now();
-  cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &start);
+  cl_int err = clEnqueueMarkerWithWaitList(tabcl_context_cl_queue(ctx), 0, NULL, &start);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "lookup bench");
   s = tabcl_category_index_lookup_cl(idx, ncols, d->q, d->codes, 0, NULL, &end);
   if (!s) s = tabcl__finish(ctx);
@@ -300,12 +301,13 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   double look_ms = bench_median(look_t, reps) * 1e3;
   double wall_ms = bench_median(wall_t, reps) * 1e3;
   double host_ms = bench_median(host_t, host_reps) * 1e3;
-  int64_t peak = tabcl__catindex_lookup_peak_bytes(ncols, qv);
+  int64_t peak = tabcl__tools_lookup_peak_bytes(ncols, qv);
+  const int64_t index_bytes = tabcl__tools_index_device_bytes(idx);
   /* fit: the uploads, hashes and sort pairs, and the index it builds (the
      sort's own scratch aside) */
-  int64_t fit_peak = idx->device_bytes;
+  int64_t fit_peak = index_bytes;
   for (int c = 0; c < ncols; c++)
-    fit_peak += (int64_t)tabcl__round_up((size_t)(k->v * k->len), 8) + 8 + (k->v + 1) * 8 + k->v * 24;
+    fit_peak += (int64_t)round8((size_t)(k->v * k->len)) + 8 + (k->v + 1) * 8 + k->v * 24;
   /* the least a lookup moves: query bytes and offsets once, each found
      label's bytes once, a code per row */
   double found = 0;
@@ -315,7 +317,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   double bound_ms = copy_bw > 0 ? moved / copy_bw * 1e3 : 0;
   printf("| %s | %d | %.1f | %.3f | %.3f | %.2f | %.3f | %.1f | %.1f | %.1f | %s |\n", name, ncols,
          fit_ms, look_ms, wall_ms, host_ms, bound_ms, (double)peak / 1048576.0,
-         (double)fit_peak / 1048576.0, (double)idx->device_bytes / 1048576.0,
+         (double)fit_peak / 1048576.0, (double)index_bytes / 1048576.0,
          wrong ? "**WRONG**" : "ok");
   fflush(stdout);
   bench_record(a, "lookup", name, "fit_ms", fit_ms, "ms");
@@ -325,7 +327,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   bench_record(a, "lookup", name, "moved_bound_ms", bound_ms, "ms");
   bench_record(a, "lookup", name, "peak_bytes", (double)peak, "bytes");
   bench_record(a, "lookup", name, "fit_peak_bytes", (double)fit_peak, "bytes");
-  bench_record(a, "lookup", name, "index_bytes", (double)idx->device_bytes, "bytes");
+  bench_record(a, "lookup", name, "index_bytes", (double)index_bytes, "bytes");
   bench_record(a, "lookup", name, "queries", (double)k->q, "rows");
   bench_record(a, "lookup", name, "codes_ok", wrong ? 0 : 1, "bool");
   int bad = wrong != 0;

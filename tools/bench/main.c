@@ -54,8 +54,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tabcl-bench: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
     return 1;
   }
-  printf("# tabcl-bench %s on %s (%s), driver %s\n", tabcl_version_string(), ctx->info.name,
-         ctx->info.platform_name, ctx->info.driver_version);
+  char driver[128] = "";
+  if (clGetDeviceInfo(tabcl_context_cl_device(ctx), CL_DRIVER_VERSION, sizeof driver - 1, driver,
+                      NULL) != CL_SUCCESS)
+    driver[0] = '\0';
+  printf("# tabcl-bench %s on %s (%s), driver %s\n", tabcl_version_string(),
+         tabcl_context_device_name(ctx), tabcl_context_platform_name(ctx), driver);
   bench_timer_setup(ctx, &a);
   int failed = 0;
   for (int w = 0; w < nwhat; w++) {

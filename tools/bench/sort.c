@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "sort/sort.h"
 
 /* Random 64-bit keys like the index's hashes, values = slot numbers. */
 static void make_input(uint64_t *k, uint32_t *v, size_t n, uint64_t seed) {
@@ -106,18 +105,19 @@ static int run_case(tabcl_context *ctx, const bench_args *a, unsigned log2n, dou
   uint64_t launches = 0;
   for (int r = -1; r < reps; r++) { /* r = -1: the warm-up (builds the program) */
     cl_event copied = NULL, sorted = NULL;
-    cl_int err = clEnqueueCopyBuffer(ctx->queue, ik, wk, 0, 0, n * 8, 0, NULL, NULL);
+    cl_command_queue queue = tabcl_context_cl_queue(ctx);
+    cl_int err = clEnqueueCopyBuffer(queue, ik, wk, 0, 0, n * 8, 0, NULL, NULL);
     if (err == CL_SUCCESS)
-      err = clEnqueueCopyBuffer(ctx->queue, iv, wv, 0, 0, n * 4, 0, NULL, &copied);
+      err = clEnqueueCopyBuffer(queue, iv, wv, 0, 0, n * 4, 0, NULL, &copied);
     if (err != CL_SUCCESS) {
       fprintf(stderr, "sort %s: clEnqueueCopyBuffer: %s\n", cs, tabcl__cl_error_name(err));
       goto done;
     }
-    clFinish(ctx->queue);
+    clFinish(queue);
     tabcl_stats before, after;
     tabcl_context_stats(ctx, &before);
     double t0 = bench_now();
-    s = tabcl__sort_pairs(ctx, wk, wv, n, 1, &copied, &sorted);
+    s = tabcl__tools_sort_pairs(ctx, wk, wv, n, 1, &copied, &sorted);
     if (!s) s = tabcl__finish(ctx);
     double wall = bench_now() - t0;
     tabcl_context_stats(ctx, &after);

@@ -18,8 +18,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "attention/sdpa.h"
-#include "tabcl/tabcl_cl.h"
 
 #define NEST 8
 
@@ -33,7 +31,7 @@ typedef struct stream_case {
 
 static void fill(void *p, size_t bytes, tabcl_dtype dt, uint64_t seed) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
-  const size_t es = dt == TABCL_F32 ? 4 : 2;
+  const size_t es = bench_elem_size(dt);
   for (size_t i = 0; i + es <= bytes; i += es) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     float f = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5);
@@ -55,8 +53,7 @@ static tabcl_status run_serial(tabcl_context *ctx, stream_case *c, double *wall,
                                double *comp) {
   cl_command_queue q = tabcl_context_cl_queue(ctx);
   cl_event wk[NEST] = {0}, wv[NEST] = {0};
-  tabcl__sdpa_events ev[NEST];
-  memset(ev, 0, sizeof ev);
+  cl_event first[NEST] = {0}, last[NEST] = {0};
   tabcl_status s = TABCL_OK;
   const double t0 = bench_now();
   for (int e = 0; e < NEST && !s; e++) {
@@ -69,20 +66,20 @@ static tabcl_status run_serial(tabcl_context *ctx, stream_case *c, double *wall,
     }
     tabcl_sdpa_desc d = c->d;
     d.kv_len = c->kv_len[e];
-    tabcl__sdpa_bufs b = {c->q, c->kd, c->vd, NULL, c->out_serial[e]};
-    ev[e].want_first = ev[e].want_last = 1;
-    s = tabcl__sdpa_run(ctx, &d, TABCL__SDPA_AUTO, &b, 0, NULL, &ev[e]);
+    s = tabcl__tools_sdpa_run(ctx, &d, TABCL__TOOLS_SDPA_AUTO, c->q, c->kd, c->vd, NULL,
+                              c->out_serial[e], &first[e], &last[e]);
   }
   if (!s) s = tabcl__finish(ctx);
   *wall = bench_now() - t0;
   for (int e = 0; e < NEST; e++) {
     if (!s) {
       *up += bench_event_seconds(wk[e], wk[e]) + bench_event_seconds(wv[e], wv[e]);
-      *comp += bench_event_seconds(ev[e].first, ev[e].last);
+      *comp += bench_event_seconds(first[e], last[e]);
     }
     if (wk[e]) clReleaseEvent(wk[e]);
     if (wv[e]) clReleaseEvent(wv[e]);
-    tabcl__sdpa_events_release(&ev[e]);
+    if (first[e]) clReleaseEvent(first[e]);
+    if (last[e]) clReleaseEvent(last[e]);
   }
   return s;
 }
@@ -127,7 +124,7 @@ static int run_case(tabcl_context *ctx, const bench_args *a, tabcl_dtype dt) {
   c.d.head_dim = 64;
   c.d.dtype = dt;
   const int64_t lo = quick ? 500 : 10000, hi = quick ? 2000 : 40000;
-  const size_t es = tabcl__sdpa_elem_size(dt);
+  const size_t es = bench_elem_size(dt);
   const size_t row = (size_t)c.d.kv_heads * (size_t)c.d.head_dim * es;
   c.ob = (size_t)c.d.q_len * (size_t)c.d.q_heads * (size_t)c.d.head_dim * es;
   size_t maxb = 0;
