@@ -60,13 +60,27 @@ void probe_plans(tabcl_context *ctx) {
   }
 
   static const struct { const char *name; int64_t rows, bytes; } lookups[] = {
-      {"lookup/align 1e5 x 8 B", 100000, 800000},
-      {"lookup/align 1e5 x 4 KiB", 100000, 409600000},
+      {"lookup 1e5 x 8 B", 100000, 800000},
+      {"lookup 1e5 x 4 KiB", 100000, 409600000},
   };
   for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
     tabcl_status s = tabcl__tools_lookup_plan(ctx, lookups[i].rows, lookups[i].bytes, text,
                                               sizeof text);
     plan_row(lookups[i].name, s, text);
+  }
+
+  static const struct { const char *name; int64_t labels, bytes; } fits[] = {
+      {"fit 2e5 x 8 B", 200000, 1600000},
+      {"fit 2e5 x 4 KiB", 200000, 819200000},
+  };
+  for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++) {
+    tabcl_status s = tabcl__tools_fit_plan(ctx, fits[i].labels, fits[i].labels, fits[i].bytes,
+                                           fits[i].labels, text, sizeof text);
+    plan_row(fits[i].name, s, text);
+  }
+  {
+    tabcl_status s = tabcl__tools_align_plan(ctx, 2, 1000000, 20000, text, sizeof text);
+    plan_row("align 2 x 5e5 rows, 2e4 categories", s, text);
   }
 
   /* Attention: the tabular shape and a long sequence, in each dtype, as

@@ -169,6 +169,14 @@ tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, ch
 /* A lookup or align of rows query labels of bytes bytes in all. */
 tabcl_status tabcl__tools_lookup_plan(const tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap);
+/* A fit of labels labels (pairs of them present) of bytes bytes in all,
+   the longest column longest_col labels. */
+tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int64_t pairs,
+                                   int64_t bytes, int64_t longest_col, char *text, size_t cap);
+/* An align of rows input codes over ncols columns of categories
+   categories in all (the lookup of the categories comes first). */
+tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_t rows,
+                                     int64_t categories, char *text, size_t cap);
 /* Attention as the automatic choice plans it with the facts ctx has (the
    tensor-core check and the loop probe run the first time they matter).
    Fails where no backend takes d. */

@@ -190,6 +190,24 @@ tabcl_status tabcl__tools_lookup_plan(const tabcl_context *ctx, int64_t rows, in
   return TABCL_OK;
 }
 
+tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int64_t pairs,
+                                   int64_t bytes, int64_t longest_col, char *text, size_t cap) {
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__fit_plan p;
+  tabcl__fit_plan_make(&tg, labels, pairs, bytes, longest_col, &p);
+  tabcl__fit_plan_print(&p, text, cap);
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_t rows,
+                                     int64_t categories, char *text, size_t cap) {
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__align_plan p;
+  tabcl__align_plan_make(&tg, ncols, rows, categories, &p);
+  tabcl__align_plan_print(&p, text, cap);
+  return TABCL_OK;
+}
+
 tabcl_status tabcl__tools_sdpa_plan(tabcl_context *ctx, const tabcl_sdpa_desc *d, char *text,
                                     size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
