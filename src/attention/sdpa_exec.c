@@ -89,6 +89,11 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
                                    const tabcl_sdpa_desc *d, int forced, const void *q,
                                    const void *k, const void *v, const void *mask, void *out) {
   if (!tabcl__sdpa_has_work(d)) return TABCL_OK;
+  /* The whole call's plan sizes the device buffers and the uploads (batch
+     entries a slice); each slice is then a call of its own to
+     tabcl__sdpa_exec, which plans that slice's launches (and plans again
+     where a built kernel tells more). The two answer different questions
+     about different calls: neither plan can stand for the other. */
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__sdpa_plan p;
   tabcl_status s = tabcl__sdpa_plan_make(&tg, f, d, forced, &p);
