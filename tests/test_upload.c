@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "columns/strings.h"
+#include "tabcl/tabcl_cl.h"
 #include "tt.h"
 
 static tabcl_context *context_staged(int on, size_t cap) {
@@ -151,3 +153,75 @@ Test(upload_faults, injected_alloc_failures) {
   for (int download = 0; download < 2; download++) sweep(0, download, 64, 1);
 }
 #endif
+
+/* The pool of upload buffers (runtime/pool.c): a buffer given back is
+   handed out again only after the commands before its return are done,
+   however the queue stands; pooled buffers are not leaks, the cap holds,
+   and the context's end gives them all back. The queue is held behind a
+   user event to stand for a kernel still reading the buffer. */
+Test(upload, pool_reuses_only_completed_buffers) {
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.pool=%d", 64 << 20);
+  const long pooled = tabcl__pool_live();
+  tt_live base = tt_live_now();
+  int64_t off[] = {0, 5, 5, 20};
+  const uint8_t data[] = "abcdefghijklmnopqrst";
+  tabcl_strings_view v = {3, off, data, NULL};
+  tabcl__dev_strings a, b;
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &a));
+  const cl_mem first = a.data;
+  tabcl__strings_release(&a);
+  cr_expect_eq(tabcl__pool_live(), pooled + 2, "the bytes and the offsets are kept");
+  tt_expect_no_leak(base);
+  /* once the queue has run, the same buffer comes back, refilled */
+  tt_assert_ok(tabcl__finish(ctx));
+  const uint8_t other[] = "ABCDEFGHIJKLMNOPQRST";
+  tabcl_strings_view w = {3, off, other, NULL};
+  tt_assert_ok(tabcl__strings_upload(ctx, &w, &b));
+  cr_expect_eq(b.data, first, "a completed buffer is reused");
+  uint8_t got[20];
+  tt_assert_ok(tabcl__read(ctx, b.data, 0, sizeof got, got));
+  cr_expect(memcmp(got, other, sizeof got) == 0, "the reused buffer holds the new labels");
+  /* the queue held up: the buffer returned behind it is not handed out */
+  cl_int err;
+  cl_event hold = clCreateUserEvent(tabcl_context_cl_context(ctx), &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_event held = NULL;
+  cr_assert_eq(clEnqueueMarkerWithWaitList(tabcl_context_cl_queue(ctx), 1, &hold, &held),
+               CL_SUCCESS);
+  const cl_mem second = b.data;
+  tabcl__strings_release(&b);
+  cl_mem m = NULL;
+  tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_ONLY, 32, &m, "test"));
+  cr_expect_neq(m, second, "a buffer whose commands may still run is not handed out");
+  tabcl__buffer_release(m);
+  cr_assert_eq(clSetUserEventStatus(hold, CL_COMPLETE), CL_SUCCESS);
+  tt_assert_ok(tabcl__finish(ctx));
+  tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_ONLY, 32, &m, "test"));
+  cr_expect_eq(m, second, "handed out once the commands before its return are done");
+  /* other flags, or a size more than twice smaller, never take it */
+  cl_mem n = NULL;
+  tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_WRITE, 32, &n, "test"));
+  tabcl__pool_put(ctx, m);
+  tt_assert_ok(tabcl__finish(ctx));
+  cl_mem tiny = NULL;
+  tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_ONLY, 8, &tiny, "test"));
+  cr_expect_neq(tiny, second, "a small call does not pin a larger buffer");
+  tabcl__buffer_release(tiny);
+  tabcl__buffer_release(n);
+  clReleaseEvent(held);
+  clReleaseEvent(hold);
+  tt_expect_no_leak(base);
+  /* a cap of 0: nothing is kept */
+  tt_tune(ctx, "upload.pool=0");
+  cr_expect_eq(tabcl__pool_live(), pooled, "a new tuning gives the pool back");
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &a));
+  tabcl__strings_release(&a);
+  cr_expect_eq(tabcl__pool_live(), pooled);
+  tt_tune(ctx, "upload.pool=%d", 64 << 20);
+  tt_assert_ok(tabcl__strings_upload(ctx, &v, &a));
+  tabcl__strings_release(&a);
+  cr_expect_gt(tabcl__pool_live(), pooled);
+  tabcl_context_destroy(ctx);
+  cr_expect_eq(tabcl__pool_live(), pooled, "the context's end gives every pooled buffer back");
+}

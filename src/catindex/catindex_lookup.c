@@ -278,7 +278,7 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                           : queries[c].bytes;
     /* the public struct, as the internal one, once */
     q[c] = (tabcl__dev_strings){queries[c].length, queries[c].bytes, longest, queries[c].data,
-                                queries[c].offsets, queries[c].validity};
+                                queries[c].offsets, queries[c].validity, NULL};
     if (!q[c].length) continue;
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */

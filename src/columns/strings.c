@@ -91,9 +91,11 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
 
 void tabcl__strings_release(tabcl__dev_strings *s) {
   if (!s) return;
-  tabcl__buffer_release(s->data);
-  tabcl__buffer_release(s->offsets);
-  tabcl__buffer_release(s->validity);
+  cl_mem m[3] = {s->data, s->offsets, s->validity};
+  for (int i = 0; i < 3; i++) {
+    if (s->pool) tabcl__pool_put(s->pool, m[i]);
+    else tabcl__buffer_release(m[i]);
+  }
   memset(s, 0, sizeof *s);
 }
 
@@ -137,17 +139,19 @@ static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
 }
 
 /* Creates and fills the column's buffers (tabcl__upload picks the way: a
-   map on CPU devices, the context's staging area on GPUs). */
+   map on CPU devices, the context's staging area on GPUs), from the
+   context's pool where it keeps one (upload.pool). */
 static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const column_src *src,
                                   tabcl__dev_strings *t) {
   size_t padded = padded_bytes((int64_t)src->bytes);
   size_t obytes = ((size_t)length + 1) * sizeof(int64_t);
-  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &t->data, "label bytes");
+  t->pool = ctx;
+  tabcl_status s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, padded, &t->data, "label bytes");
   if (!s) s = tabcl__upload(ctx, t->data, padded, fill_data, src, "label bytes");
-  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, obytes, NULL, &t->offsets, "label offsets");
+  if (!s) s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, obytes, &t->offsets, "label offsets");
   if (!s && src->validity) {
     size_t vbytes = ((size_t)length + 7) / 8;
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, vbytes, NULL, &t->validity, "validity bitmap");
+    s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, vbytes, &t->validity, "validity bitmap");
     if (!s) s = tabcl__upload_staged(ctx)
                     ? tabcl__upload(ctx, t->validity, vbytes, fill_validity, src, "validity bitmap")
                     : tabcl__write(ctx, t->validity, 0, vbytes, src->validity);

@@ -13,6 +13,8 @@ typedef struct tabcl__dev_strings {
                             so kernels may read whole aligned words */
   cl_mem offsets;        /* long[length + 1] */
   cl_mem validity;       /* uchar[(length + 7) / 8], LSB first; NULL = all present */
+  tabcl_context *pool;   /* the context whose pool the buffers go back to on release
+                            (tabcl__strings_upload's); NULL: released */
 } tabcl__dev_strings;
 
 /* Checks a view: length >= 0, offsets non-NULL (a view of length 0 may have

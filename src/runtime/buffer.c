@@ -9,6 +9,8 @@ static atomic_long live_mems;
 
 long tabcl__mem_live(void) { return atomic_load(&live_mems); }
 
+void tabcl__mem_count(long n) { atomic_fetch_add(&live_mems, n); }
+
 tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
                                   void *host, cl_mem *out, const char *what) {
   *out = NULL;

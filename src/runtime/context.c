@@ -26,6 +26,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 
 static void destroy(tabcl_context *ctx) {
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
+  tabcl__pool_destroy(ctx);      /* waits on markers of the queue: before it goes */
   tabcl__program_cache_clear(ctx);
   if (ctx->transfer) clReleaseCommandQueue(ctx->transfer);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);
@@ -59,6 +60,12 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;
   }
+  if (tabcl__pool_init(ctx) != TABCL_OK) {
+    tabcl__staging_destroy(ctx);
+    pthread_mutex_destroy(&ctx->lock);
+    tabcl__free(ctx);
+    return TABCL_OUT_OF_MEMORY;
+  }
   atomic_init(&ctx->launches, 0);
   ctx->hash_bits = 64;
   ctx->max_batch_per_launch = o.max_batch_per_launch;
@@ -74,6 +81,7 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
   s = tabcl__tune_resolve(&ctx->info, o.tune ? o.tune : getenv("TABCL_TUNE"), &ctx->tune);
   if (s != TABCL_OK) goto fail;
   tabcl__staging_configure(ctx);
+  tabcl__pool_configure(ctx);
 
   const char *kdir = o.kernel_dir ? o.kernel_dir : getenv("TABCL_KERNEL_DIR");
   if (kdir && *kdir && !(ctx->kernel_dir = tabcl__strdup(kdir))) goto oom;
@@ -144,6 +152,7 @@ tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries) {
   if (!ctx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__context_tune: ctx is NULL");
   tabcl_status s = tabcl__tune_apply(&ctx->info, entries, &ctx->tune);
   if (!s) tabcl__staging_configure(ctx);
+  if (!s) tabcl__pool_configure(ctx);
   return s;
 }
 

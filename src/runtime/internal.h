@@ -134,6 +134,20 @@ const char *tabcl__device_profile_source(int i);  /* the dumps its values come f
 
 typedef struct tabcl__program_entry tabcl__program_entry;
 
+/* A context's pool of device buffers for host calls' temporaries (pool.c). */
+#define TABCL__POOL_SLOTS 16
+typedef struct tabcl__pool_slot {
+  cl_mem mem;                 /* NULL: a free slot */
+  size_t bytes;
+  cl_mem_flags flags;
+  cl_event done;              /* the marker after which mem may be handed out */
+} tabcl__pool_slot;
+typedef struct tabcl__pool {
+  pthread_mutex_t lock;       /* guards everything below */
+  tabcl__pool_slot slot[TABCL__POOL_SLOTS];
+  size_t held, cap;           /* bytes in the slots; the upload.pool tuning (0: no pool) */
+} tabcl__pool;
+
 /* A context's host staging area for uploads (buffer.c): one pinned buffer,
    mapped for the context's life, used as two halves. */
 typedef struct tabcl__staging {
@@ -176,6 +190,7 @@ struct tabcl_context {
   tabcl_stats stats;          /* but kernel_launches, which is counted in launches */
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
   tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
+  tabcl__pool pool;            /* host calls' temporaries (pool.c) */
 };
 
 /* The context's transfer queue (in order, profiling on), created the first
@@ -346,6 +361,25 @@ tabcl_status tabcl__staging_init(tabcl_context *ctx);
    or tabcl__context_tune), dropping the current staging area. */
 void tabcl__staging_configure(tabcl_context *ctx);
 void tabcl__staging_destroy(tabcl_context *ctx);
+/* The pool (pool.c). tabcl__pool_get hands out a buffer of at least bytes
+   with flags (no host pointer), pooled where one is ready, else a new one
+   (tabcl__buffer_create, whose failures it returns). tabcl__pool_put takes
+   a buffer from tabcl__pool_get back after its last command was enqueued
+   on ctx's queue, instead of tabcl__buffer_release; it is handed out again
+   only after a marker behind that command has completed. It cannot fail:
+   where the buffer cannot be kept it is released. */
+tabcl_status tabcl__pool_init(tabcl_context *ctx);
+/* Takes the upload.pool tuning (after tabcl__tune_resolve or
+   tabcl__context_tune), giving back every pooled buffer. */
+void tabcl__pool_configure(tabcl_context *ctx);
+void tabcl__pool_destroy(tabcl_context *ctx);
+tabcl_status tabcl__pool_get(tabcl_context *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out,
+                             const char *what);
+void tabcl__pool_put(tabcl_context *ctx, cl_mem m);
+/* Idle pooled buffers alive in the process (not in tabcl__mem_live). */
+long tabcl__pool_live(void);
+/* Moves n buffers into (n > 0) or out of tabcl__mem_live's count. */
+void tabcl__mem_count(long n);
 /* Staging buffers alive in the process; they are not in tabcl__mem_live,
    since an area outlives the call that grew it. */
 long tabcl__staging_live(void);
