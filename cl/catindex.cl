@@ -45,6 +45,23 @@ inline int cat_chunks_equal(__global const ulong *A, long a, __global const ulon
   return 1;
 }
 
+// cat_chunks_equal for one work-item (the CPU plan): where both labels
+// start on a word, four words a step with straight loads and one branch;
+// else, and for the rest, chunk by chunk.
+inline int cat_bytes_equal(__global const ulong *A, long a, __global const ulong *B, long b,
+                           long n) {
+  long k = 0;
+  if (((a | b) & 7) == 0) {
+    __global const ulong *x = A + (a >> 3), *y = B + (b >> 3);
+    for (; k + 32 <= n; k += 32) {
+      long i = k >> 3;
+      if ((x[i] ^ y[i]) | (x[i + 1] ^ y[i + 1]) | (x[i + 2] ^ y[i + 2]) | (x[i + 3] ^ y[i + 3]))
+        return 0;
+    }
+  }
+  return cat_chunks_equal(A, a + k, B, b + k, n - k, 0, 1);
+}
+
 // One launch serves up to four query columns (OpenCL 1.2 has no arrays of
 // buffers), each with its own data, offsets, validity and output buffer.
 // Their rows are laid end to end: rows.s0 of slot 0, then rows.s1 of slot 1...
@@ -130,6 +147,29 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
     }
   }
   q.out[q.out_at] = code;
+}
+
+// The CPU plan (lookup.serial): one work-item a run of `run` rows, each
+// searched and compared in turn, four words a step where it can; no local
+// memory, no barriers.
+__kernel void catindex_lookup_serial(CAT_ARGS, long run) {
+  long r0 = (long)get_global_id(0) * run;
+  long r1 = min(r0 + run, count);
+  for (long g = r0; g < r1; g++) {
+    cat_row q = CAT_LOCATE(first + g);
+    int code = -1;
+    if (!q.null_row) {
+      uint2 c = cat_candidates(keys, ranges, q.c, q.h);
+      for (uint j = c.x; j < c.y; j++) {
+        long2 sp = spans[j];
+        if (sp.y == q.len && cat_bytes_equal(vdata, sp.x, q.qd, q.qs, q.len)) {
+          code = ecodes[j];
+          break;
+        }
+      }
+    }
+    q.out[q.out_at] = code;
+  }
 }
 
 // The search alone, one work-item per row, ahead of catindex_lookup_group:

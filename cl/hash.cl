@@ -198,20 +198,27 @@ inline ulong xxh_psec(const ulong *sec, uint off) {
   return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
 }
 
-// The eight accumulators through one stripe at byte `pos`, keyed from
-// word k of the secret (stripe s of a block: k = s).
-inline void xxh_stripe8(__global const ulong *w, ulong pos, const ulong *key, ulong *acc) {
-  ulong q = pos >> 3;
-  uint r = (uint)(pos & 7) * 8;
-  ulong prev = w[q];
+// The eight accumulators through the data words v of one stripe, keyed by
+// key[0..7] (stripe s of a block: the secret from word s).
+inline void xxh_acc8(const ulong *v, const ulong *key, ulong *acc) {
   for (uint i = 0; i < 8; i++) {
-    ulong next = w[q + i + 1];
-    ulong v = xxh_join(prev, next, r);
-    prev = next;
-    ulong d = v ^ key[i];
-    acc[i ^ 1] += v;
+    ulong d = v[i] ^ key[i];
+    acc[i ^ 1] += v[i];
     acc[i] += (ulong)(uint)d * (ulong)(uint)(d >> 32);
   }
+}
+
+// One stripe at byte `pos`: straight loads where it starts on a word (every
+// stripe of a label that does), else each word joined from two.
+inline void xxh_stripe8(__global const ulong *w, ulong pos, const ulong *key, ulong *acc) {
+  ulong q = pos >> 3, v[8];
+  uint r = (uint)(pos & 7) * 8;
+  if (r == 0) {
+    for (uint i = 0; i < 8; i++) v[i] = w[q + i];
+  } else {
+    for (uint i = 0; i < 8; i++) v[i] = (w[q + i] >> r) | (w[q + i + 1] << (64 - r));
+  }
+  xxh_acc8(v, key, acc);
 }
 
 // XXH3-64 of a label of more than 240 bytes, in one work-item.

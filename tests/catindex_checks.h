@@ -12,8 +12,21 @@
 #include "catindex_ref.h"
 #include "tt.h"
 
-/* Looks queries up in idx twice, once with one work-item per row and once
-   with a work-group per row, and compares every code with the reference
+/* The lookup kernels a pass takes: one work-item a row, a work-group a
+   row, or the CPU plan's runs of rows a work-item (lookup.serial). */
+static const char *const cat_passes[3] = {"item", "group", "serial"};
+static inline void cat_pass_tune(tabcl_context *ctx, int pass) {
+  if (pass < 0)
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto");
+  else if (pass == 2)
+    tt_tune(ctx, "lookup.serial=3;lookup.group_bytes=auto");
+  else
+    tt_tune(ctx, "lookup.serial=0;lookup.group_bytes=%s", pass == 0 ? "1099511627776" : "0");
+}
+
+/* Looks queries up in idx three times, with one work-item per row, with a
+   work-group per row and with runs of rows a work-item (whatever the
+   device: the table picks one of them), and compares every code with the reference
    built from vocab (each column's code count too). Outputs are poisoned
    first so an unwritten code shows. */
 static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
@@ -30,8 +43,8 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
     codes[c] = malloc((size_t)(q[c].length + 1) * sizeof **codes);
     cr_assert(codes[c]);
   }
-  for (int pass = 0; pass < 2; pass++) {
-    tt_tune(idx->ctx, "lookup.group_bytes=%s", pass == 0 ? "1099511627776" : "0");
+  for (int pass = 0; pass < 3; pass++) {
+    cat_pass_tune(idx->ctx, pass);
     for (int c = 0; c < ncols; c++)
       for (int64_t i = 0; i < q[c].length; i++) codes[c][i] = 0x7A7A7A7A;
     tabcl_status s = tabcl_category_index_lookup(idx, ncols, q, codes);
@@ -46,13 +59,13 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
         const uint8_t *p = tt_label(&q[c], first, &n);
         cr_expect_fail("%s (%s kernel): column %d: %lld of %lld codes wrong; row %lld (%s, %zu "
                        "bytes, first byte %d) got %d, expected %d",
-                       what, pass ? "group" : "item", c, (long long)bad, (long long)q[c].length,
+                       what, cat_passes[pass], c, (long long)bad, (long long)q[c].length,
                        (long long)first, p ? "present" : "null", n, p && n ? p[0] : -1,
                        codes[c][first], catref_code(&refs[c], &q[c], first));
       }
     }
   }
-  tt_tune(idx->ctx, "lookup.group_bytes=auto");
+  cat_pass_tune(idx->ctx, -1);
   for (int c = 0; c < ncols; c++) {
     catref_free(&refs[c]);
     free(codes[c]);
@@ -73,11 +86,11 @@ static inline void cat_warm(tabcl_context *ctx) {
   cr_assert_eq(s, TABCL_OK, "warm-up fit: %s", tabcl_last_error());
   int32_t got[3], in[3] = {0, 1, -1};
   int32_t *codes = got;
-  for (int pass = 0; pass < 2; pass++) {
-    tt_tune(idx->ctx, "lookup.group_bytes=%s", pass ? "0" : "1099511627776");
+  for (int pass = 0; pass < 3; pass++) {
+    cat_pass_tune(idx->ctx, pass);
     cr_assert_eq(tabcl_category_index_lookup(idx, 1, &v, &codes), TABCL_OK);
   }
-  tt_tune(idx->ctx, "lookup.group_bytes=auto");
+  cat_pass_tune(idx->ctx, -1);
   tabcl_dictionary_view d = {v, 3, in};
   cr_assert_eq(tabcl_category_index_align(idx, 1, &d, &codes), TABCL_OK);
   tabcl_category_index_destroy(idx);

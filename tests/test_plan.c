@@ -255,7 +255,17 @@ Test(plan, lookup_plans) {
         tabcl__lookup_plan_make(&tg, rows, rows * avg, &p);
         cr_expect_leq(p.lanes, dev_wg_cap(dev));
         cr_expect_leq(p.item_wg, dev_wg_cap(dev));
-        cr_expect_eq(p.grouped, rows > 0 && avg >= 256);
+        /* the CPU plan: runs of rows a work-item, covering a launch's rows
+           with the work-items lookup.serial asks for a compute unit */
+        cr_expect_eq(p.serial, dev->is_cpu, "%s", devs[i].what);
+        cr_expect_eq(p.grouped, !p.serial && rows > 0 && avg >= 256);
+        if (p.serial) {
+          const int64_t n = rows < p.item_step ? rows : p.item_step;
+          const int64_t items = (int64_t)dev->compute_units * tune.value[TABCL__TUNE_LOOKUP_SERIAL];
+          cr_expect_geq(p.serial_run * items, n);
+          cr_expect_geq(p.serial_run, 1);
+          cr_expect(n == 0 || (p.serial_run - 1) * items < n);
+        }
         cr_expect_leq((uint64_t)p.group_step * p.lanes, ((uint64_t)1 << 31));
         cr_expect_leq((uint64_t)p.item_step, ((uint64_t)1 << 31));
       }

@@ -81,6 +81,10 @@ typedef struct tabcl__lookup_plan {
   int64_t item_step;      /* rows a launch of those may take */
   int64_t group_step;     /* rows a launch of the group kernel may take */
   uint64_t candidate_bytes; /* the candidates buffer (grouped only) */
+  /* lookup.serial (CPUs): catindex_lookup_serial alone, one work-item a
+     run of serial_run rows, groups of one; grouped is then 0 */
+  int serial;
+  int64_t serial_run;
 } tabcl__lookup_plan;
 void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes,
                              tabcl__lookup_plan *p);

@@ -71,7 +71,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     if (!grows) continue;
     tabcl__lookup_plan lp;
     tabcl__lookup_plan_make(&tg, grows, gbytes, &lp);
-    const int use_group = lp.grouped;
+    const int use_group = lp.grouped, serial = lp.serial;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */
       st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &cand, "candidates");
@@ -81,13 +81,15 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     for (int pass = use_group ? 0 : 1; pass < 2 && !st; pass++) {
       int grouped = use_group && pass == 1;
       cl_kernel *kp = grouped ? &kgroup : use_group ? &kprobe : &kitem;
-      const char *kname = grouped ? "catindex_lookup_group"
-                                  : use_group ? "catindex_probe" : "catindex_lookup_item";
+      const char *kname = grouped     ? "catindex_lookup_group"
+                          : use_group ? "catindex_probe"
+                          : serial    ? "catindex_lookup_serial"
+                                      : "catindex_lookup_item";
       if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
       cl_kernel k = *kp;
       /* The plan's group size, lowered where the kernel allows fewer; the
          slice follows the size used. */
-      size_t wg = tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
+      size_t wg = serial ? 1 : tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
       int64_t step = grouped ? tabcl__slice_items(&tg, 0, wg) : lp.item_step;
       cl_mem cbuf = cand ? cand : idx->ranges;
       for (int64_t first = 0; first < grows && !st; first += step) {
@@ -102,8 +104,11 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
                             TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
                             TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
+        if (!st && serial) st = TABCL_SET_ARGS_AT(k, kname, 31, TABCL_ARG(lp.serial_run));
         if (st) break;
-        size_t global = grouped ? (size_t)count * wg : tabcl__round_up((size_t)count, wg);
+        size_t global = grouped  ? (size_t)count * wg
+                        : serial ? (size_t)((count + lp.serial_run - 1) / lp.serial_run)
+                                 : tabcl__round_up((size_t)count, wg);
         if (ev) clReleaseEvent(ev);
         ev = NULL;
         st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, last ? &ev : NULL, kname);

@@ -24,11 +24,25 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
   p->item_wg = tabcl__plan_wg(t->dev, 128);
   p->item_step = tabcl__slice_items(t, 0, 1);
   p->group_step = tabcl__slice_items(t, 0, p->lanes);
+  /* A CPU (lookup.serial): runs of rows a work-item, enough runs for
+     lookup.serial work-items a compute unit in a launch. */
+  const int64_t serial = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_SERIAL, 0);
+  if (serial > 0) {
+    const int64_t n = rows < p->item_step ? rows : p->item_step;
+    const int64_t items = (int64_t)(t->dev->compute_units ? t->dev->compute_units : 1) * serial;
+    p->serial = 1;
+    p->serial_run = n > 0 ? (n + items - 1) / items : 1;
+    p->grouped = 0;
+  }
   p->candidate_bytes = p->grouped ? (uint64_t)rows * 8 : 0;
 }
 
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap) {
-  if (p->grouped)
+  if (p->serial)
+    snprintf(buf, cap, "%lld rows, %lld bytes: catindex_lookup_serial (groups of 1, %lld rows a "
+             "work-item, %lld rows a launch)", (long long)p->rows, (long long)p->bytes,
+             (long long)p->serial_run, (long long)p->item_step);
+  else if (p->grouped)
     snprintf(buf, cap,
              "%lld rows, %lld bytes: catindex_probe (groups of %zu, %lld rows a launch), then "
              "catindex_lookup_group (%zu lanes a row, %lld rows a launch); candidates %llu B",

@@ -55,6 +55,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_BIG, "2", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_BIG_WG, "auto", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_MID_WG, "64", R("hash kernels")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "0", R("lookup on a CPU")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "8", R("lookup on a CPU")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_BYTES, "256", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_LANES, "auto", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "1", R("upload.staging")},

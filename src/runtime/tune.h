@@ -45,6 +45,8 @@ struct tabcl__device_desc;
   X(HASH_BIG, "hash.big", INT, 1, 2, "kernel for labels of hash.group_min up: 1 blocks, 2 big")  \
   X(HASH_BIG_WG, "hash.big_wg", POW2, 8, 1024, "work-items a group of hash_big")                 \
   X(HASH_MID_WG, "hash.mid_wg", POW2, 8, 1024, "work-items a group of the team kernels")         \
+  X(LOOKUP_SERIAL, "lookup.serial", INT, 0, 1024,                                               \
+    "0: the GPU lookup kernels; N: one work-item a run of rows, N work-items a compute unit")    \
   X(LOOKUP_GROUP_BYTES, "lookup.group_bytes", INT, 0, 1099511627776LL,                          \
     "average query bytes from which a work-group compares each label")                           \
   X(LOOKUP_GROUP_LANES, "lookup.group_lanes", POW2, 1, 1024,                                    \
