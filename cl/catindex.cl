@@ -149,6 +149,41 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
   q.out[q.out_at] = code;
 }
 
+// cat_lower_bound for one work-item (the CPU plan): the keys are hashes,
+// spread evenly over their range, so a first guess by interpolation lands
+// near the answer; steps doubling away from it bracket the answer, and a
+// binary search ends inside the bracket. A few dependent loads where the
+// plain binary search takes log2 of the run's length. (float: not every
+// device has fp64; a guess need not be exact.)
+inline long cat_lower_bound_guess(__global const ulong *keys, long lo, long hi, ulong h) {
+  if (hi - lo <= 8) return cat_lower_bound(keys, lo, hi, h);
+  ulong k0 = keys[lo], k1 = keys[hi - 1];
+  if (h <= k0) return lo;
+  if (h > k1) return hi;
+  float f = (float)(h - k0) / (float)(k1 - k0);
+  long g = lo + (long)(f * (float)(hi - 1 - lo));
+  g = clamp(g, lo, hi - 1);
+  long a, b;   // the answer lies in (a, b]: keys[a] < h <= keys[b], or b == hi
+  if (keys[g] < h) {
+    long step = 1;
+    a = g;
+    while (g + step < hi && keys[g + step] < h) {
+      a = g + step;
+      step *= 2;
+    }
+    b = min(g + step, hi);
+  } else {
+    long step = 1;
+    b = g;
+    while (g - step >= lo && keys[g - step] >= h) {
+      b = g - step;
+      step *= 2;
+    }
+    a = max(g - step, lo - 1);
+  }
+  return cat_lower_bound(keys, a + 1, b, h);
+}
+
 // The CPU plan (lookup.serial): one work-item a run of `run` rows, each
 // searched and compared in turn, four words a step where it can; no local
 // memory, no barriers.
@@ -159,8 +194,9 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
     cat_row q = CAT_LOCATE(first + g);
     int code = -1;
     if (!q.null_row) {
-      uint2 c = cat_candidates(keys, ranges, q.c, q.h);
-      for (uint j = c.x; j < c.y; j++) {
+      long end = ranges[q.c + 1];
+      long j = cat_lower_bound_guess(keys, ranges[q.c], end, q.h);
+      for (; j < end && keys[j] == q.h; j++) {
         long2 sp = spans[j];
         if (sp.y == q.len && cat_bytes_equal(vdata, sp.x, q.qd, q.qs, q.len)) {
           code = ecodes[j];
