@@ -252,7 +252,7 @@ Test(plan, lookup_plans) {
       for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 4 : 1) {
         tabcl__lookup_plan p;
         const int64_t rows = (int64_t)sizes[si];
-        tabcl__lookup_plan_make(&tg, rows, rows * avg, &p);
+        tabcl__lookup_plan_make(&tg, rows, rows * avg, avg, 1, &p);
         cr_expect_leq(p.lanes, dev_wg_cap(dev));
         cr_expect_leq(p.item_wg, dev_wg_cap(dev));
         /* the CPU plan: runs of rows a work-item, covering a launch's rows
@@ -269,6 +269,49 @@ Test(plan, lookup_plans) {
         cr_expect_leq((uint64_t)p.group_step * p.lanes, ((uint64_t)1 << 31));
         cr_expect_leq((uint64_t)p.item_step, ((uint64_t)1 << 31));
       }
+  }
+}
+
+/* The CPU plans under a device's loop limit (llvmpipe's 65,535): every
+   work-item's loops within half of it, by the plans' own bound; a label
+   too long for one work-item takes the GPU kernels instead; without a
+   limit the runs are the longest the work-item count allows. */
+Test(plan, cpu_plans_keep_within_the_loop_limit) {
+  dev_case devs[8];
+  cr_assert_gt(make_devices(devs), 3);
+  tabcl__device_desc cpu = devs[3].d;
+  cr_assert(cpu.is_cpu);
+  static const uint64_t limits[] = {0, 65535, 4000};
+  static const int64_t lens[] = {0, 8, 240, 241, 4096, 70000, 200000, 1 << 20};
+  for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
+    cpu.loop_limit = limits[li];
+    tabcl__tuning tune = tuning_for(&cpu, NULL);
+    tabcl__target tg = {&cpu, &tune, 0};
+    for (size_t si = 1; si < 8; si++)
+      for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        const int64_t n = (int64_t)sizes[si], max = lens[k];
+        tabcl__hash_plan h;
+        tabcl__hash_plan_make(&tg, n, n * max, max, &h);
+        tabcl__lookup_plan l;
+        tabcl__lookup_plan_make(&tg, n, n * max, max, 1, &l);
+        if (limits[li]) {
+          if (h.serial_kernel) cr_expect_leq(h.serial_loops, limits[li] / 2, "%lld x %lld B", (long long)n, (long long)max);
+          if (l.serial) cr_expect_leq(l.serial_loops, limits[li] / 2, "%lld x %lld B", (long long)n, (long long)max);
+        } else {
+          cr_expect_not_null(h.serial_kernel, "no limit: always the CPU plan");
+          cr_expect(l.serial, "no limit: always the CPU plan");
+        }
+        if (h.serial_kernel) cr_expect_geq(h.serial_run, 1);
+        if (l.serial) cr_expect_geq(l.serial_run, 1);
+      }
+    /* a label of 1 MiB needs more loops than half of 65,535: the GPU kernels */
+    tabcl__hash_plan h;
+    tabcl__hash_plan_make(&tg, 10, 10 << 20, 1 << 20, &h);
+    cr_expect_eq(h.serial_kernel == NULL, limits[li] != 0, "limit %llu", (unsigned long long)limits[li]);
+    /* kept collisions (candidates unknown): no CPU plan under a limit */
+    tabcl__lookup_plan l;
+    tabcl__lookup_plan_make(&tg, 1000, 8000, 8, 0, &l);
+    cr_expect_eq(l.serial, limits[li] == 0);
   }
 }
 

@@ -294,7 +294,7 @@ Test(profile, plans_within_limits) {
         if (hp.team_kernel)
           cr_expect_leq((hp.team_words * hp.wg_team + 24) * 8, dev->local_mem_size, "%s", fam);
         tabcl__lookup_plan lp;
-        tabcl__lookup_plan_make(&tg, n, n * max, &lp);
+        tabcl__lookup_plan_make(&tg, n, n * max, max, 1, &lp);
         cr_expect_leq(lp.lanes, cap, "%s", fam);
         cr_expect_leq(lp.item_wg, cap, "%s", fam);
       }

@@ -8,10 +8,6 @@
 #include "attention/sdpa.h"
 #include "tabcl/tabcl_cl.h"
 
-/* Loops a work-item may run before the device's loop limit is asked for:
-   no driver known to end loops early does so below 2^15 iterations
-   (llvmpipe's limit is 65,535), and short calls then never run the probe. */
-#define LOOPS_UNCHECKED ((uint64_t)1 << 15)
 
 tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d, int forced,
                                    tabcl__sdpa_facts *f) {
@@ -40,7 +36,7 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
     return TABCL_OK;
   }
   if (p.path != TABCL__SDPA_FUSED) return TABCL_OK;
-  if (!tabcl__loop_limit_known(ctx, &f->loop_limit) && p.keys.loop_bound > LOOPS_UNCHECKED)
+  if (!tabcl__loop_limit_known(ctx, &f->loop_limit) && p.keys.loop_bound > TABCL__LOOPS_UNCHECKED)
     return tabcl__loop_limit(ctx, &f->loop_limit);
   return TABCL_OK;
 }

@@ -85,9 +85,12 @@ typedef struct tabcl__lookup_plan {
      run of serial_run rows, groups of one; grouped is then 0 */
   int serial;
   int64_t serial_run;
+  uint64_t serial_loops;  /* loop iterations a work-item runs, at most (a bound) */
 } tabcl__lookup_plan;
-void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes,
-                             tabcl__lookup_plan *p);
+/* longest: the longest query label's bytes; candidates: entries of one
+   hash a row may meet (1 where the index kept no collision, 0: unknown). */
+void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes, int64_t longest,
+                             int64_t candidates, tabcl__lookup_plan *p);
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap);
 
 /* ---- the fit's plan (catindex_plan.c): pure, no OpenCL call ---- */

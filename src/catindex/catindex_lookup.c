@@ -40,13 +40,15 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             NULL);
     hoff += q[c].length;
   }
-  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__device_desc dev;
+  tabcl__target tg;
+  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg);
   hoff = 0;
   for (int g0 = 0; g0 < ncols && !st; g0 += TABCL__CATINDEX_COLS_PER_LAUNCH) {
     cl_long4 nrows = {{0}}, qh = {{0}}, qbytes = {{0}}, ooff = {{0}};
     cl_int4 col = {{0}}, hasv = {{0}};
     cl_mem bufs[TABCL__CATINDEX_COLS_PER_LAUNCH][4];
-    int64_t grows = 0, gbytes = 0;
+    int64_t grows = 0, gbytes = 0, glongest = 0;
     for (int k = 0; k < TABCL__CATINDEX_COLS_PER_LAUNCH; k++) {
       int c = g0 + k;
       /* unused slots get zero rows and any valid buffer, which is never read */
@@ -67,10 +69,21 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
       hoff += q[c].length;
       grows += q[c].length;
       gbytes += q[c].bytes;
+      if (q[c].max_label > glongest) glongest = q[c].max_label;
     }
     if (!grows) continue;
+    /* One candidate a hash where the fit kept no collision; the CPU plan
+       loops over many rows in a work-item: where that could run long, the
+       device's loop limit decides the runs (plan again). */
+    const int64_t candidates = idx->collisions ? 0 : 1;
     tabcl__lookup_plan lp;
-    tabcl__lookup_plan_make(&tg, grows, gbytes, &lp);
+    tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
+    if (lp.serial && !limit_known && lp.serial_loops > TABCL__LOOPS_UNCHECKED) {
+      st = tabcl__loop_limit(ctx, &dev.loop_limit);
+      if (st) break;
+      limit_known = 1;
+      tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
+    }
     const int use_group = lp.grouped, serial = lp.serial;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */

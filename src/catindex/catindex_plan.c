@@ -6,8 +6,19 @@
 
 #include "catindex/catindex.h"
 
-void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes,
-                             tabcl__lookup_plan *p) {
+/* Loop iterations of one row in catindex_lookup_serial, as cl/catindex.cl
+   writes its loops: the search (doubling steps out and back, then a binary
+   search: at most 3 x 64 and their trips) and, for each candidate, the
+   comparison (four words a step, then word by word: at most len / 32 +
+   len / 8 + 6). None where the candidates are not known. */
+static uint64_t serial_row_loops(int64_t longest, int64_t candidates) {
+  if (candidates <= 0) return UINT64_MAX;
+  const uint64_t len = longest > 0 ? (uint64_t)longest : 0;
+  return 1 + 200 + (uint64_t)candidates * (1 + len / 32 + len / 8 + 6);
+}
+
+void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes, int64_t longest,
+                             int64_t candidates, tabcl__lookup_plan *p) {
   memset(p, 0, sizeof *p);
   p->rows = rows;
   p->bytes = bytes;
@@ -30,9 +41,20 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
   if (serial > 0) {
     const int64_t n = rows < p->item_step ? rows : p->item_step;
     const int64_t items = (int64_t)(t->dev->compute_units ? t->dev->compute_units : 1) * serial;
-    p->serial = 1;
-    p->serial_run = n > 0 ? (n + items - 1) / items : 1;
-    p->grouped = 0;
+    int64_t run = n > 0 ? (n + items - 1) / items : 1;
+    /* Under a device's loop limit, runs short enough for it; rows that
+       need more than it allows one work-item take the kernels above. */
+    const uint64_t per_row = serial_row_loops(longest, candidates);
+    const uint64_t budget = tabcl__loop_budget(t->dev);
+    const uint64_t most = per_row == UINT64_MAX ? (budget == UINT64_MAX ? (uint64_t)run : 0)
+                                                : budget / per_row;
+    if (most >= 1) {
+      if ((uint64_t)run > most) run = (int64_t)most;
+      p->serial = 1;
+      p->serial_run = run;
+      p->serial_loops = per_row == UINT64_MAX ? UINT64_MAX : (uint64_t)run * per_row;
+      p->grouped = 0;
+    }
   }
   p->candidate_bytes = p->grouped ? (uint64_t)rows * 8 : 0;
 }

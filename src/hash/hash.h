@@ -56,6 +56,7 @@ typedef struct tabcl__hash_plan {
   const char *serial_kernel;
   const char *options;        /* the hash program's build options (NULL: none) */
   uint32_t serial_run;
+  uint64_t serial_loops;      /* loop iterations a work-item runs, at most (a bound) */
   size_t wg_serial;
 } tabcl__hash_plan;
 

@@ -14,6 +14,18 @@
    longest label has, up to this many lanes. */
 #define BIG_WG_MAX 128
 
+/* Loop iterations of one label in hash_serial, as cl/hash.cl writes its
+   loops (a loop the compiler unrolls counts as if it did not): the short
+   paths at most 24; the long path 9 to start, each 64-byte stripe 19 (its
+   loads, its accumulators and their trips), each 1 KiB block 12 more (the
+   scrambles), the last stripe and the merge 48; one for the label's own
+   trip. A work-item adds SERIAL_ITEM_LOOPS (the secret). */
+#define SERIAL_ITEM_LOOPS 32
+static uint64_t serial_label_loops(int64_t len) {
+  if (len <= 240) return 1 + 24;
+  return 1 + 9 + 19 * ((uint64_t)len / 64 + 1) + 12 * ((uint64_t)len / 1024 + 1) + 48;
+}
+
 void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t bytes,
                            int64_t max_label, tabcl__hash_plan *p) {
   const tabcl__device_desc *dev = tg->dev;
@@ -30,11 +42,21 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   if (serial > 0) {
     const int64_t n = length < p->slice ? length : p->slice;
     const int64_t items = (int64_t)(dev->compute_units ? dev->compute_units : 1) * serial;
-    p->serial_kernel = "hash_serial";
-    p->options = "-DHASH_SERIAL_ONLY=1";
-    p->serial_run = (uint32_t)((n + items - 1) / items);
-    p->wg_serial = 1;
-    return;
+    uint64_t run = (uint64_t)((n + items - 1) / items);
+    /* Under a device's loop limit, runs short enough for it; a label too
+       long for even a run of one goes to the GPU kernels (below), whose
+       block kernels split it. */
+    const uint64_t per_label = serial_label_loops(max_label), budget = tabcl__loop_budget(dev);
+    const uint64_t most = budget > SERIAL_ITEM_LOOPS ? (budget - SERIAL_ITEM_LOOPS) / per_label : 0;
+    if (most >= 1) {
+      if (run > most) run = most;
+      p->serial_kernel = "hash_serial";
+      p->options = "-DHASH_SERIAL_ONLY=1";
+      p->serial_run = (uint32_t)run;
+      p->serial_loops = SERIAL_ITEM_LOOPS + run * per_label;
+      p->wg_serial = 1;
+      return;
+    }
   }
   p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN, 8192);
   const int any_long = max_label > TABCL__HASH_SHORT_MAX;

@@ -185,7 +185,8 @@ tabcl_status tabcl__tools_lookup_plan(const tabcl_context *ctx, int64_t rows, in
                                       char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__lookup_plan p;
-  tabcl__lookup_plan_make(&tg, rows, bytes, &p);
+  /* every label of the average length, an index without kept collisions */
+  tabcl__lookup_plan_make(&tg, rows, bytes, rows > 0 ? bytes / rows : 0, 1, &p);
   tabcl__lookup_plan_print(&p, text, cap);
   return TABCL_OK;
 }

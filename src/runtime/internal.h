@@ -98,6 +98,10 @@ typedef struct tabcl__device_desc {
   int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
   int cl_major, cl_minor;       /* device OpenCL version */
   char profile[32];             /* the device profile clamping these values, "" for none */
+  uint64_t loop_limit;          /* loop iterations a work-item may run where measured
+                                   (runtime/loop_limit.c); 0: none, or not measured yet.
+                                   Never set in a context's own info: an executor plans
+                                   with a copy (tabcl__target_with_limit) */
 } tabcl__device_desc;
 
 /* Fills info for one device; every query is checked. */
@@ -224,12 +228,29 @@ tabcl_status tabcl__loop_limit(tabcl_context *ctx, uint64_t *out);
 int tabcl__loop_limit_known(tabcl_context *ctx, uint64_t *out);
 /* Test-only: the context behaves as if the probe had found `limit`. */
 void tabcl__context_set_loop_limit(tabcl_context *ctx, uint64_t limit);
+/* Loops a work-item may run before the device's loop limit is asked for:
+   no driver known to end loops early does so below 2^15 iterations
+   (llvmpipe's limit is 65,535), so short calls never run the probe. */
+#define TABCL__LOOPS_UNCHECKED ((uint64_t)1 << 15)
+/* The work-item loops a plan may run under dev's limit: half of it (a
+   planner's count is a bound by reading the kernel, and a driver may count
+   its loops a little differently); UINT64_MAX where there is none. */
+static inline uint64_t tabcl__loop_budget(const struct tabcl__device_desc *dev) {
+  return dev->loop_limit ? dev->loop_limit / 2 : UINT64_MAX;
+}
 
 /* What a planner reads of ctx. */
 static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
   tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch};
   return t;
 }
+
+/* ctx's target with the loop limit the context has measured, if it has:
+   *dev becomes a copy of ctx's device description carrying it, *out points
+   at it. Returns whether the limit is known (else dev->loop_limit is 0 and
+   a plan that could run past TABCL__LOOPS_UNCHECKED asks tabcl__loop_limit
+   and plans again). */
+int tabcl__context_target_limited(tabcl_context *ctx, tabcl__device_desc *dev, tabcl__target *out);
 
 /* ---- programs and kernels (program.c, disk_cache.c) ------------------- */
 

@@ -66,3 +66,10 @@ void tabcl__context_set_loop_limit(tabcl_context *ctx, uint64_t limit) {
   ctx->loop_limit_known = 1;
   pthread_mutex_unlock(&ctx->lock);
 }
+
+int tabcl__context_target_limited(tabcl_context *ctx, tabcl__device_desc *dev, tabcl__target *out) {
+  *dev = ctx->info;
+  *out = tabcl__context_target(ctx);
+  out->dev = dev;
+  return tabcl__loop_limit_known(ctx, &dev->loop_limit);
+}
