@@ -75,8 +75,11 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
 }
 
 /* Builds the programs a fit, lookup and align use (the context keeps them),
+   and the loop probe's (built the first time a CPU plan could loop long),
    so a leak baseline taken afterwards counts only what the calls leave. */
 static inline void cat_warm(tabcl_context *ctx) {
+  uint64_t limit;
+  cr_assert_eq(tabcl__loop_limit(ctx, &limit), TABCL_OK, "loop probe: %s", tabcl_last_error());
   static const int64_t off[4] = {0, 1, 3, 300};
   static uint8_t data[300];
   memset(data, 'w', sizeof data);

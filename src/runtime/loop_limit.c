@@ -5,17 +5,42 @@
 
 static uint32_t lcg(uint32_t x) { return x * 1664525u + 1013904223u; }
 
+/* The probe runs on a queue of its own, made for it and released after:
+   it is asked for in the middle of calls that take a wait list (a `_cl`
+   call's commands may wait on an event the caller completes only after
+   the call returns), and waiting on the context's queue there would wait
+   on the caller. */
 static tabcl_status measure(tabcl_context *ctx, uint64_t *out) {
   cl_kernel k = NULL;
   cl_mem m = NULL;
+  cl_command_queue q = NULL;
+  cl_int err = CL_SUCCESS;
   tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, "probe_loops", &k);
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, sizeof(cl_uint), NULL, &m, "loop probe");
+  if (!s) {
+    if (tabcl__fault_cl()) err = CL_OUT_OF_HOST_MEMORY;
+    else q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    if (err != CL_SUCCESS) s = tabcl__cl_fail(err, "clCreateCommandQueue", "loop probe");
+  }
   const cl_uint n = TABCL__LOOP_PROBE_N;
   if (!s) s = TABCL_SET_ARGS(k, "probe_loops", TABCL_ARG(m), TABCL_ARG(n));
   const size_t one = 1;
-  if (!s) s = tabcl__launch(ctx, k, 1, &one, &one, 0, NULL, NULL, "probe_loops");
+  if (!s) {
+    err = TABCL_CL(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL));
+    if (err != CL_SUCCESS) s = tabcl__cl_fail(err, "clEnqueueNDRangeKernel", "probe_loops");
+  }
   cl_uint got = 0;
-  if (!s) s = tabcl__read(ctx, m, 0, sizeof got, &got);
+  if (!s) {
+    cl_event ev = NULL;
+    err = TABCL_CL(clEnqueueReadBuffer(q, m, CL_FALSE, 0, sizeof got, &got, 0, NULL, &ev));
+    err = tabcl__wait_own(err, ev);
+    if (err != CL_SUCCESS) s = tabcl__cl_fail(err, "clEnqueueReadBuffer", "loop probe");
+  }
+  if (q) {
+    /* nothing may still run on it once it goes (a failure above may leave the kernel queued) */
+    clFinish(q);
+    clReleaseCommandQueue(q);
+  }
   tabcl__buffer_release(m);
   tabcl__kernel_release(k);
   if (s) return s;
