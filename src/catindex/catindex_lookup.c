@@ -78,12 +78,10 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     const int64_t candidates = idx->collisions ? 0 : 1;
     tabcl__lookup_plan lp;
     tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
-    if (lp.serial && !limit_known && lp.serial_loops > TABCL__LOOPS_UNCHECKED) {
-      st = tabcl__loop_limit(ctx, &dev.loop_limit);
-      if (st) break;
-      limit_known = 1;
-      tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
-    }
+    int again = 0;
+    st = tabcl__loop_limit_learn(ctx, &limit_known, &dev, lp.serial ? lp.serial_loops : 0, &again);
+    if (st) break;
+    if (again) tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
     const int use_group = lp.grouped, serial = lp.serial;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */

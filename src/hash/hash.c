@@ -115,15 +115,14 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
   tabcl__hash_plan p;
   tabcl__device_desc dev;
   tabcl__target tg;
-  const int limit_known = tabcl__context_target_limited(ctx, &dev, &tg);
+  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
   tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
   /* The CPU plan loops over many labels in a work-item: where that could
      run long, the device's loop limit decides the runs (plan again). */
-  if (p.serial_kernel && !limit_known && p.serial_loops > TABCL__LOOPS_UNCHECKED) {
-    tabcl_status ls = tabcl__loop_limit(ctx, &dev.loop_limit);
-    if (ls) return ls;
-    tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
-  }
+  tabcl_status ls = tabcl__loop_limit_learn(ctx, &limit_known, &dev,
+                                            p.serial_kernel ? p.serial_loops : 0, &again);
+  if (ls) return ls;
+  if (again) tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
   if (p.serial_kernel) return hash_serial(ctx, s, &p, xseed, mask, out, out_offset, nwait, wait, ev);
   const int64_t gmin = p.group_min, per = p.slice;
   const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;

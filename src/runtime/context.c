@@ -26,7 +26,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 
 static void destroy(tabcl_context *ctx) {
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
-  tabcl__pool_destroy(ctx);      /* waits on markers of the queue: before it goes */
+  tabcl__pool_destroy(ctx);      /* releases events of the queue: before it goes */
   tabcl__program_cache_clear(ctx);
   if (ctx->transfer) clReleaseCommandQueue(ctx->transfer);
   if (ctx->queue) clReleaseCommandQueue(ctx->queue);

@@ -251,6 +251,12 @@ static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
    a plan that could run past TABCL__LOOPS_UNCHECKED asks tabcl__loop_limit
    and plans again). */
 int tabcl__context_target_limited(tabcl_context *ctx, tabcl__device_desc *dev, tabcl__target *out);
+/* After a plan made with such a target: where the limit is not known and
+   the plan's work-items could loop past TABCL__LOOPS_UNCHECKED (`loops`),
+   measures it into dev->loop_limit and sets *known and *again (plan
+   again); else sets *again to 0. */
+tabcl_status tabcl__loop_limit_learn(tabcl_context *ctx, int *known, tabcl__device_desc *dev,
+                                     uint64_t loops, int *again);
 
 /* ---- programs and kernels (program.c, disk_cache.c) ------------------- */
 

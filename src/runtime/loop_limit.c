@@ -98,3 +98,12 @@ int tabcl__context_target_limited(tabcl_context *ctx, tabcl__device_desc *dev, t
   out->dev = dev;
   return tabcl__loop_limit_known(ctx, &dev->loop_limit);
 }
+
+tabcl_status tabcl__loop_limit_learn(tabcl_context *ctx, int *known, tabcl__device_desc *dev,
+                                     uint64_t loops, int *again) {
+  *again = 0;
+  if (*known || loops <= TABCL__LOOPS_UNCHECKED) return TABCL_OK;
+  tabcl_status s = tabcl__loop_limit(ctx, &dev->loop_limit);
+  if (!s) *known = *again = 1;
+  return s;
+}

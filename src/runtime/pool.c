@@ -36,14 +36,13 @@ tabcl_status tabcl__pool_init(tabcl_context *ctx) {
   return TABCL_OK;
 }
 
-/* Gives slot i's buffer back to OpenCL after its marker (nothing can fail
-   that a caller could act on: destroy paths). */
+/* Gives slot i's buffer back to OpenCL. No wait for its marker: OpenCL
+   frees a released buffer only once the commands using it are done, and a
+   wait here (under the lock, inside a call) could wait on a queue held up
+   by the caller. */
 static void slot_drop(tabcl__pool *p, int i) {
   tabcl__pool_slot *s = &p->slot[i];
-  if (s->done) {
-    clWaitForEvents(1, &s->done);
-    clReleaseEvent(s->done);
-  }
+  if (s->done) clReleaseEvent(s->done);
   if (s->mem) {
     clReleaseMemObject(s->mem);
     atomic_fetch_sub(&live_pooled, 1);
@@ -129,7 +128,7 @@ void tabcl__pool_put(tabcl_context *ctx, cl_mem m) {
        clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
        bytes > p->cap))
     slot = -1;
-  /* Room for it: the oldest-made idle buffers go first. */
+  /* Room for it: idle buffers go, in slot order, until it fits. */
   for (int i = 0; slot >= 0 && i < TABCL__POOL_SLOTS && p->held + bytes > p->cap; i++)
     if (i != slot) slot_drop(p, i);
   if (slot >= 0 && clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &done) != CL_SUCCESS) slot = -1;
