@@ -59,16 +59,20 @@ static void report_variant(const char *program, const char *options, const char 
   }
 }
 
-int probe_variants(tabcl_context *ctx) {
+int probe_variants(tabcl_context *ctx, int shard, int shards) {
   variant_state st = {0};
   double cold = 0;
   if (json_mode) json_open("variants", '[');
   else heading("  Every program variant the planners can choose (build options, time, source)");
-  const int failures = tabcl__tools_variants_build(ctx, report_variant, &st, &cold);
+  const int failures = tabcl__tools_variants_build(ctx, shard, shards, report_variant, &st, &cold);
   if (json_mode) json_close(']');
   char text[96];
-  snprintf(text, sizeof text, "%d variants, %d failed; %.1f s compiling from source", st.count,
-           failures, cold * 1e-3);
+  if (shards > 1)
+    snprintf(text, sizeof text, "%d variants (share %d of %d), %d failed; %.1f s compiling from "
+             "source", st.count, shard, shards, failures, cold * 1e-3);
+  else
+    snprintf(text, sizeof text, "%d variants, %d failed; %.1f s compiling from source", st.count,
+             failures, cold * 1e-3);
   row("variants built", NULL, "%s", text);
   return failures;
 }

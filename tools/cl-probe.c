@@ -17,6 +17,7 @@
 
 typedef struct probe_opts {
   int json, quick, plan, all_variants;
+  int shard, shards;     /* --all-variants=I/N: the I-th of N shares (0 and 1: all) */
   const char *device;
   const char *profile;   /* --device-profile: NULL takes $TABCL_DEVICE_PROFILE */
 } probe_opts;
@@ -228,7 +229,7 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   else
     row("disk cache", NULL, "%s", cache_dir ? cache_dir : "off");
   row("cold builds (s)", NULL, "%.1f", cold_ms * 1e-3);
-  if (o->all_variants) failures += probe_variants(ctx);
+  if (o->all_variants) failures += probe_variants(ctx, o->shard, o->shards);
 
   /* Self-checks */
   if (json_mode) json_open("selfchecks", '[');
@@ -317,13 +318,15 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: cl-probe [--json] [--quick] [--plan] [--all-variants] [--device SEL]\n"
+          "usage: cl-probe [--json] [--quick] [--plan] [--all-variants[=I/N]] [--device SEL]\n"
           "                [--device-profile NAME]\n"
           "  --device SEL  only the device SEL names (\"P:D\" or a name substring)\n"
           "  --device-profile NAME  plan as if the device had the limits of a GPU family\n"
           "                (TABCL_DEVICE_PROFILE; README.md, \"Device profiles\")\n"
           "  --all-variants  build every program variant the planners can choose, not only\n"
           "                each program's default (minutes on a CPU device)\n"
+          "  --all-variants=I/N  only the I-th of N shares of them (0 <= I < N), so that\n"
+          "                N processes build them all between them\n"
           "  --list-profiles  the device profiles' names, one a line\n"
           "  --plan        also the plans of representative calls of every family\n"
           "  --quick       small measurements, for a fast check\n"
@@ -339,6 +342,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) o.device = argv[++i];
     else if (!strcmp(argv[i], "--device-profile") && i + 1 < argc) o.profile = argv[++i];
     else if (!strcmp(argv[i], "--all-variants")) o.all_variants = 1;
+    else if (!strncmp(argv[i], "--all-variants=", 15)) {
+      /* I/N with 0 <= I < N <= 64, nothing after it */
+      int a = -1, b = 0, used = 0;
+      if (sscanf(argv[i] + 15, "%d/%d%n", &a, &b, &used) != 2 || argv[i][15 + used] ||
+          b < 1 || b > 64 || a < 0 || a >= b) {
+        fprintf(stderr, "cl-probe: --all-variants=I/N wants 0 <= I < N <= 64, not \"%s\"\n",
+                argv[i] + 15);
+        return 2;
+      }
+      o.all_variants = 1, o.shard = a, o.shards = b;
+    }
     else if (!strcmp(argv[i], "--list-profiles")) {
       for (int k = 0; k < tabcl__device_profile_count(); k++) puts(tabcl__device_profile_name(k));
       return 0;

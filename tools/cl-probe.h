@@ -24,5 +24,5 @@ void probe_plans(tabcl_context *ctx);
    the device's own values (cl-probe-variants.c). */
 void probe_profile(tabcl_context *ctx);
 /* Builds every program variant the planners can choose; the failures. */
-int probe_variants(tabcl_context *ctx);
+int probe_variants(tabcl_context *ctx, int shard, int shards);
 #endif

@@ -154,9 +154,11 @@ typedef void (*tabcl__tools_variant_fn)(const char *program, const char *options
 /* Builds every program variant the planners can choose on ctx's device
    (the planners are asked, so nothing is listed by hand), reporting each;
    returns the number that failed. *cold_ms (may be NULL): the time of the
-   builds from source. */
-int tabcl__tools_variants_build(tabcl_context *ctx, tabcl__tools_variant_fn report, void *arg,
-                                double *cold_ms);
+   builds from source. shard/shards: one share of the list (every variant
+   whose position modulo shards is shard; 0 and 1 for all), so that several
+   processes can build it between them. */
+int tabcl__tools_variants_build(tabcl_context *ctx, int shard, int shards,
+                                tabcl__tools_variant_fn report, void *arg, double *cold_ms);
 
 /* ---- plans, as text (the planners are pure: nothing runs) -------------- */
 

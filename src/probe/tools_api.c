@@ -153,10 +153,10 @@ static void report_variant(const tabcl__variant *v, tabcl_status s, double ms, i
   r->fn(v->program, v->options, v->what, s, ms, from_cache, r->arg);
 }
 
-int tabcl__tools_variants_build(tabcl_context *ctx, tabcl__tools_variant_fn report, void *arg,
-                                double *cold_ms) {
+int tabcl__tools_variants_build(tabcl_context *ctx, int shard, int shards,
+                                tabcl__tools_variant_fn report, void *arg, double *cold_ms) {
   variant_report r = {report, arg};
-  return tabcl__variants_build(ctx, report_variant, &r, cold_ms);
+  return tabcl__variants_build(ctx, shard, shards, report_variant, &r, cold_ms);
 }
 
 /* ---- plans ---- */

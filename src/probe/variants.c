@@ -103,8 +103,9 @@ static size_t kernel_limit(tabcl_context *ctx, cl_program p, const char *name) {
 
 enum { MAX_VARIANTS = 512 };
 
-int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void *arg,
-                          double *cold_ms) {
+int tabcl__variants_build(tabcl_context *ctx, int shard, int shards,
+                          tabcl__variant_report report, void *arg, double *cold_ms) {
+  if (shards < 1 || shard < 0 || shard >= shards) shard = 0, shards = 1;
   tabcl__variant *list = tabcl__calloc(MAX_VARIANTS, sizeof *list);
   if (!list) {
     tabcl__fail(TABCL_OUT_OF_MEMORY, "out of host memory listing program variants");
@@ -133,8 +134,11 @@ int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void
   }
   int n = tabcl__variants_collect(&t, &f, list, MAX_VARIANTS);
   if (n > MAX_VARIANTS) n = MAX_VARIANTS;
+  /* Variants past the listed ones were added by this shard's own builds. */
+  const int listed = n;
   double cold = 0;
   for (int i = 0; i < n; i++) {
+    if (i < listed && i % shards != shard) continue;
     const tabcl__variant *v = &list[i];
     cl_program p = NULL;
     int from_cache = 0;

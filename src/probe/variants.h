@@ -37,7 +37,9 @@ typedef void (*tabcl__variant_report)(const tabcl__variant *v, tabcl_status s, d
    kernel runs fewer work-items a group than its shape needs adds the
    variant planned within that limit, as the executor would plan it.
    Returns the number that failed; *cold_ms (may be NULL) gets the time of
-   the builds from source. */
-int tabcl__variants_build(tabcl_context *ctx, tabcl__variant_report report, void *arg,
-                          double *cold_ms);
+   the builds from source. With shards > 1 only the listed variants whose
+   position modulo shards is shard are built (and what they add): processes
+   given shards 0 .. shards-1 build the whole list between them. */
+int tabcl__variants_build(tabcl_context *ctx, int shard, int shards,
+                          tabcl__variant_report report, void *arg, double *cold_ms);
 #endif

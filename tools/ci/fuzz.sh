@@ -12,6 +12,7 @@
 #   FUZZ_TARGETS="a b" a subset of the targets
 #   FUZZ_BUILD_DIR     the clang build folder (default: <build>-fuzz)
 #   FUZZ_FORK=N        N fuzzing processes per target (libFuzzer -fork)
+#   FUZZ_JOBS=N        targets fuzzed at once (default: the number of cores)
 #   FUZZ_CACHE_DIR     the kernel disk cache (default: <build>/test-cache)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -54,8 +55,11 @@ if [ -n "${FUZZ_CACHE_DIR:-}" ]; then export TABCL_CACHE_DIR=$FUZZ_CACHE_DIR
 elif [ -d "$build/test-cache" ]; then export TABCL_CACHE_DIR=$(cd "$build/test-cache" && pwd)
 else export TABCL_CACHE_DIR=$(mkdir -p "$fbuild/fuzz-cache" && cd "$fbuild/fuzz-cache" && pwd); fi
 pattern='ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:|fuzz check failed|deadly signal|Timeout|out-of-memory'
-fail=0
-for t in $targets; do
+# One target: replay its seeds, then fuzz it. Prints its own summary and
+# returns non-zero on any finding.
+fuzz_target() {
+  local t=$1 bin seeds work maxlen log start rc execs
+  local -a common extra
   bin=$fbuild/fuzz/$t
   seeds=$root/fuzz/corpus/$t
   work=$fbuild/fuzz-work/$t
@@ -76,10 +80,10 @@ for t in $targets; do
   echo "fuzz: $t: replayed $(ls "$seeds" | wc -l) seeds in $(( $(date +%s) - start )) s (exit $rc)"
   if [ $rc -ne 0 ] || grep -Eq "$pattern" "$log"; then
     echo "FAIL: $t failed on its seed corpus (see $log)"; grep -E -A8 "$pattern" "$log" | head -40
-    fail=1; continue
+    return 1
   fi
 
-  [ "$seconds" -gt 0 ] || continue
+  [ "$seconds" -gt 0 ] || return 0
   log=$logs/fuzz-$t.log
   extra=()
   [ -n "${FUZZ_FORK:-}" ] && extra=(-fork="$FUZZ_FORK" -ignore_crashes=0)
@@ -90,7 +94,23 @@ for t in $targets; do
   if [ $rc -ne 0 ] || grep -Eq "$pattern" "$log"; then
     echo "FAIL: $t found a problem (see $log; inputs: $logs/fuzz-$t-*)"
     grep -E -A12 "$pattern" "$log" | head -60
-    fail=1
+    return 1
   fi
+  return 0
+}
+
+# The targets side by side, as many at once as there are cores (libFuzzer
+# runs one input at a time), each printing to a summary of its own, shown
+# whole once all are done; each still fuzzes for the full FUZZ_SECONDS.
+width=${FUZZ_JOBS:-$(nproc)}
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$width" ]; do wait -n || true; done
+  { fuzz_target "$t"; echo $? >"$logs/fuzz-$t.rc"; } >"$logs/fuzz-$t.summary" 2>&1 &
+done
+wait
+fail=0
+for t in $targets; do
+  cat "$logs/fuzz-$t.summary"
+  [ "$(cat "$logs/fuzz-$t.rc" 2>/dev/null)" = 0 ] || fail=1
 done
 exit $fail

@@ -20,7 +20,8 @@
 #     TABCL_DEVICE_PROFILE set, one Criterion --filter a binary, the sets
 #     listed there, the profiles side by side, one a core; test_profile
 #     runs whole in step 1);
-#  9. cl-probe --all-variants --quick on the default device: every program
+#  9. cl-probe --all-variants --quick on the default device, in two shares
+#     side by side (--all-variants=0/2 and 1/2): every program
 #     variant the planners can choose built once, failing if any fails (the
 #     suite's disk cache spares what step 1 built).
 set -uo pipefail
@@ -31,7 +32,15 @@ logs=${TABCL_LOG_DIR:-$build/ci-logs}
 mkdir -p "$logs"
 fail=0
 jobs=$(nproc)
-step() { echo; echo "=== $* ==="; }
+# Each step's title, and how long the one before it took (CI keeps only the
+# total of a run that passes; the log says where the time went).
+step_start=$SECONDS
+step_name=
+step() {
+  [ -n "$step_name" ] && echo "(step took $((SECONDS - step_start)) s)"
+  step_start=$SECONDS step_name=$*
+  echo; echo "=== $* ==="
+}
 # What a failed test printed (its assertion lines, seed and any crash), cut
 # out of a ctest log and collected for the end of the run, where a short
 # view of CI's output still shows it.
@@ -72,7 +81,9 @@ else
   mkdir -p "$llvmpipe_dir" "$llvmpipe_cache"
   sed "s#TABCL_CACHE_DIR=[^;\"]*#TABCL_CACHE_DIR=$llvmpipe_cache#g" \
     "$build/tests/CTestTestfile.cmake" >"$llvmpipe_dir/CTestTestfile.cmake"
-  if ! RUSTICL_ENABLE=llvmpipe TABCL_DEVICE=llvmpipe \
+  # test_soak's 300 mixed calls take four minutes on llvmpipe (one thread
+  # runs the kernels there); 75 still mix every kind of call many times.
+  if ! RUSTICL_ENABLE=llvmpipe TABCL_DEVICE=llvmpipe TABCL_SOAK_ITERATIONS=75 \
        ctest --test-dir "$llvmpipe_dir" --output-on-failure -j"$jobs" -E install_consumer \
        >"$logs/ctest-llvmpipe.log" 2>&1; then
     echo "FAIL: ctest on rusticl llvmpipe"; fail=1
@@ -95,6 +106,10 @@ cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DTABCL_WERROR=ON \
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0
 export LSAN_OPTIONS=suppressions=$root/tools/ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The kernels are the same programs for the same device as in the first
+# step: that step's disk cache spares their builds (the cache is keyed by
+# device, driver, source and options, and takes concurrent readers).
+rm -rf "$asan/test-cache" && ln -s "$(cd "$build" && pwd)/test-cache" "$asan/test-cache"
 if ! ctest --test-dir "$asan" --output-on-failure -j"$jobs" -E install_consumer >"$logs/asan.log" 2>&1; then
   echo "FAIL: ctest under sanitizers"; fail=1
   failed_output "$logs/asan.log" "under sanitizers"
@@ -161,12 +176,26 @@ step "every test binary under each device profile (tools/ci/profiles.sh)"
 TABCL_CACHE_DIR="$build/test-cache" "$root/tools/ci/profiles.sh" "$build" "$logs" || fail=1
 
 step "cl-probe --all-variants: every program variant builds"
-if ! TABCL_CACHE_DIR="$build/test-cache" "$build/tools/cl-probe" --quick --all-variants \
-     >"$logs/variants.log" 2>&1; then
-  echo "FAIL: cl-probe --all-variants"; grep -E "FAILED|ERROR" "$logs/variants.log" | head -20; fail=1
-fi
-grep -E "cold builds|variants built" "$logs/variants.log"
+# Two shares side by side, each with a log of its own: one process builds
+# its programs one after another, so two keep both cores busy.
+variants_failed=0
+pids=()
+for share in 0 1; do
+  TABCL_CACHE_DIR="$build/test-cache" "$build/tools/cl-probe" --quick --all-variants=$share/2 \
+    >"$logs/variants-$share.log" 2>&1 &
+  pids+=($!)
+done
+for share in 0 1; do
+  log=$logs/variants-$share.log
+  if ! wait "${pids[$share]}"; then
+    variants_failed=1
+    echo "cl-probe --all-variants=$share/2 failed:"; grep -E "FAILED|ERROR" "$log" | head -20
+  fi
+  grep -E "cold builds|variants built" "$log"
+done
+if [ "$variants_failed" = 1 ]; then echo "FAIL: cl-probe --all-variants"; fail=1; fi
 
+echo "(step took $((SECONDS - step_start)) s; $SECONDS s in all)"
 echo
 if [ -s "$details" ]; then
   step "output of the failed tests"
