@@ -303,6 +303,12 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   tabcl_context_stats(ctx, &st);
   row("programs built / from cache", NULL, "%llu / %llu", (unsigned long long)st.programs_built,
       (unsigned long long)st.programs_from_cache);
+  /* A fresh process to its first lookup, cold and warm: seconds of cold
+     builds, so --quick leaves it out. */
+  if (!o->quick) {
+    fprintf(stderr, "cl-probe: device %s: cold start\n", sel);
+    failures += probe_cold_start(sel, o->profile);
+  }
   if (json_mode) json_close('}');
   tabcl_context_destroy(ctx);
 
@@ -329,11 +335,15 @@ static void usage(FILE *f) {
           "                N processes build them all between them\n"
           "  --list-profiles  the device profiles' names, one a line\n"
           "  --plan        also the plans of representative calls of every family\n"
-          "  --quick       small measurements, for a fast check\n"
+          "  --quick       small measurements, for a fast check (no cold-start figures)\n"
           "  --json        a machine-readable report on stdout\n");
 }
 
 int main(int argc, char **argv) {
+  /* cl-probe-start.c's helper process: nothing else runs */
+  if (argc >= 3 && !strcmp(argv[1], "--first-lookup"))
+    return first_lookup_main(argv[2], argc >= 5 && !strcmp(argv[3], "--device-profile") ? argv[4]
+                                                                                      : NULL);
   probe_opts o = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) o.json = 1;

@@ -10,6 +10,11 @@ buffers is not):
                    index), and building its hash table
   pandas_ms        get_indexer(queries) on that fitted index, mapped to positions
   pandas_cold_ms   both at once from nothing, the way a one-off script does it
+  pandas_align_ms  where the case has an align dump: a pandas Categorical of
+                   the dumped categories and codes re-coded to the fitted
+                   labels, Categorical.set_categories(fitted index), as a
+                   pandas user re-codes a column to a model's categories
+                   (the Categorical and the fitted Index are built untimed)
   pyarrow_ms       pyarrow.compute.index_in(queries, value_set=the unique
                    labels), mapped to positions; Arrow rebuilds the set's hash
                    table on every call (it has no reusable one), so this
@@ -98,6 +103,37 @@ def run_pandas(case, rec, reps, rows):
     return ok
 
 
+def run_pandas_align(case, rec, reps, rows):
+    """The align dump of a one-column case, if any: (ran, ok)."""
+    import os
+    import pandas as pd
+    from dumpfmt import Strings
+    d = case.dir
+    if case.ncols != 1 or not os.path.exists(os.path.join(d, "align_codes.i32")):
+        return False, True
+    cats = Strings.read(os.path.join(d, "align_categories"))
+    codes = np.fromfile(os.path.join(d, "align_codes.i32"), dtype="<i4")
+    want = np.fromfile(os.path.join(d, "align_want.i32"), dtype="<i4")
+    vocab, kind = as_python(case.vocab[0].labels())
+    clabels, ckind = as_python(cats.labels())
+    if kind != ckind:
+        vocab, clabels, kind = case.vocab[0].labels(), cats.labels(), "bytes"
+    uniq, positions = pandas_fit(pd, vocab)
+    cat = pd.Categorical.from_codes(codes, categories=pd.Index(clabels))
+
+    def recode():
+        return to_positions(cat.set_categories(uniq).codes, positions)
+
+    t = host_median_ms(recode, reps=reps)
+    got = recode()
+    ok, msg = compare_codes(got, want)
+    note = "pandas %s, labels as %s, %d categories" % (pd.__version__, kind, len(clabels))
+    rec("align", case.case, "pandas_align_ms", t, "ms", vs="host_align_ms", note=note)
+    rec("align", case.case, "pandas_align_codes_match", 1 if ok else 0, "bool")
+    rows.append((case.case, "pandas align", "", "%.3f" % t, "", "yes" if ok else "NO: " + msg, note))
+    return True, ok
+
+
 def run_arrow(case, rec, reps, rows):
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -182,6 +218,13 @@ def main():
                 print("%s on %s failed: %r" % (name, case.case, e), file=sys.stderr)
                 rec("lookup", case.case, name + "_codes_match", 0, "bool", note="failed: %r" % e)
             failed += 0 if ok else 1
+        try:
+            _, ok = run_pandas_align(case, rec, reps, rows)
+        except Exception as e:
+            ok = False
+            print("pandas align on %s failed: %r" % (case.case, e), file=sys.stderr)
+            rec("align", case.case, "pandas_align_codes_match", 0, "bool", note="failed: %r" % e)
+        failed += 0 if ok else 1
         case.unload()
     table(rows, ["case", "peer", "fit ms", "lookup ms", "cold ms", "codes = tabcl's", "note"])
     budget.report()

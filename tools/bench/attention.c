@@ -127,12 +127,46 @@ static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, 
   return failed;
 }
 
+/* The CPU list: names as on the GPU, so the same peers parse them. */
+static int cpu_cases(att_case *cases) {
+  static const struct { int64_t b; int l, h, d, causal; } shapes[] = {
+      {2000, 54, 8, 64, 0}, {2000, 54, 8, 32, 0}, {1, 1024, 16, 64, 0}, {1, 1024, 16, 64, 1}};
+  int n = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    att_case *c = &cases[n++];
+    memset(c, 0, sizeof *c);
+    c->d.batch = shapes[i].b, c->d.q_len = c->d.kv_len = shapes[i].l;
+    c->d.q_heads = c->d.kv_heads = shapes[i].h;
+    c->d.head_dim = shapes[i].d;
+    c->d.causal = shapes[i].causal;
+    c->d.dtype = TABCL_F32;
+    if (shapes[i].l == 54)
+      snprintf(c->name, sizeof c->name, "tab_b%lld_l54_h%d_d%d_f32", (long long)shapes[i].b,
+               shapes[i].h, shapes[i].d);
+    else
+      snprintf(c->name, sizeof c->name, "long_b%lld_h%d_l%d_d%d%s_f32", (long long)shapes[i].b,
+               shapes[i].h, shapes[i].l, shapes[i].d, shapes[i].causal ? "_causal" : "");
+  }
+  return n;
+}
+
 int bench_attention(tabcl_context *ctx, const bench_args *a) {
   double peak = bench_fma_peak(ctx, a->quick);
   printf("fp32 FMA peak measured: %.2f TFLOP/s\n\n", peak * 1e-12);
   printf("| case | path | ms | TFLOP/s | of fp32 peak |\n|---|---|---|---|---|\n");
   att_case cases[64];
   int n = 0;
+  cl_device_type type = 0;
+  if (clGetDeviceInfo(tabcl_context_cl_device(ctx), CL_DEVICE_TYPE, sizeof type, &type, NULL) !=
+      CL_SUCCESS)
+    type = 0;
+  if ((type & CL_DEVICE_TYPE_CPU) && !a->quick) {
+    /* On a CPU, the shapes a host peer (numpy with a BLAS) can be timed on
+       in the same run (bench/peers/attention_numpy.py): the tabular shape
+       at 2,000 batch entries, and 16 heads of 1,024 tokens, f32. */
+    n = cpu_cases(cases);
+    goto run;
+  }
   static const int64_t tab_batches[] = {60000, 140000};
   static const int tab_dims[] = {32, 64};
   for (int bi = 0; bi < 2; bi++)
@@ -166,6 +200,7 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
           snprintf(c->name, sizeof c->name, "long_b%lld_h%d_l%d_d%d%s_%s", (long long)b, h, l,
                    long_dims[di], causal ? "_causal" : "", dtype_name(c->d.dtype));
         }
+run:;
   /* Tile sweeps: TABCL_BENCH_CASES="tab_,l4096" runs only the cases whose
      name contains one of the comma-separated parts; TABCL_BENCH_FUSED_ONLY=1
      skips the CLBlast path. */

@@ -3,8 +3,12 @@
  * events from a marker before tabcl_category_index_lookup_cl to its
  * completion event), the host API's end-to-end lookup (upload included),
  * peak device memory, and a check of every code against the codes the case
- * was built to give. --dump DIR writes each case's inputs and tabcl's codes
- * for the peers (bench/peers/dumpfmt.py reads them).
+ * was built to give. One-column cases with known labels also time align
+ * (tabcl_category_index_align, the host call) of a dictionary-encoded
+ * column of the same rows: categories a shuffled half of the vocabulary
+ * (at most the rows' count) and a tenth as many unknown labels, codes into
+ * them with one row in 50 missing. --dump DIR writes each case's inputs and
+ * tabcl's codes for the peers (bench/peers/dumpfmt.py reads them).
  *
  * Cases are named v<labels>_len<bytes>_q<rows>[_variant]:
  *   (none)    printable labels, a unique 8-byte tag first; 1 query in 10 unknown
@@ -141,6 +145,124 @@ static int dump_case(const bench_args *a, const char *name, const lk_case *k, in
   int n = snprintf(meta, sizeof meta, "{\"case\": \"%s\", \"ncols\": %d, \"order\": \"position\"}\n",
                    name, ncols);
   bad |= write_file(dir, "meta.json", meta, (size_t)n);
+  return bad;
+}
+
+/* The dictionary-encoded column of an align case, and the codes align must
+   give for it. */
+typedef struct al_col {
+  int64_t ncat, rows;
+  int64_t *off;
+  uint8_t *data;
+  int32_t *codes, *want;
+} al_col;
+
+static void al_free(al_col *c) {
+  free(c->off);
+  free(c->data);
+  free(c->codes);
+  free(c->want);
+  memset(c, 0, sizeof *c);
+}
+
+static int al_build(const lk_case *k, const lk_col *col, al_col *out) {
+  memset(out, 0, sizeof *out);
+  int64_t known = k->v / 2 < k->q ? k->v / 2 : k->q;
+  if (known < 1) known = 1;
+  const int64_t unknown = known / 10, ncat = known + unknown;
+  out->ncat = ncat, out->rows = k->q;
+  out->off = malloc((size_t)(ncat + 1) * 8);
+  out->data = malloc((size_t)(ncat * k->len));
+  out->codes = malloc((size_t)k->q * 4);
+  out->want = malloc((size_t)k->q * 4);
+  int32_t *fitted = malloc((size_t)ncat * 4);   /* each category's fitted code */
+  if (!out->off || !out->data || !out->codes || !out->want || !fitted) {
+    free(fitted);
+    al_free(out);
+    return 1;
+  }
+  /* known categories: vocabulary labels start + i*step (mod v), a step
+     coprime with v so they are distinct; then the unknown ones */
+  uint64_t step = (uint64_t)(k->v / 3) | 1;
+  while (k->v > 1) {
+    uint64_t a = step, b = (uint64_t)k->v;
+    while (b) { uint64_t t = a % b; a = b; b = t; }
+    if (a == 1) break;
+    step += 2;
+  }
+  const uint64_t start = (uint64_t)k->v / 7;
+  for (int64_t i = 0; i <= ncat; i++) out->off[i] = i * k->len;
+  for (int64_t i = 0; i < ncat; i++) {
+    if (i < known) {
+      const int64_t j = (int64_t)((start + (uint64_t)i * step) % (uint64_t)k->v);
+      memcpy(out->data + i * k->len, col->vdata + j * k->len, (size_t)k->len);
+      fitted[i] = (int32_t)j;
+    } else {
+      make_label(k->variant, 0, (uint64_t)(2 * k->v + i), k->len, out->data + i * k->len);
+      fitted[i] = -1;
+    }
+  }
+  uint64_t x = 0x61C8864680B583EBULL;
+  for (int64_t i = 0; i < k->q; i++) {
+    x = mix(x + 0x9E3779B97F4A7C15ULL);
+    const int32_t c = (x >> 40) % 50 == 0 ? -1 : (int32_t)(x % (uint64_t)ncat);
+    out->codes[i] = c;
+    out->want[i] = c < 0 ? -1 : fitted[c];
+  }
+  free(fitted);
+  return 0;
+}
+
+/* Align rows, printed after the lookup table. */
+static char align_rows[64][200];
+static int nalign;
+
+/* The host align of one case: median ms of reps calls, every code checked;
+   written under the case's dump folder when there is one. */
+static int al_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, const lk_col *col,
+                   tabcl_category_index *idx, const char *name, int reps) {
+  (void)ctx;
+  al_col al;
+  if (al_build(k, col, &al)) {
+    fprintf(stderr, "align bench %s: out of host memory\n", name);
+    return 1;
+  }
+  int32_t *got = malloc((size_t)k->q * 4);
+  double t[64];
+  tabcl_status s = got ? TABCL_OK : tabcl__fail(TABCL_OUT_OF_MEMORY, "align codes");
+  tabcl_dictionary_view dv = {{al.ncat, al.off, al.data, NULL}, al.rows, al.codes};
+  if (!s) s = tabcl_category_index_align(idx, 1, &dv, &got);   /* warm-up */
+  for (int r = 0; r < reps && !s; r++) {
+    double t0 = bench_now();
+    s = tabcl_category_index_align(idx, 1, &dv, &got);
+    t[r] = bench_now() - t0;
+  }
+  int64_t wrong = 0;
+  for (int64_t i = 0; !s && i < k->q; i++) wrong += got[i] != al.want[i];
+  int bad = s != TABCL_OK || wrong != 0;
+  if (s) {
+    fprintf(stderr, "align bench %s: %s: %s\n", name, tabcl_status_name(s), tabcl_last_error());
+  } else {
+    const double ms = bench_median(t, reps) * 1e3;
+    if (nalign < 64)
+      snprintf(align_rows[nalign++], sizeof align_rows[0], "| %s | %lld | %lld | %.3f | %s |", name,
+               (long long)al.ncat, (long long)al.rows, ms, wrong ? "**WRONG**" : "ok");
+    bench_record(a, "align", name, "host_align_ms", ms, "ms");
+    bench_record(a, "align", name, "categories", (double)al.ncat, "count");
+    bench_record(a, "align", name, "align_ok", wrong ? 0 : 1, "bool");
+    if (a->dump_dir) {
+      char dir[4096];
+      snprintf(dir, sizeof dir, "%s/%s", a->dump_dir, name);
+      if (mkdir(dir, 0755) != 0 && errno != EEXIST) bad = 1;
+      bad |= write_file(dir, "align_categories.offsets", al.off, (size_t)(al.ncat + 1) * 8);
+      bad |= write_file(dir, "align_categories.data", al.data, (size_t)(al.ncat * k->len));
+      bad |= write_file(dir, "align_codes.i32", al.codes, (size_t)k->q * 4);
+      bad |= write_file(dir, "align_want.i32", got, (size_t)k->q * 4);
+      if (bad) fprintf(stderr, "align bench %s: cannot write the dump\n", name);
+    }
+  }
+  free(got);
+  al_free(&al);
   return bad;
 }
 
@@ -340,6 +462,8 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
       bad = 1;
     }
   }
+  if (ncols == 1 && strcmp(k->variant, "unknown") != 0)
+    bad |= al_case(ctx, a, k, &cols[0], idx, name, host_reps);
   tabcl_category_index_destroy(idx);
   free_cols(cols, ncols);
   for (int c = 0; c < ncols; c++) free(got[c]);
@@ -399,6 +523,14 @@ int bench_lookup(tabcl_context *ctx, const bench_args *a) {
            "or a work-group of N lanes per row after a probe.\n\n");
     printf("| case | item | group 32 | group 64 | group 128 | group 256 |\n|---|---|---|---|---|---|\n");
     for (int i = 0; i < ntune; i++) printf("%s\n", tune_rows[i]);
+  }
+  if (nalign) {
+    printf("\nAlign: the host call tabcl_category_index_align of a dictionary-encoded column "
+           "(median of %d; its categories a shuffled half of the vocabulary, at most one a row, "
+           "and a tenth as many unknown; 1 row in 50 missing), every code checked.\n\n",
+           a->reps);
+    printf("| case | categories | rows | host align ms | codes |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < nalign; i++) printf("%s\n", align_rows[i]);
   }
   return bad;
 }

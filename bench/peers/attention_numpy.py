@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The CPU attention peer: numpy with its BLAS (Debian's OpenBLAS) as a
+batched matmul, a softmax and a second batched matmul, in f32, on the
+shapes tabcl-bench ran on a CPU device.
+
+Inputs are made in the (B, H, L, D) layout numpy's matmul wants (tabcl
+reads [B, L, H, D]; a copy into numpy's layout would only slow the peer,
+so it is not timed). The softmax subtracts each row's maximum, as every
+exact implementation does. Causal masks are top-left aligned, as tabcl's.
+The result of each case is checked against a float64 evaluation of a few
+rows; a mismatch fails the run. FLOPs are counted as tabcl counts them:
+4*B*H*Lq*Lk*D, halved when causal (numpy computes the masked half anyway).
+Large batches run in chunks of at most --chunk-mib MiB of scores, since a
+whole [B, H, Lq, Lk] score tensor of the tabular shape would not fit a
+small machine's cache, and chunking is what a careful numpy user does.
+
+The time is wall-clock, the median of --reps runs after one warm-up.
+OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: a machine that sets
+them for old OpenBLAS builds should unset them for this command (the
+figures then come from the kernels OpenBLAS picks for this CPU); the run
+prints what they were.
+
+  attention_numpy.py [--jsonl PATH] [--reps N] [--cases-from JSONL] [--cases A,B]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from attention_torch import cases_from_jsonl, parse_case
+from common import Budget, Recorder, table
+
+CPU_CASES = ["tab_b2000_l54_h8_d64_f32", "tab_b2000_l54_h8_d32_f32",
+             "long_b1_h16_l1024_d64_f32", "long_b1_h16_l1024_d64_causal_f32"]
+
+
+def attention(q, k, v, causal, chunk):
+    """softmax(q k^T / sqrt(d)) v over (B, H, L, D) f32 arrays, batch in chunks."""
+    b, h, lq, d = q.shape
+    lk = k.shape[2]
+    scale = np.float32(d ** -0.5)
+    out = np.empty_like(q)
+    mask = None
+    if causal:
+        mask = np.triu(np.ones((lq, lk), dtype=bool), k=1)   # True: not attended
+    for i in range(0, b, chunk):
+        s = np.matmul(q[i:i + chunk], k[i:i + chunk].transpose(0, 1, 3, 2))
+        s *= scale
+        if mask is not None:
+            s[..., mask] = -np.inf
+        s -= s.max(axis=-1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+        np.matmul(s, v[i:i + chunk], out=out[i:i + chunk])
+    return out
+
+
+def check(q, k, v, causal, out, rows=8):
+    """(ok, message): a few (batch, head, query) rows against float64."""
+    b, h, lq, d = q.shape
+    lk = k.shape[2]
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(rows):
+        bi, hi, qi = rng.integers(b), rng.integers(h), rng.integers(lq)
+        s = k[bi, hi].astype(np.float64) @ q[bi, hi, qi].astype(np.float64) / np.sqrt(d)
+        if causal:
+            s[qi + 1:] = -np.inf
+        w = np.exp(s - s.max())
+        w /= w.sum()
+        want = w @ v[bi, hi].astype(np.float64)
+        err = np.max(np.abs(out[bi, hi, qi] - want) / (1e-6 + np.abs(want)))
+        worst = max(worst, float(err))
+    return worst < 1e-3, "worst relative error %.2g" % worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jsonl", help="append figures here")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cases-from", help="the f32 attention cases named in this JSONL (tabcl-bench's)")
+    ap.add_argument("--cases", help="comma-separated case names")
+    ap.add_argument("--chunk-mib", type=float, default=32, help="scores computed at once, MiB")
+    ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    a = ap.parse_args()
+    if a.cases:
+        names = [n for n in a.cases.split(",") if n]
+    elif a.cases_from:
+        names = [n for n in cases_from_jsonl(a.cases_from) if n.endswith("_f32")]
+    else:
+        names = CPU_CASES
+    blas = "unknown BLAS"
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]["name"]
+    except Exception:
+        pass
+    env = ", ".join("%s=%s" % (k, os.environ.get(k, "(unset)"))
+                    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS"))
+    dev = "cpu: numpy %s, %s, %d cores" % (np.__version__, blas, os.cpu_count() or 0)
+    print("# numpy attention (matmul, softmax, matmul) on %s; %s" % (dev, env))
+    rec = Recorder(a.jsonl, "numpy", dev)
+    rows, failed = [], 0
+    budget = Budget(a.budget_s)
+    for name in names:
+        if not budget.allows(name):
+            continue
+        shp = parse_case(name)
+        if shp is None or shp["dtype"] != "f32":
+            print("note: case %s not understood or not f32, skipped" % name)
+            continue
+        b, lq, lk, h, d, causal = shp["b"], shp["lq"], shp["lk"], shp["h"], shp["d"], shp["causal"]
+        flops = 4.0 * b * h * lq * lk * d * (0.5 if causal else 1.0)
+        rng = np.random.default_rng(1)
+        q = rng.standard_normal((b, h, lq, d), dtype=np.float32)
+        k = rng.standard_normal((b, h, lk, d), dtype=np.float32)
+        v = rng.standard_normal((b, h, lk, d), dtype=np.float32)
+        chunk = max(1, int(a.chunk_mib * 2 ** 20 // (h * lq * lk * 4)))
+        out = attention(q, k, v, causal, chunk)   # the warm-up, also checked
+        ok, msg = check(q, k, v, causal, out)
+        if not ok:
+            rows.append((name, "failed", "", msg))
+            failed += 1
+            continue
+        times = []
+        for _ in range(a.reps):
+            t0 = time.perf_counter()
+            attention(q, k, v, causal, chunk)
+            times.append((time.perf_counter() - t0) * 1e3)
+        ms = float(np.median(times))
+        tflops = flops / (ms * 1e-3) * 1e-12
+        note = "batch chunks of %d" % chunk if chunk < b else None
+        rec("attention", name, "numpy_ms", ms, "ms", vs="ms", note=note)
+        rec("attention", name, "numpy_tflops", tflops, "TFLOP/s", vs="tflops", note=note)
+        rows.append((name, "%.3f" % ms, "%.4f" % tflops, msg + ("; " + note if note else "")))
+    table(rows, ["case", "ms", "TFLOP/s", "check"])
+    budget.report()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

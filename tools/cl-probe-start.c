@@ -1,0 +1,160 @@
+/* cl-probe's cold-start figures: how long a fresh process takes from its
+ * start to its first lookup result, once with empty caches and once with
+ * the cache the first run filled. The process is cl-probe itself, started
+ * again with --first-lookup (not listed in the usage: it is this file's
+ * helper), so the figure includes loading the OpenCL platforms, creating
+ * the context and building (or loading) what a fit and a lookup need. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cl-probe.h"
+
+extern char **environ;
+
+enum { LABELS = 1000, LABEL_BYTES = 16 };
+
+/* The helper: fit LABELS distinct labels, look them up, check every code.
+   0 on success; the error on stderr otherwise. */
+int first_lookup_main(const char *device, const char *profile) {
+  static int64_t off[LABELS + 1];
+  static uint8_t data[LABELS * LABEL_BYTES];
+  for (int i = 0; i <= LABELS; i++) off[i] = (int64_t)i * LABEL_BYTES;
+  for (int i = 0; i < LABELS; i++)
+    snprintf((char *)data + i * LABEL_BYTES, LABEL_BYTES, "label-%09d", i);
+  tabcl_options o = {0};
+  o.device = device;
+  o.device_profile = profile;
+  tabcl_context *ctx = NULL;
+  tabcl_category_index *idx = NULL;
+  static int32_t codes[LABELS];
+  int32_t *out = codes;
+  const tabcl_strings_view v = {LABELS, off, data, NULL};
+  tabcl_status s = tabcl_context_create(&o, &ctx);
+  if (!s) s = tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx);
+  if (!s) s = tabcl_category_index_lookup(idx, 1, &v, &out);
+  int wrong = 0;
+  for (int i = 0; !s && i < LABELS; i++) wrong += codes[i] != i;
+  if (s) fprintf(stderr, "cl-probe --first-lookup: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
+  else if (wrong) fprintf(stderr, "cl-probe --first-lookup: %d of %d codes wrong\n", wrong, LABELS);
+  tabcl_category_index_destroy(idx);
+  tabcl_context_destroy(ctx);
+  return s || wrong ? 1 : 0;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* environ with the cache variables pointed at dir: tabcl's own, and the
+   drivers' that a variable can move (PoCL's, NVIDIA's), so that "empty"
+   means what a fresh machine has. NULL when out of memory. */
+static char **child_env(const char *dir) {
+  static const char *const names[] = {"TABCL_CACHE_DIR", "POCL_CACHE_DIR", "CUDA_CACHE_PATH"};
+  enum { NAMES = sizeof names / sizeof names[0] };
+  size_t n = 0;
+  while (environ[n]) n++;
+  char **env = calloc(n + NAMES + 1, sizeof *env);
+  if (!env) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int ours = 0;
+    for (int j = 0; j < NAMES; j++) {
+      const size_t len = strlen(names[j]);
+      ours |= strncmp(environ[i], names[j], len) == 0 && environ[i][len] == '=';
+    }
+    if (!ours) env[k++] = environ[i];
+  }
+  for (int j = 0; j < NAMES; j++) {
+    const size_t len = strlen(names[j]) + strlen(dir) + 2;
+    env[k] = malloc(len);
+    if (!env[k]) {
+      for (size_t u = k - j; u < k; u++) free(env[u]);
+      free(env);
+      return NULL;
+    }
+    snprintf(env[k++], len, "%s=%s", names[j], dir);
+  }
+  return env;
+}
+
+static void free_env(char **env) {
+  if (!env) return;
+  size_t n = 0;
+  while (env[n]) n++;
+  for (size_t i = n - 3; i < n; i++) free(env[i]);   /* the three set above */
+  free(env);
+}
+
+/* Seconds from starting the helper to its exit, or an error in err. */
+static double run_helper(const char *sel, const char *profile, char **env, char *err,
+                         size_t cap) {
+  char *argv[6];
+  int argc = 0;
+  argv[argc++] = "cl-probe";
+  argv[argc++] = "--first-lookup";
+  argv[argc++] = (char *)sel;
+  if (profile && *profile) {
+    argv[argc++] = "--device-profile";
+    argv[argc++] = (char *)profile;
+  }
+  argv[argc] = NULL;
+  pid_t pid;
+  const double t0 = now();
+  int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env);
+  if (rc != 0) {
+    snprintf(err, cap, "cannot start cl-probe again: %s", strerror(rc));
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) {
+      snprintf(err, cap, "waitpid: %s", strerror(errno));
+      return -1;
+    }
+  const double t = now() - t0;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    snprintf(err, cap, "the first lookup failed (its message is above)");
+    return -1;
+  }
+  return t;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb, (void)flag, (void)f;
+  return remove(path) != 0 && errno != ENOENT;
+}
+
+int probe_cold_start(const char *sel, const char *profile) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/tabcl-start-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    char err[4200];
+    snprintf(err, sizeof err, "cannot make a folder under %s: %s", tmp && *tmp ? tmp : "/tmp",
+             strerror(errno));
+    row("first lookup, empty caches (s)", err, NULL);
+    return 1;
+  }
+  char **env = child_env(dir);
+  int failures = 0;
+  char err[512] = "out of host memory";
+  double cold = env ? run_helper(sel, profile, env, err, sizeof err) : -1;
+  if (cold < 0) row("first lookup, empty caches (s)", err, NULL), failures++;
+  else row("first lookup, empty caches (s)", NULL, "%.2f", cold);
+  double warm = cold < 0 ? -1 : run_helper(sel, profile, env, err, sizeof err);
+  if (cold >= 0 && warm < 0) row("first lookup, warm cache (s)", err, NULL), failures++;
+  else if (warm >= 0) row("first lookup, warm cache (s)", NULL, "%.2f", warm);
+  free_env(env);
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return failures;
+}
