@@ -245,5 +245,53 @@ class Report(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+class NumpyPeers(unittest.TestCase):
+    """The CPU peers (numpy only): their results against float64 and their
+    checks catching a wrong answer."""
+
+    def test_attention_matches_float64_and_chunks_agree(self):
+        import attention_numpy as A
+        rng = np.random.default_rng(3)
+        for causal in (False, True):
+            q = rng.standard_normal((5, 2, 7, 16), dtype=np.float32)
+            k = rng.standard_normal((5, 2, 9, 16), dtype=np.float32)
+            v = rng.standard_normal((5, 2, 9, 16), dtype=np.float32)
+            whole = A.attention(q, k, v, causal, chunk=5)
+            self.assertTrue(np.array_equal(whole, A.attention(q, k, v, causal, chunk=2)))
+            s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) / 4.0
+            if causal:
+                s[..., np.triu(np.ones((7, 9), dtype=bool), k=1)] = -np.inf
+            w = np.exp(s - s.max(-1, keepdims=True))
+            w /= w.sum(-1, keepdims=True)
+            want = np.einsum("bhqk,bhkd->bhqd", w, v.astype(np.float64))
+            self.assertLess(np.max(np.abs(whole - want)), 1e-5)
+            self.assertTrue(A.check(q, k, v, causal, whole)[0])
+            bad = whole.copy()
+            bad[...] += 0.01
+            self.assertFalse(A.check(q, k, v, causal, bad)[0])
+
+    def test_sort_peer_on_a_dump(self):
+        d = tempfile.mkdtemp(prefix="tabcl-numpy-sort-")
+        try:
+            keys = np.random.default_rng(5).integers(0, 1 << 63, size=3000, dtype=np.uint64) << np.uint64(1)
+            keys[::5] = keys[1]                      # equal keys: the order must stay stable
+            keys.astype("<u8").tofile(os.path.join(d, "sort_t.keys.u64"))
+            np.arange(keys.size, dtype="<u4").tofile(os.path.join(d, "sort_t.vals.u32"))
+            jsonl = os.path.join(d, "p.jsonl")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "sort_numpy.py"), "--dump", d,
+                                "--reps", "1", "--jsonl", jsonl], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(jsonl) as f:
+                recs = [json.loads(line) for line in f]
+            self.assertEqual([x["value"] for x in recs if x["metric"] == "numpy_sorted_ok"], [1])
+            from sort_numpy import sort_pairs
+            sk, sv = sort_pairs(keys, np.arange(keys.size, dtype=np.uint32))
+            self.assertTrue(np.all(sk[1:] >= sk[:-1]))
+            eq = sk[1:] == sk[:-1]
+            self.assertTrue(np.all(sv[1:][eq] > sv[:-1][eq]))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()

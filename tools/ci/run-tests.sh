@@ -13,7 +13,8 @@
 #     tools/setup.sh test installs);
 #  6. the Python package (python/) installed into a fresh venv of Debian's
 #     python3 (system site packages: numpy, pandas, dask) with no network,
-#     linked against this build's libtabcl.a, and its pytest suite.
+#     linked against this build's libtabcl.a, and its pytest suite; then the
+#     benchmark peers' own checks (bench/peers/test_peers.py).
 #  7. the kernels' portability lint (tools/ci/cl-lint.sh: clang for spir and
 #     spir64, warnings as errors), with every option set steps 1 built.
 #  8. every test binary once under each device profile (tools/ci/profiles.sh:
@@ -171,6 +172,13 @@ elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
   { echo "--- pytest"; grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest.log" | head -120; } >>"$details"
 fi
 tail -1 "$logs/pytest.log" 2>/dev/null
+# The benchmark peers' own checks (bench/peers/test_peers.py): those that
+# need torch skip themselves here; the numpy peers and the report run.
+if ! (cd "$root/bench/peers" && "$py" -m unittest test_peers) >"$logs/peers.log" 2>&1; then
+  echo "FAIL: the peers' checks (bench/peers/test_peers.py)"; fail=1
+  { echo "--- bench/peers/test_peers.py"; tail -40 "$logs/peers.log"; } >>"$details"
+fi
+tail -1 "$logs/peers.log"
 
 step "every test binary under each device profile (tools/ci/profiles.sh)"
 TABCL_CACHE_DIR="$build/test-cache" "$root/tools/ci/profiles.sh" "$build" "$logs" || fail=1
