@@ -163,13 +163,15 @@ int tabcl__tools_variants_build(tabcl_context *ctx, int shard, int shards,
 /* ---- plans, as text (the planners are pure: nothing runs) -------------- */
 
 /* Each writes the plan the library makes on ctx's device for one call into
-   text, as cl-probe --plan prints it. */
-tabcl_status tabcl__tools_hash_plan(const tabcl_context *ctx, int64_t labels, int64_t bytes,
+   text, as cl-probe --plan prints it. The hash and lookup plans may first
+   measure the device's loop limit, as their calls do (hence a mutable
+   context): a CPU plan's runs depend on it. */
+tabcl_status tabcl__tools_hash_plan(tabcl_context *ctx, int64_t labels, int64_t bytes,
                                     int64_t max_label, char *text, size_t cap);
 tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, char *text,
                                     size_t cap);
 /* A lookup or align of rows query labels of bytes bytes in all. */
-tabcl_status tabcl__tools_lookup_plan(const tabcl_context *ctx, int64_t rows, int64_t bytes,
+tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap);
 /* A fit of labels labels (pairs of them present) of bytes bytes in all,
    the longest column longest_col labels. */
