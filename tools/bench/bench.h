@@ -47,6 +47,15 @@ double bench_fma_peak(tabcl_context *ctx, int quick);
 void bench_record(const bench_args *a, const char *bench, const char *case_name,
                   const char *metric, double value, const char *unit);
 
+/* Host-device transfer rates in bytes/s, blocking calls timed by the wall
+   clock: from and to pinned memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer)
+   and ordinary malloc'd memory; measured once per process. 0 on success. */
+typedef struct bench_link {
+  double h2d_pinned, h2d_pageable, d2h_pinned, d2h_pageable;
+  size_t bytes;   /* of each transfer timed */
+} bench_link;
+int bench_link_bandwidth(tabcl_context *ctx, int quick, bench_link *out);
+
 int bench_copy(tabcl_context *ctx, const bench_args *a);
 int bench_sort(tabcl_context *ctx, const bench_args *a);
 int bench_hash(tabcl_context *ctx, const bench_args *a);

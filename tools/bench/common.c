@@ -1,4 +1,6 @@
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "bench.h"
@@ -85,8 +87,94 @@ int bench_copy(tabcl_context *ctx, const bench_args *a) {
   double fl = bench_fma_peak(ctx, a->quick);
   printf("| figure | value |\n|---|---|\n");
   printf("| copy bandwidth (read+write) | %.1f GB/s |\n", bw * 1e-9);
-  printf("| fp32 FMA peak | %.2f TFLOP/s |\n", fl * 1e-12);
+  printf("| fp32 FMA peak | %.2f TFLOP/s (%.1f GFLOP/s) |\n", fl * 1e-12, fl * 1e-9);
   bench_record(a, "copy", "device", "copy_bandwidth", bw * 1e-9, "GB/s");
   bench_record(a, "copy", "device", "fp32_fma_peak", fl * 1e-12, "TFLOP/s");
-  return bw > 0 && fl > 0 ? 0 : 1;
+  bench_link l;
+  const int lbad = bench_link_bandwidth(ctx, a->quick, &l);
+  if (!lbad) {
+    static const char *const names[4] = {"host to device, pinned", "host to device, malloc'd",
+                                         "device to host, pinned", "device to host, malloc'd"};
+    static const char *const keys[4] = {"h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable"};
+    const double v[4] = {l.h2d_pinned, l.h2d_pageable, l.d2h_pinned, l.d2h_pageable};
+    for (int i = 0; i < 4; i++) {
+      printf("| %s (%zu MiB, blocking) | %.1f GB/s |\n", names[i], l.bytes >> 20, v[i] * 1e-9);
+      bench_record(a, "copy", "device", keys[i], v[i] * 1e-9, "GB/s");
+    }
+  }
+  return bw > 0 && fl > 0 && !lbad ? 0 : 1;
+}
+
+/* Median seconds of reps blocking transfers of bytes between host memory h
+   and device buffer d (write: host to device), wall clock: what a host call
+   waits for. -1 on failure. */
+static double time_transfer(cl_command_queue q, cl_mem d, void *h, size_t bytes, int write,
+                            int reps) {
+  double t[16];
+  if (reps > 16) reps = 16;
+  for (int r = -1; r < reps; r++) {
+    double t0 = bench_now();
+    cl_int err = write ? clEnqueueWriteBuffer(q, d, CL_TRUE, 0, bytes, h, 0, NULL, NULL)
+                       : clEnqueueReadBuffer(q, d, CL_TRUE, 0, bytes, h, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+      fprintf(stderr, "link bandwidth: %s: %s\n", write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+              tabcl__cl_error_name(err));
+      return -1;
+    }
+    if (r >= 0) t[r] = bench_now() - t0;
+  }
+  return bench_median(t, reps);
+}
+
+int bench_link_bandwidth(tabcl_context *ctx, int quick, bench_link *out) {
+  static bench_link cached;
+  static int have;
+  if (have) {
+    *out = cached;
+    return 0;
+  }
+  memset(out, 0, sizeof *out);
+  const size_t bytes = quick ? ((size_t)16 << 20) : ((size_t)256 << 20);
+  const int reps = quick ? 3 : 5;
+  cl_command_queue q = tabcl_context_cl_queue(ctx);
+  cl_mem dev = NULL, pinned = NULL;
+  void *page = malloc(bytes), *mapped = NULL;
+  tabcl_status s = page ? TABCL_OK : tabcl__fail(TABCL_OUT_OF_MEMORY, "link bench: host memory");
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, bytes, NULL, &dev, "link bench device");
+  /* pinned: a mapped CL_MEM_ALLOC_HOST_PTR buffer, as the staging area is */
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL,
+                                   &pinned, "link bench pinned");
+  cl_int err = CL_SUCCESS;
+  if (!s) {
+    mapped = clEnqueueMapBuffer(q, pinned, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, NULL,
+                                NULL, &err);
+    if (err != CL_SUCCESS) s = tabcl__cl_fail(err, "clEnqueueMapBuffer", "link bench pinned");
+  }
+  if (!s) {
+    memset(page, 1, bytes);   /* touched, so no first-use page faults are timed */
+    memset(mapped, 1, bytes);
+    double hp = time_transfer(q, dev, mapped, bytes, 1, reps);
+    double hm = time_transfer(q, dev, page, bytes, 1, reps);
+    double dp = time_transfer(q, dev, mapped, bytes, 0, reps);
+    double dm = time_transfer(q, dev, page, bytes, 0, reps);
+    if (hp > 0 && hm > 0 && dp > 0 && dm > 0) {
+      out->h2d_pinned = (double)bytes / hp, out->h2d_pageable = (double)bytes / hm;
+      out->d2h_pinned = (double)bytes / dp, out->d2h_pageable = (double)bytes / dm;
+      out->bytes = bytes;
+    } else {
+      s = TABCL_OPENCL_ERROR;
+    }
+  }
+  if (mapped) clEnqueueUnmapMemObject(q, pinned, mapped, 0, NULL, NULL);
+  if (mapped) clFinish(q);
+  tabcl__buffer_release(pinned);
+  tabcl__buffer_release(dev);
+  free(page);
+  if (s) {
+    fprintf(stderr, "link bandwidth: %s\n", tabcl_last_error());
+    return 1;
+  }
+  cached = *out;
+  have = 1;
+  return 0;
 }
