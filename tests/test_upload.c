@@ -70,6 +70,38 @@ Test(upload, buffer_create_from_equals_copy_host_ptr) {
   }
 }
 
+/* An upload filled by several host threads (upload.threads) has the bytes
+   of one filled by one, mapped or staged, whole or in chunks, for sizes
+   around the 1 MiB parts and thread counts that do not divide them. */
+Test(upload, filled_by_several_threads) {
+  tt_rng r = {tt_seed("upload/filled_by_several_threads")};
+  static const size_t sizes[] = {(1u << 20) - 8, (1u << 20) + 8, (3u << 20) + 24, (9u << 20) + 5};
+  static const int threads[] = {1, 2, 3, 7};
+  static const struct { int on; size_t cap; } ways[] = {{-1, 0}, {1, 0}, {1, 2u << 20}};
+  const size_t most = sizes[3];
+  uint8_t *src = malloc(most), *got = malloc(most);
+  cr_assert(src && got);
+  for (size_t i = 0; i < most; i++) src[i] = (uint8_t)tt_next(&r);
+  for (size_t w = 0; w < sizeof ways / sizeof *ways; w++)
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+      tabcl_context *ctx = context_staged(ways[w].on, ways[w].cap);
+      tt_tune(ctx, "upload.threads=%d", threads[t]);
+      cr_assert_eq(tabcl__fill_threads(ctx), threads[t]);
+      for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        cl_mem m = NULL;
+        tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, sizes[k], src, &m, "test"));
+        memset(got, 0x5A, sizes[k]);
+        tt_assert_ok(tabcl__read(ctx, m, 0, sizes[k], got));
+        cr_assert(memcmp(got, src, sizes[k]) == 0, "way %zu, %d threads, %zu bytes", w,
+                  threads[t], sizes[k]);
+        tabcl__buffer_release(m);
+      }
+      tabcl_context_destroy(ctx);
+    }
+  free(src);
+  free(got);
+}
+
 /* Uploads and downloads taking turns on one small area: each must wait
    for the other's transfers before it reuses a half. */
 Test(upload, uploads_and_downloads_interleaved) {
