@@ -214,21 +214,25 @@ Test(sdpa, tile_shapes_of_smaller_devices) {
   tabcl_context_destroy(ctx);
 }
 
-Test(sdpa, sixteen_bit_dtypes) {
-  tt_rng r = {tt_seed("sdpa.sixteen_bit_dtypes")};
+/* One test a dtype: five cold builds each, which the suite's two workers
+   then build side by side. */
+static void sixteen_bit(const char *seed, tabcl_dtype dt) {
+  tt_rng r = {tt_seed(seed)};
   tabcl_context *ctx = tt_context();
   static const int dims[] = {16, 64, 80, 128, 256};
-  for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++)
-    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
-      tabcl_sdpa_desc d = desc_of(2, 17 + (int)tt_below(&r, 50), 1 + (int)tt_below(&r, 70), 2, 2,
-                                  dims[di], (tabcl_dtype)dt);
-      d.mask = TABCL_MASK_ADD;
-      d.mask_head_broadcast = 1;
-      d.causal = di == 2;
-      tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, dt == TABCL_F16 ? "f16" : "bf16"));
-    }
+  for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+    tabcl_sdpa_desc d = desc_of(2, 17 + (int)tt_below(&r, 50), 1 + (int)tt_below(&r, 70), 2, 2,
+                                dims[di], dt);
+    d.mask = TABCL_MASK_ADD;
+    d.mask_head_broadcast = 1;
+    d.causal = di == 2;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_AUTO, dt == TABCL_F16 ? "f16" : "bf16"));
+  }
   tabcl_context_destroy(ctx);
 }
+
+Test(sdpa, sixteen_bit_f16) { sixteen_bit("sdpa.sixteen_bit_f16", TABCL_F16); }
+Test(sdpa, sixteen_bit_bf16) { sixteen_bit("sdpa.sixteen_bit_bf16", TABCL_BF16); }
 
 Test(sdpa, f64_or_unsupported) {
   tt_rng r = {tt_seed("sdpa.f64_or_unsupported")};
@@ -643,36 +647,54 @@ Test(sdpa, work_items_per_row_override) {
    V by keys), with other splits of S over the work-items: key counts below,
    at and past one V chunk and one key tile, so partial and skipped chunks
    run, each with a mask kind and causality. */
-Test(sdpa, chunked_tiles) {
-  tt_rng r = {tt_seed("sdpa.chunked_tiles")};
+/* One chunked shape per test: each build is minutes cold on PoCL (the
+   prefetched head dim 128 the longest), and separate tests let the suite's
+   two Criterion workers build them side by side. */
+typedef struct chunk_case {
+  int dim, bq, bk, nt, tks, kc, vk, prefetch;
+  const char *tune;
+} chunk_case;
+
+static void chunked_case(const char *seed, const chunk_case *w, int both_dtypes) {
+  tt_rng r = {tt_seed(seed)};
   tabcl_context *ctx = tt_context();
-  /* Head dim 128 forces the register prefetch of its 8-vector shares (the
-     default reads shares past 4 vectors straight into local memory, as
-     head dim 256 does here); head dim 80 has 3-vector shares, prefetched. */
-  tt_tune(ctx, "sdpa.fused.d128=32x64/2t16k32v16p1;sdpa.fused.d80=32x32/2t4k4v8;"
-               "sdpa.fused.d256=16x32/4t32k64v8");
-  static const struct { int dim, bq, bk, nt, tks, kc, vk, prefetch; } want[] = {
-      {128, 32, 64, 64, 16, 32, 16, 1}, {80, 32, 32, 64, 4, 4, 8, 1}, {256, 16, 32, 64, 32, 64, 8, 0}};
+  tt_tune(ctx, "%s", w->tune);
   static const int lks[] = {5, 16, 23, 64, 97};
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    tabcl__sdpa_tiles t;
-    /* a device too small for the shape (llvmpipe's 32 KiB) refuses it below */
-    if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, want[i].dim, &t))
-      cr_expect(t.bq == want[i].bq && t.bk == want[i].bk && t.nt == want[i].nt &&
-                  t.tks == want[i].tks && t.kc == want[i].kc && t.vk == want[i].vk &&
-                  t.prefetch == want[i].prefetch,
-              "head dim %d: %dx%d, %d work-items, t%d k%d v%d p%d", want[i].dim, t.bq, t.bk, t.nt,
+  tabcl__sdpa_tiles t;
+  /* a device too small for the shape (llvmpipe's 32 KiB) refuses it below */
+  if (tabcl__sdpa_choose_tiles(ctx, TABCL_F32, w->dim, &t))
+    cr_expect(t.bq == w->bq && t.bk == w->bk && t.nt == w->nt && t.tks == w->tks &&
+                  t.kc == w->kc && t.vk == w->vk && t.prefetch == w->prefetch,
+              "head dim %d: %dx%d, %d work-items, t%d k%d v%d p%d", w->dim, t.bq, t.bk, t.nt,
               t.tks, t.kc, t.vk, t.prefetch);
-    for (size_t j = 0; j < sizeof lks / sizeof lks[0]; j++) {
-      const int dt = i == 0 ? (int)(j % 2) : TABCL_F32; /* f32 and f16 at head dim 128 */
-      tabcl_sdpa_desc d = desc_of(2, 1 + (int)tt_below(&r, 70), lks[j], 2, 1,
-                                  want[i].dim - (int)(j % 2) * 3, (tabcl_dtype)dt);
-      d.causal = (int)(j % 2);
-      d.mask = (tabcl_mask_kind)(j % 3);
-      run_tuned(ctx, &r, &d, "chunked tiles");
-    }
+  for (size_t j = 0; j < sizeof lks / sizeof lks[0]; j++) {
+    const int dt = both_dtypes ? (int)(j % 2) : TABCL_F32;
+    tabcl_sdpa_desc d = desc_of(2, 1 + (int)tt_below(&r, 70), lks[j], 2, 1,
+                                w->dim - (int)(j % 2) * 3, (tabcl_dtype)dt);
+    d.causal = (int)(j % 2);
+    d.mask = (tabcl_mask_kind)(j % 3);
+    run_tuned(ctx, &r, &d, "chunked tiles");
   }
   tabcl_context_destroy(ctx);
+}
+
+/* Head dim 128 forces the register prefetch of its 8-vector shares (the
+   default reads shares past 4 vectors straight into local memory, as head
+   dim 256 does below), in f32 and f16. */
+Test(sdpa, chunked_tiles_d128_prefetched) {
+  static const chunk_case w = {128, 32, 64, 64, 16, 32, 16, 1, "sdpa.fused.d128=32x64/2t16k32v16p1"};
+  chunked_case("sdpa.chunked_tiles_d128", &w, 1);
+}
+
+/* Head dim 80: 3-vector shares, prefetched. */
+Test(sdpa, chunked_tiles_d80) {
+  static const chunk_case w = {80, 32, 32, 64, 4, 4, 8, 1, "sdpa.fused.d80=32x32/2t4k4v8"};
+  chunked_case("sdpa.chunked_tiles_d80", &w, 0);
+}
+
+Test(sdpa, chunked_tiles_d256_unprefetched) {
+  static const chunk_case w = {256, 16, 32, 64, 32, 64, 8, 0, "sdpa.fused.d256=16x32/4t32k64v8"};
+  chunked_case("sdpa.chunked_tiles_d256", &w, 0);
 }
 
 /* ---- the CLBlast path ---- */
