@@ -58,7 +58,9 @@ def attention(q, k, v, causal, chunk):
 
 
 def check(q, k, v, causal, out, rows=8):
-    """(ok, message): a few (batch, head, query) rows against float64."""
+    """(ok, message): a few (batch, head, query) rows against float64, the
+    error relative to the row's largest output (an output near zero has no
+    meaningful relative error of its own in f32)."""
     b, h, lq, d = q.shape
     lk = k.shape[2]
     rng = np.random.default_rng(7)
@@ -71,9 +73,9 @@ def check(q, k, v, causal, out, rows=8):
         w = np.exp(s - s.max())
         w /= w.sum()
         want = w @ v[bi, hi].astype(np.float64)
-        err = np.max(np.abs(out[bi, hi, qi] - want) / (1e-6 + np.abs(want)))
+        err = np.max(np.abs(out[bi, hi, qi] - want)) / (1e-6 + np.max(np.abs(want)))
         worst = max(worst, float(err))
-    return worst < 1e-3, "worst relative error %.2g" % worst
+    return worst < 1e-4, "worst error %.2g of the row's largest output" % worst
 
 
 def main():
@@ -92,10 +94,13 @@ def main():
     else:
         names = CPU_CASES
     blas = "unknown BLAS"
-    try:
-        cfg = np.show_config(mode="dicts")
-        blas = cfg["Build Dependencies"]["blas"]["name"]
-    except Exception:
+    np.ones((2, 2), dtype=np.float32) @ np.ones((2, 2), dtype=np.float32)   # loads the BLAS
+    try:   # the BLAS library numpy loaded (Debian picks it through its alternatives)
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f if "blas" in line.lower() and "/" in line})
+        if libs:
+            blas = ", ".join(os.path.realpath(x) for x in libs)
+    except OSError:
         pass
     env = ", ".join("%s=%s" % (k, os.environ.get(k, "(unset)"))
                     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS"))

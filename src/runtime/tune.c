@@ -64,6 +64,7 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_POOL, "0", R("upload.pool")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_POOL, "1073741824", R("upload.pool")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "auto", R("upload.threads")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "1", R("upload.threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_KEYS, "auto", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_WARPS, "4", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_QMODE, "auto", R("sdpa.mma")},
