@@ -515,8 +515,8 @@ def main():
             "CUDA events; host peers: wall clock. Medians of repeated runs after warm-ups.", ""]
     out += summary(tab, peer)
     out += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
-    cpu = any(r.get("peer") == "numpy" for r in prec) or any(
-        "pandas_align_ms" in ms for ms in peer.values())
+    # the CPU run's peers (bench/run-cpu.sh) are numpy's; the GPU run has torch
+    cpu = any(r.get("peer") == "numpy" for r in prec) and not any(r.get("peer") == "torch" for r in prec)
     for t, e, v in (cpu_targets(tab, peer) if cpu else targets(tab, peer)):
         out.append("| %s | %s | %s |" % (t, e, v))
     out += bench_tables(tab, peer)

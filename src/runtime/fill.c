@@ -31,12 +31,23 @@ static void *fill_run(void *p) {
   return NULL;
 }
 
+/* The rule's count, asked of the system once a process: glibc answers
+   _SC_NPROCESSORS_ONLN by reading a file under /sys, too slow for every
+   upload of a small call. */
+static int rule_threads;
+static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
+
+static void rule_init(void) {
+  /* every online core up to eight (more rarely adds bandwidth) */
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  rule_threads = online < 1 ? 1 : online > 8 ? 8 : (int)online;
+}
+
 int tabcl__fill_threads(const tabcl_context *ctx) {
   int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
   if (v <= 0) {
-    /* the rule: every online core up to eight (more rarely adds bandwidth) */
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    v = online < 1 ? 1 : online > 8 ? 8 : online;
+    pthread_once(&rule_once, rule_init);
+    v = rule_threads;
   }
   return v > FILL_THREADS_MAX ? FILL_THREADS_MAX : (int)v;
 }
