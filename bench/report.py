@@ -395,7 +395,8 @@ def targets(tab, peer):
 
 
 def label_bytes(case):
-    m = re.search(r"len(\d+)", case) or re.match(r"(\d+)B", case)
+    """The label length a case name carries (v100_len64_q1000, 4096B, ...), or None."""
+    m = re.search(r"(?:len|bytes|_b|^)(\d+)(?:b|B|bytes)?(?:$|_|-)", case)
     return int(m.group(1)) if m else None
 
 
@@ -472,8 +473,8 @@ def hash_target(tab):
     for (b, c), ms in tab.items():
         if b != "hash":
             continue
-        m = re.search(r"(?:len|bytes|_b|^)(\d+)(?:b|B|bytes)?(?:$|_|-)", c)
-        if not m or int(m.group(1)) < 256:
+        n = label_bytes(c)
+        if n is None or n < 256:
             continue
         for r in ms.values():
             if r.get("unit") == "%" and "copy" in r["metric"]:

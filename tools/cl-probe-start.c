@@ -55,12 +55,16 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* environ with the cache variables pointed at dir: tabcl's own, and the
-   drivers' that a variable can move (PoCL's, NVIDIA's), so that "empty"
-   means what a fresh machine has. NULL when out of memory. */
+/* The cache variables the helper gets pointed at an empty folder: tabcl's
+   own, and the drivers' that a variable can move (PoCL's, NVIDIA's), so
+   that "empty" means what a fresh machine has. */
+static const char *const cache_vars[] = {"TABCL_CACHE_DIR", "POCL_CACHE_DIR", "CUDA_CACHE_PATH"};
+enum { NAMES = sizeof cache_vars / sizeof cache_vars[0] };
+
+/* environ with the cache variables set to dir, appended last. NULL when
+   out of memory. */
 static char **child_env(const char *dir) {
-  static const char *const names[] = {"TABCL_CACHE_DIR", "POCL_CACHE_DIR", "CUDA_CACHE_PATH"};
-  enum { NAMES = sizeof names / sizeof names[0] };
+  const char *const *names = cache_vars;
   size_t n = 0;
   while (environ[n]) n++;
   char **env = calloc(n + NAMES + 1, sizeof *env);
@@ -91,7 +95,7 @@ static void free_env(char **env) {
   if (!env) return;
   size_t n = 0;
   while (env[n]) n++;
-  for (size_t i = n - 3; i < n; i++) free(env[i]);   /* the three set above */
+  for (size_t i = n - NAMES; i < n; i++) free(env[i]);   /* those child_env appended */
   free(env);
 }
 

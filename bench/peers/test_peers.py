@@ -285,7 +285,7 @@ class NumpyPeers(unittest.TestCase):
                 recs = [json.loads(line) for line in f]
             self.assertEqual([x["value"] for x in recs if x["metric"] == "numpy_sorted_ok"], [1])
             from sort_numpy import sort_pairs
-            sk, sv = sort_pairs(keys, np.arange(keys.size, dtype=np.uint32))
+            sk, sv, _ = sort_pairs(keys, np.arange(keys.size, dtype=np.uint32))
             self.assertTrue(np.all(sk[1:] >= sk[:-1]))
             eq = sk[1:] == sk[:-1]
             self.assertTrue(np.all(sv[1:][eq] > sv[:-1][eq]))

@@ -92,6 +92,11 @@ typedef struct tabcl__lookup_plan {
 void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes, int64_t longest,
                              int64_t candidates, tabcl__lookup_plan *p);
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap);
+/* The plan a lookup on ctx makes (catindex_lookup.c): under the device's
+   loop limit, which is measured first where the CPU plan's work-items could
+   loop past TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */
+tabcl_status tabcl__lookup_plan_for(tabcl_context *ctx, int64_t rows, int64_t bytes,
+                                    int64_t longest, int64_t candidates, tabcl__lookup_plan *p);
 
 /* ---- the fit's plan (catindex_plan.c): pure, no OpenCL call ---- */
 

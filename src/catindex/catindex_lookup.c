@@ -15,6 +15,20 @@ tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, c
   return TABCL_OK;
 }
 
+tabcl_status tabcl__lookup_plan_for(tabcl_context *ctx, int64_t rows, int64_t bytes,
+                                    int64_t longest, int64_t candidates, tabcl__lookup_plan *p) {
+  tabcl__device_desc dev;
+  tabcl__target tg;
+  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
+  tabcl__lookup_plan_make(&tg, rows, bytes, longest, candidates, p);
+  /* The CPU plan loops over many rows in a work-item: where that could run
+     long, the device's loop limit decides the runs (plan again). */
+  tabcl_status s = tabcl__loop_limit_learn(ctx, &limit_known, &dev, p->serial ? p->serial_loops : 0,
+                                           &again);
+  if (!s && again) tabcl__lookup_plan_make(&tg, rows, bytes, longest, candidates, p);
+  return s;
+}
+
 tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__dev_strings *q,
                                         cl_mem const *out, const int64_t *out_off,
                                         cl_uint nwait, const cl_event *wait, cl_event *last) {
@@ -40,9 +54,6 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             NULL);
     hoff += q[c].length;
   }
-  tabcl__device_desc dev;
-  tabcl__target tg;
-  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg);
   hoff = 0;
   for (int g0 = 0; g0 < ncols && !st; g0 += TABCL__CATINDEX_COLS_PER_LAUNCH) {
     cl_long4 nrows = {{0}}, qh = {{0}}, qbytes = {{0}}, ooff = {{0}};
@@ -72,16 +83,11 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
       if (q[c].max_label > glongest) glongest = q[c].max_label;
     }
     if (!grows) continue;
-    /* One candidate a hash where the fit kept no collision; the CPU plan
-       loops over many rows in a work-item: where that could run long, the
-       device's loop limit decides the runs (plan again). */
+    /* One candidate a hash where the fit kept no collision. */
     const int64_t candidates = idx->collisions ? 0 : 1;
     tabcl__lookup_plan lp;
-    tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
-    int again = 0;
-    st = tabcl__loop_limit_learn(ctx, &limit_known, &dev, lp.serial ? lp.serial_loops : 0, &again);
+    st = tabcl__lookup_plan_for(ctx, grows, gbytes, glongest, candidates, &lp);
     if (st) break;
-    if (again) tabcl__lookup_plan_make(&tg, grows, gbytes, glongest, candidates, &lp);
     const int use_group = lp.grouped, serial = lp.serial;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */
@@ -101,7 +107,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
       /* The plan's group size, lowered where the kernel allows fewer; the
          slice follows the size used. */
       size_t wg = serial ? 1 : tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
-      int64_t step = grouped ? tabcl__slice_items(&tg, 0, wg) : lp.item_step;
+      int64_t step = grouped ? tabcl__slice_items_ctx(ctx, 0, wg) : lp.item_step;
       cl_mem cbuf = cand ? cand : idx->ranges;
       for (int64_t first = 0; first < grows && !st; first += step) {
         int64_t count = grows - first < step ? grows - first : step;

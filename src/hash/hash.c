@@ -97,6 +97,20 @@ static tabcl_status hash_serial(tabcl_context *ctx, const tabcl__dev_strings *s,
   return st;
 }
 
+tabcl_status tabcl__hash_plan_for(tabcl_context *ctx, int64_t length, int64_t bytes,
+                                  int64_t max_label, tabcl__hash_plan *p) {
+  tabcl__device_desc dev;
+  tabcl__target tg;
+  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
+  tabcl__hash_plan_make(&tg, length, bytes, max_label, p);
+  /* The CPU plan loops over many labels in a work-item: where that could
+     run long, the device's loop limit decides the runs (plan again). */
+  tabcl_status s = tabcl__loop_limit_learn(ctx, &limit_known, &dev,
+                                           p->serial_kernel ? p->serial_loops : 0, &again);
+  if (!s && again) tabcl__hash_plan_make(&tg, length, bytes, max_label, p);
+  return s;
+}
+
 tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s, int col,
                                 uint64_t seed, uint64_t mask, cl_mem out, size_t out_offset,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev) {
@@ -113,16 +127,8 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
   }
   uint64_t xseed = tabcl__column_seed(seed, col);
   tabcl__hash_plan p;
-  tabcl__device_desc dev;
-  tabcl__target tg;
-  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
-  tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
-  /* The CPU plan loops over many labels in a work-item: where that could
-     run long, the device's loop limit decides the runs (plan again). */
-  tabcl_status ls = tabcl__loop_limit_learn(ctx, &limit_known, &dev,
-                                            p.serial_kernel ? p.serial_loops : 0, &again);
+  tabcl_status ls = tabcl__hash_plan_for(ctx, s->length, s->bytes, s->max_label, &p);
   if (ls) return ls;
-  if (again) tabcl__hash_plan_make(&tg, s->length, s->bytes, s->max_label, &p);
   if (p.serial_kernel) return hash_serial(ctx, s, &p, xseed, mask, out, out_offset, nwait, wait, ev);
   const int64_t gmin = p.group_min, per = p.slice;
   const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;

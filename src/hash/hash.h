@@ -66,6 +66,11 @@ typedef struct tabcl__hash_plan {
    build of hash_serial alone (options). */
 void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes,
                            int64_t max_label, tabcl__hash_plan *p);
+/* The plan a call on ctx makes (hash.c): under the device's loop limit,
+   which is measured first where the CPU plan's work-items could loop past
+   TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */
+tabcl_status tabcl__hash_plan_for(tabcl_context *ctx, int64_t length, int64_t bytes,
+                                  int64_t max_label, tabcl__hash_plan *p);
 /* Work-groups a looping kernel gets: enough for every item, at most
    per_cu a compute unit (about 4096 work-items each, two waves on a large
    GPU); the groups loop over what is left. */

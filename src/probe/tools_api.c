@@ -161,20 +161,13 @@ int tabcl__tools_variants_build(tabcl_context *ctx, int shard, int shards,
 
 /* ---- plans ---- */
 
-/* The hash and lookup plans as their executors make them: under the
-   device's loop limit, measured first where a CPU plan could loop past
-   TABCL__LOOPS_UNCHECKED (hash/hash.c, catindex/catindex_lookup.c). */
+/* The hash and lookup plans as their calls make them (tabcl__hash_plan_for,
+   tabcl__lookup_plan_for). */
 tabcl_status tabcl__tools_hash_plan(tabcl_context *ctx, int64_t labels, int64_t bytes,
                                     int64_t max_label, char *text, size_t cap) {
-  tabcl__device_desc dev;
-  tabcl__target tg;
-  int known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
   tabcl__hash_plan p;
-  tabcl__hash_plan_make(&tg, labels, bytes, max_label, &p);
-  tabcl_status s = tabcl__loop_limit_learn(ctx, &known, &dev, p.serial_kernel ? p.serial_loops : 0,
-                                           &again);
+  tabcl_status s = tabcl__hash_plan_for(ctx, labels, bytes, max_label, &p);
   if (s) return s;
-  if (again) tabcl__hash_plan_make(&tg, labels, bytes, max_label, &p);
   tabcl__hash_plan_print(&p, text, cap);
   return TABCL_OK;
 }
@@ -192,16 +185,10 @@ tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, ch
 
 tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap) {
-  tabcl__device_desc dev;
-  tabcl__target tg;
-  int known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
   tabcl__lookup_plan p;
   /* every label of the average length, an index without kept collisions */
-  const int64_t longest = rows > 0 ? bytes / rows : 0;
-  tabcl__lookup_plan_make(&tg, rows, bytes, longest, 1, &p);
-  tabcl_status s = tabcl__loop_limit_learn(ctx, &known, &dev, p.serial ? p.serial_loops : 0, &again);
+  tabcl_status s = tabcl__lookup_plan_for(ctx, rows, bytes, rows > 0 ? bytes / rows : 0, 1, &p);
   if (s) return s;
-  if (again) tabcl__lookup_plan_make(&tg, rows, bytes, longest, 1, &p);
   tabcl__lookup_plan_print(&p, text, cap);
   return TABCL_OK;
 }

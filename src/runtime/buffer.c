@@ -282,7 +282,6 @@ static size_t staging_want(const tabcl_context *ctx, size_t bytes) {
 static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                                   const void *arg, const char *what) {
   tabcl__staging *sg = &ctx->staging;
-  const int threads = tabcl__fill_threads(ctx);
   pthread_mutex_lock(&sg->lock);
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
@@ -296,7 +295,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       sg->next = h;
     }
     uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
-    tabcl__fill_parallel(threads, fill, p, at, n, arg);
+    tabcl__fill_parallel(ctx, fill, p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
     if (err != CL_SUCCESS) {
@@ -324,7 +323,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
   else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
-  tabcl__fill_parallel(tabcl__fill_threads(ctx), fill, p, 0, bytes, arg);
+  tabcl__fill_parallel(ctx, fill, p, 0, bytes, arg);
   int injected = tabcl__fault_cl();
   /* An injected failure still unmaps, so the buffer is never released mapped. */
   err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);

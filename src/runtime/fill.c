@@ -52,10 +52,11 @@ int tabcl__fill_threads(const tabcl_context *ctx) {
   return v > FILL_THREADS_MAX ? FILL_THREADS_MAX : (int)v;
 }
 
-void tabcl__fill_parallel(int threads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
-                          const void *arg) {
+void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
+                          size_t n, const void *arg) {
+  const size_t threads = (size_t)tabcl__fill_threads(ctx);
   size_t parts = n / FILL_PART_MIN;
-  if (parts > (size_t)threads) parts = (size_t)threads;
+  if (parts > threads) parts = threads;
   if (parts < 2) {
     fill(dst, at, n, arg);
     return;

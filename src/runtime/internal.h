@@ -370,11 +370,11 @@ typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
    through one whole-buffer map. On failure m's content is undefined. */
 tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                            const void *arg, const char *what);
-/* Fills bytes [at, at + n) of an upload into dst with up to `threads` host
-   threads (runtime/fill.c), each a part of 1 MiB or more; the threads are
-   joined before it returns. */
-void tabcl__fill_parallel(int threads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
-                          const void *arg);
+/* Fills bytes [at, at + n) of an upload into dst with up to
+   tabcl__fill_threads(ctx) host threads (runtime/fill.c), each a part of
+   1 MiB or more; the threads are joined before it returns. */
+void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
+                          size_t n, const void *arg);
 /* The upload.threads tuning, or its rule (the online cores, at most 8). */
 int tabcl__fill_threads(const tabcl_context *ctx);
 /* Whether tabcl__upload goes through the staging area on this context. */

@@ -46,16 +46,13 @@ static double xx_rate(const uint8_t *data, size_t len, size_t n, int threads) {
       share[t].count = n * (size_t)(t + 1) / (size_t)threads - share[t].first;
     }
     double t0 = bench_now();
-    int started = 1;
     for (int t = 1; t < threads; t++)
       if (pthread_create(&tid[t], NULL, xx_run, &share[t]) != 0) {
         for (int u = 1; u < t; u++) pthread_join(tid[u], NULL);
         return 0;
-      } else {
-        started++;
       }
     xx_run(&share[0]);
-    for (int t = 1; t < started; t++) pthread_join(tid[t], NULL);
+    for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
     double rate = (double)n * (double)len / (bench_now() - t0);
     uint64_t sink = 0;
     for (int t = 0; t < threads; t++) sink ^= share[t].sink;

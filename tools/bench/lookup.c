@@ -219,9 +219,8 @@ static int nalign;
 
 /* The host align of one case: median ms of reps calls, every code checked;
    written under the case's dump folder when there is one. */
-static int al_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, const lk_col *col,
+static int al_case(const bench_args *a, const lk_case *k, const lk_col *col,
                    tabcl_category_index *idx, const char *name, int reps) {
-  (void)ctx;
   al_col al;
   if (al_build(k, col, &al)) {
     fprintf(stderr, "align bench %s: out of host memory\n", name);
@@ -474,7 +473,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
     }
   }
   if (ncols == 1 && strcmp(k->variant, "unknown") != 0)
-    bad |= al_case(ctx, a, k, &cols[0], idx, name, host_reps);
+    bad |= al_case(a, k, &cols[0], idx, name, host_reps);
   tabcl_category_index_destroy(idx);
   free_cols(cols, ncols);
   for (int c = 0; c < ncols; c++) free(got[c]);
