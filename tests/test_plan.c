@@ -137,7 +137,8 @@ Test(plan, override_entries) {
 
 /* Sort: groups and tiles within the device, every pass's work split into
    launches of at most max_items that cover it exactly once, and build
-   options that never depend on n. */
+   options that depend on n only through "one tile holds it", where the
+   plan has no register pass (the program is built without them). */
 Test(plan, sort_plans) {
   dev_case devs[8];
   int nd = make_devices(devs);
@@ -146,7 +147,7 @@ Test(plan, sort_plans) {
     for (int o = 0; o < 2; o++) {
       tabcl__tuning tune = tuning_for(dev, o ? "sort.tile=4;sort.max_items=1000" : NULL);
       tabcl__target tg = {dev, &tune, 0};
-      char first_opts[64] = "";
+      char opts[2][64] = {"", ""};   /* n within one tile, n past it */
       for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         const uint64_t n = sizes[si] > ((uint64_t)1 << 40) ? ((uint64_t)1 << 40) : sizes[si];
         static tabcl__sort_plan p;
@@ -156,8 +157,16 @@ Test(plan, sort_plans) {
         cr_expect_leq((cl_ulong)(p.tile + p.tile / 16) * 12, dev->local_mem_size,
                       "%s: tile %u", devs[i].what, p.tile);
         cr_expect_geq(p.tile, 2 * p.wg);
-        if (si == 0) snprintf(first_opts, sizeof first_opts, "%s", p.extra);
-        cr_expect_str_eq(p.extra, first_opts, "%s: build options changed with n", devs[i].what);
+        const int big = n > p.tile;
+        if (!opts[big][0]) snprintf(opts[big], sizeof opts[big], "%s", p.extra);
+        cr_expect_str_eq(p.extra, opts[big], "%s: build options changed with n = %llu",
+                         devs[i].what, (unsigned long long)n);
+        cr_expect_eq(strstr(p.extra, "-DSORT_LOCAL_ONLY=1") != NULL, !big,
+                     "%s: n = %llu, tile %u: %s", devs[i].what, (unsigned long long)n, p.tile,
+                     p.extra);
+        for (int s = 0; !big && s < p.nsteps; s++)
+          cr_expect_eq(p.steps[s].logr, 0u, "%s: a register pass in a one-tile sort",
+                       devs[i].what);
         cr_expect_eq(p.nsteps == 0, n < 2);
         cr_expect_leq(p.nsteps, TABCL__SORT_MAX_STEPS);
         /* Each pass covers its items once in launches of at most max_items;

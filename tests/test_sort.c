@@ -135,7 +135,9 @@ static const size_t boundary_sizes[] = {
 Test(sort, random_sizes_against_qsort) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("sort/random_sizes_against_qsort")};
-  check_random(ctx, &r, D_RANDOM, 5000); /* builds the program: the cache holds it */
+  /* build both programs (past one tile, within one): the cache holds them */
+  check_random(ctx, &r, D_RANDOM, 5000);
+  check_random(ctx, &r, D_RANDOM, 3);
   tt_live base = tt_live_now();
   for (size_t i = 0; i < sizeof boundary_sizes / sizeof boundary_sizes[0]; i++)
     check_random(ctx, &r, D_RANDOM, boundary_sizes[i]);
@@ -262,12 +264,19 @@ Test(sort, bad_arguments) {
   tabcl_context_destroy(ctx);
 }
 
-/* Sizes never reach the build options: after the first sort, sorts of
-   other sizes build nothing. */
+/* Sizes reach the build options only as "one tile holds them" (a program
+   without the register passes, cl/sort.cl): after one sort of each kind,
+   sorts of other sizes build nothing. */
 Test(sort, compiles_once) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("sort/compiles_once")};
+  tabcl_stats z, y;
+  tabcl_context_stats(ctx, &z);
   check_random(ctx, &r, D_RANDOM, 70000);
+  check_random(ctx, &r, D_RANDOM, 2);
+  tabcl_context_stats(ctx, &y);
+  cr_expect_eq(y.programs_built + y.programs_from_cache, z.programs_built + z.programs_from_cache + 2,
+               "a sort past one tile and one within it: two programs");
   tabcl_stats a, b;
   tabcl_context_stats(ctx, &a);
   static const size_t sizes[] = {2, 3, 1000, 5000, 100000};

@@ -198,6 +198,8 @@ static void *alloc_host(kvset *s, size_t bytes) {
   return p;
 }
 
+static void kvset_fill(kvset *s, tt_rng *r, int check_f64);
+
 static void kvset_make(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dtype dt,
                        int64_t max_len, int pinned, int check_f64) {
   memset(s, 0, sizeof *s);
@@ -213,13 +215,21 @@ static void kvset_make(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dty
   d.dtype = dt;
   d.causal = tt_below(r, 4) == 0;
   s->d = d;
+  /* one empty estimator now and then: a zero-byte item */
+  for (int e = 0; e < n; e++)
+    s->kv_len[e] = tt_below(r, 10) == 0 ? 0 : 1 + (int64_t)tt_below(r, (uint64_t)max_len);
+  kvset_fill(s, r, check_f64);
+}
+
+/* Values for s's shape (s->d, s->n, s->kv_len), and the serial outputs. */
+static void kvset_fill(kvset *s, tt_rng *r, int check_f64) {
+  const tabcl_sdpa_desc d = s->d;
+  const tabcl_dtype dt = d.dtype;
   const size_t es = dsize(dt);
   s->qb = (size_t)(d.batch * d.q_len * d.q_heads * d.head_dim) * es;
   s->q = malloc(s->qb);
   for (size_t i = 0; i < s->qb / es; i++) store_random(s->q, i, dt, r, 0.7);
-  for (int e = 0; e < n; e++) {
-    /* one empty estimator now and then: a zero-byte item */
-    s->kv_len[e] = tt_below(r, 10) == 0 ? 0 : 1 + (int64_t)tt_below(r, (uint64_t)max_len);
+  for (int e = 0; e < s->n; e++) {
     s->kvb[e] = (size_t)(d.batch * s->kv_len[e] * d.kv_heads * d.head_dim) * es;
     s->k[e] = alloc_host(s, s->kvb[e]);
     s->v[e] = alloc_host(s, s->kvb[e]);
@@ -230,7 +240,7 @@ static void kvset_make(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dty
     tabcl_sdpa_desc de = d;
     de.kv_len = s->kv_len[e];
     s->serial[e] = malloc(s->qb);
-    tt_assert_ok(tabcl_sdpa_host(ctx, &de, s->q, s->k[e], s->v[e], NULL, s->serial[e]));
+    tt_assert_ok(tabcl_sdpa_host(s->ctx, &de, s->q, s->k[e], s->v[e], NULL, s->serial[e]));
     if (check_f64) {
       /* the serial run itself against float64: relative to max(1, |ref|),
          f32 within 2e-4, f16 within 4e-3 (as test_sdpa holds them) */
@@ -480,6 +490,82 @@ Test(stream, convenience_calls_equal_serial) {
     convenience(&s, 2, 1);
     s.n = 8;
     kvset_free(&s);
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* A stream's buffers go back to the context's pool behind a marker that
+   waits for their last use; a later call must not be handed them before
+   that. The first call's attention is held back by a user event while the
+   second call (other K and V) uploads: were the first call's buffers
+   handed to it, its uploads would overwrite K and V the first attention
+   has not read yet. Once both are done, a third call reuses them. */
+long tabcl__pool_live(void);
+
+static void gated_call(kvset *s, cl_mem qb, cl_mem *ob, cl_uint nw, const cl_event *w,
+                       cl_event *ev) {
+  tabcl_context *ctx = s->ctx;
+  for (int e = 0; e < s->n; e++) ob[e] = dev_buffer(ctx, s->qb);
+  tt_assert_ok(tabcl_stream_sdpa_cl(ctx, &s->d, s->n, s->kv_len, qb, (const void *const *)s->k,
+                                    (const void *const *)s->v, 2, ob, nw, w, ev));
+}
+
+static void expect_serial(kvset *s, cl_mem *ob, const char *which) {
+  uint8_t *got = malloc(s->qb + 1);
+  for (int e = 0; e < s->n; e++) {
+    dev_read(s->ctx, ob[e], s->qb, got);
+    cr_expect(!memcmp(got, s->serial[e], s->qb), "%s call: estimator %d differs from the serial "
+              "run", which, e);
+    clReleaseMemObject(ob[e]);
+  }
+  free(got);
+}
+
+Test(stream, pooled_buffers_wait_for_their_last_use) {
+  tt_rng r = {tt_seed("stream.pooled_buffers_wait_for_their_last_use")};
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.pool=%d", 256 << 20);
+  tt_live base = warm_baseline(ctx, &r);
+  for (int round = 0; round < 3; round++) {
+    kvset a, b;
+    /* the same shape and lengths, other values: the pool would match */
+    kvset_make(&a, ctx, &r, 4, round & 1 ? TABCL_F16 : TABCL_F32, 300, 0, 0);
+    memset(&b, 0, sizeof b);
+    b.ctx = ctx, b.n = a.n, b.d = a.d;
+    memcpy(b.kv_len, a.kv_len, sizeof b.kv_len);
+    kvset_fill(&b, &r, 0);
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(tabcl_context_cl_context(ctx), &err);
+    cr_assert_eq(err, CL_SUCCESS);
+    cl_mem qa = dev_buffer(ctx, a.qb), qb = dev_buffer(ctx, b.qb), oa[MAXN], ob[MAXN];
+    /* before the gate: a blocking write would wait behind it on the queue */
+    cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), qa, CL_TRUE, 0, a.qb, a.q, 0,
+                                      NULL, NULL), CL_SUCCESS);
+    cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), qb, CL_TRUE, 0, b.qb, b.q, 0,
+                                      NULL, NULL), CL_SUCCESS);
+    cl_event ea = NULL, eb = NULL;
+    gated_call(&a, qa, oa, 1, &gate, &ea);
+    const long pooled = tabcl__pool_live();
+    gated_call(&b, qb, ob, 0, NULL, &eb);
+    cr_assert_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    cr_assert_eq(clWaitForEvents(1, &ea), CL_SUCCESS);
+    cr_assert_eq(clWaitForEvents(1, &eb), CL_SUCCESS);
+    expect_serial(&a, oa, "the held-back");
+    expect_serial(&b, ob, "the second");
+    /* everything has run: the third call is handed pooled buffers */
+    cr_expect_gt(pooled, 0, "round %d: the held-back call's buffers were not pooled", round);
+    cl_event ec = NULL;
+    const long before = tabcl__pool_live();
+    gated_call(&a, qa, oa, 0, NULL, &ec);
+    cr_expect_eq(tabcl__pool_live(), before, "round %d: the third call made new buffers (%ld "
+                 "pooled before it, %ld after)", round, before, tabcl__pool_live());
+    cr_assert_eq(clWaitForEvents(1, &ec), CL_SUCCESS);
+    expect_serial(&a, oa, "the third");
+    clReleaseEvent(ea), clReleaseEvent(eb), clReleaseEvent(ec), clReleaseEvent(gate);
+    clReleaseMemObject(qa), clReleaseMemObject(qb);
+    kvset_free(&a);
+    kvset_free(&b);
   }
   tt_expect_no_leak(base);
   tabcl_context_destroy(ctx);

@@ -619,3 +619,73 @@ Test(threads, blocking_calls_wait_for_their_own_command) {
   pthread_barrier_destroy(&b);
   tabcl_context_destroy(ctx);
 }
+
+/* tabcl__programs_prefetch: the programs a call names are built side by
+   side, each once (a duplicate in the list, a second prefetch and threads
+   asking for the same program meanwhile build nothing more); with
+   build.threads=1 it builds nothing; a program that cannot build is left
+   for the caller's own request, which reports it; nothing leaks. */
+typedef struct asker {
+  tabcl_context *ctx;
+  const tabcl__program_want *w;
+  int n;
+  cl_program got[8];
+} asker;
+
+static void *ask_all(void *arg) {
+  asker *a = arg;
+  for (int i = 0; i < a->n; i++) {
+    a->got[i] = NULL;
+    (void)tabcl__program_get(a->ctx, a->w[i].name, a->w[i].extra, &a->got[i], NULL);
+  }
+  return NULL;
+}
+
+static uint64_t programs_made(tabcl_context *ctx) {
+  tabcl_stats st;
+  tabcl_context_stats(ctx, &st);
+  return st.programs_built + st.programs_from_cache;
+}
+
+Test(threads, prefetch_builds_each_program_once) {
+  tt_live base = tt_live_now();
+  tabcl_context *ctx = tt_context();
+  const tabcl__program_want w[] = {{"probe", NULL},
+                                   {"sort", "-DSORT_TILE=64 -DSORT_WG=16 -DSORT_LOCAL_ONLY=1"},
+                                   {"probe", NULL},
+                                   {"catindex", NULL}};
+  tt_tune(ctx, "build.threads=1");
+  const uint64_t before = programs_made(ctx);
+  tabcl__programs_prefetch(ctx, 4, w);
+  cr_expect_eq(programs_made(ctx), before, "build.threads=1 built something");
+  tt_tune(ctx, "build.threads=3");
+  /* threads asking for the same programs while the prefetch builds them */
+  asker a[3];
+  pthread_t th[3];
+  for (int t = 0; t < 3; t++) {
+    a[t] = (asker){ctx, w, 4, {0}};
+    cr_assert_eq(pthread_create(&th[t], NULL, ask_all, &a[t]), 0);
+  }
+  tabcl__programs_prefetch(ctx, 4, w);
+  for (int t = 0; t < 3; t++) pthread_join(th[t], NULL);
+  cr_expect_eq(programs_made(ctx), before + 3, "three distinct programs: %llu made",
+               (unsigned long long)(programs_made(ctx) - before));
+  for (int t = 0; t < 3; t++)
+    for (int i = 0; i < 4; i++) {
+      cl_program p = NULL;
+      tt_assert_ok(tabcl__program_get(ctx, w[i].name, w[i].extra, &p, NULL));
+      cr_expect_eq(a[t].got[i], p, "thread %d, program %d: another build than the list's", t, i);
+    }
+  tabcl__programs_prefetch(ctx, 4, w);
+  cr_expect_eq(programs_made(ctx), before + 3, "a second prefetch built again");
+  /* one that cannot build, beside one that can: the prefetch says nothing,
+     the caller's own request reports it */
+  const tabcl__program_want bad[] = {{"no_such_program", NULL}, {"hash", NULL}};
+  tabcl__programs_prefetch(ctx, 2, bad);
+  cr_expect_eq(programs_made(ctx), before + 4, "the good program of the pair was not built");
+  cl_program p = NULL;
+  cr_expect_eq(tabcl__program_get(ctx, "no_such_program", NULL, &p, NULL), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "no_such_program"), "message: %s", tabcl_last_error());
+  tabcl_context_destroy(ctx);
+  tt_expect_no_leak(base);
+}

@@ -279,6 +279,30 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
 
 /* Hashes every column under seed, sorts the pairs on the device, reads them
    back and splits them by column (stable, so each column stays sorted). */
+/* The programs the seed tries below ask for (the hash program as the plan
+   builds it, the sort for npairs, the pair kernel's), built side by side
+   first: on a cold start the builds are the fit's time (bench/RESULTS.md,
+   "Cold start"). Best effort and free of failure injection
+   (tabcl__programs_prefetch); a failed build is met and reported by the
+   call that needs it. */
+static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
+  if (!s->npairs) return;
+  const int was = tabcl__fault_suspend(1);
+  const tabcl__target tg = tabcl__context_target(ctx);
+  /* the hash program's options never depend on the column's sizes */
+  tabcl__hash_plan hp;
+  tabcl__hash_plan_make(&tg, 1, 1, 1, &hp);
+  tabcl__sort_plan *sp = tabcl__malloc(sizeof *sp);
+  if (sp) {
+    tabcl__sort_plan_make(&tg, (uint64_t)s->npairs, sp);
+    const tabcl__program_want w[] = {
+        {"hash", hp.options}, {"sort", sp->extra}, {"catindex", NULL}};
+    tabcl__programs_prefetch(ctx, (int)(sizeof w / sizeof w[0]), w);
+    tabcl__free(sp);
+  }
+  (void)tabcl__fault_suspend(was);
+}
+
 static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uint64_t seed) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st;
@@ -485,6 +509,7 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
     goto done;
   }
   if ((st = copy_vocabularies(idx, v, fn)) || (st = scratch_init(idx, &s, fn))) goto done;
+  prefetch_programs(ctx, &s);
   /* Seed 0, 1, 2, ... until no column has two distinct labels of equal hash;
      past the bound the last seed stays and lookups confirm every candidate. */
   for (uint64_t seed = 0; seed < (uint64_t)s.plan.seed_tries; seed++) {

@@ -33,8 +33,20 @@ void tabcl__fault_set_io(long at, int err) {
   atomic_store(&fail_io_at, at);
 }
 int tabcl__fault_enabled(void) { return 1; }
+int tabcl__fault_armed(void) {
+  return atomic_load(&fail_alloc_at) > 0 || atomic_load(&fail_cl_at) > 0 ||
+         atomic_load(&fail_io_at) > 0;
+}
+
+static _Thread_local int suspended;
+int tabcl__fault_suspend(int on) {
+  const int was = suspended;
+  suspended = on;
+  return was;
+}
 
 static int should_fail(atomic_long *seen, atomic_long *at) {
+  if (suspended) return 0;
   long n = atomic_fetch_add(seen, 1) + 1;
   long target = atomic_load(at);
   if (target > 0 && n == target) {
@@ -54,10 +66,12 @@ long tabcl__fault_cl_seen(void) { return atomic_load(&cl_seen); }
 long tabcl__fault_io_seen(void) { return atomic_load(&io_seen); }
 #else
 void tabcl__fault_set(long a, long c) { (void)a; (void)c; }
+int tabcl__fault_suspend(int on) { (void)on; return 0; }
 void tabcl__fault_set_io(long at, int err) { (void)at; (void)err; }
 int tabcl__fault_io(void) { return 0; }
 long tabcl__fault_io_seen(void) { return 0; }
 int tabcl__fault_enabled(void) { return 0; }
+int tabcl__fault_armed(void) { return 0; }
 int tabcl__fault_cl(void) { return 0; }
 static int fail_alloc(void) { return 0; }
 int tabcl__fault_fired(void) { return 0; }

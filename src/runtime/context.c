@@ -33,6 +33,7 @@ static void destroy(tabcl_context *ctx) {
   if (ctx->cl) clReleaseContext(ctx->cl);
   tabcl__free(ctx->kernel_dir);
   tabcl__free(ctx->cache_dir);
+  pthread_cond_destroy(&ctx->built);
   pthread_mutex_destroy(&ctx->lock);
   tabcl__free(ctx);
 }
@@ -55,13 +56,20 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
     tabcl__free(ctx);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
   }
+  if (pthread_cond_init(&ctx->built, NULL) != 0) {
+    pthread_mutex_destroy(&ctx->lock);
+    tabcl__free(ctx);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a condition variable");
+  }
   if (tabcl__staging_init(ctx) != TABCL_OK) {
+    pthread_cond_destroy(&ctx->built);
     pthread_mutex_destroy(&ctx->lock);
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;
   }
   if (tabcl__pool_init(ctx) != TABCL_OK) {
     tabcl__staging_destroy(ctx);
+    pthread_cond_destroy(&ctx->built);
     pthread_mutex_destroy(&ctx->lock);
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;

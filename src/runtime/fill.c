@@ -34,13 +34,19 @@ static void *fill_run(void *p) {
 /* The rule's count, asked of the system once a process: glibc answers
    _SC_NPROCESSORS_ONLN by reading a file under /sys, too slow for every
    upload of a small call. */
-static int rule_threads;
+static int rule_threads, online_cores;
 static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
 
 static void rule_init(void) {
-  /* every online core up to eight (more rarely adds bandwidth) */
   long online = sysconf(_SC_NPROCESSORS_ONLN);
-  rule_threads = online < 1 ? 1 : online > 8 ? 8 : (int)online;
+  online_cores = online < 1 ? 1 : online > 1024 ? 1024 : (int)online;
+  /* every online core up to eight (more rarely adds bandwidth) */
+  rule_threads = online_cores > 8 ? 8 : online_cores;
+}
+
+int tabcl__online_cores(void) {
+  pthread_once(&rule_once, rule_init);
+  return online_cores;
 }
 
 int tabcl__fill_threads(const tabcl_context *ctx) {

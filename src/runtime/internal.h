@@ -53,7 +53,14 @@ void tabcl__fault_reset(void);
 int tabcl__fault_fired(void);     /* whether an injected failure happened since set */
 long tabcl__fault_allocs_seen(void);
 long tabcl__fault_cl_seen(void);
-int tabcl__fault_cl(void);        /* 1: the OpenCL call about to be made must fail */
+int tabcl__fault_cl(void);
+/* 1: this thread's allocations and OpenCL calls neither count nor fail
+   until it is called again with 0 (work whose path depends on timing or
+   that is best effort); returns the setting it replaced, for nesting. */
+int tabcl__fault_suspend(int on);
+/* Whether a failure is set to be injected (an allocation, OpenCL call or
+   file operation counted to). */
+int tabcl__fault_armed(void);        /* 1: the OpenCL call about to be made must fail */
 int tabcl__fault_enabled(void);   /* 1 when the build has injection compiled in */
 /* File I/O: the Nth write, fsync or rename (of an index save or a cache
    store) from now fails with errno err (ENOSPC, EDQUOT: a full disk).
@@ -190,6 +197,7 @@ struct tabcl_context {
   int sdpa_mma_state[3];      /* tensor-core attention check, f32, f16 and bf16: 0 not
                                  run yet, 1 passed, -1 failed (guarded by lock) */
   pthread_mutex_t lock;       /* guards programs and stats */
+  pthread_cond_t built;       /* signalled (under lock) when a program build ends */
   tabcl__program_entry *programs;
   tabcl_stats stats;          /* but kernel_launches, which is counted in launches */
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
@@ -307,6 +315,20 @@ tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
 void tabcl__count_launch(tabcl_context *ctx);
 /* Releases every program of the context (context destruction). */
 void tabcl__program_cache_clear(tabcl_context *ctx);
+/* Programs a call is about to need, built (or loaded from the disk cache)
+   side by side before it asks for them one by one: on a cold start the
+   builds, not the work, are the call's time. Those already in ctx are
+   skipped; with fewer than two to build nothing happens. Best effort: it
+   returns when every build has ended, and a build that failed is left for
+   the caller's own tabcl__program_get to meet and report. build.threads
+   (default: the online cores) bounds the threads; 1 turns this off, as
+   does an armed failure injection. The builds run with failure injection
+   suspended (tabcl__fault_suspend), so that a count of a call's
+   allocations and OpenCL calls does not depend on thread timing. */
+typedef struct tabcl__program_want {
+  const char *name, *extra;   /* as tabcl__program_get's */
+} tabcl__program_want;
+void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_want *w);
 
 /* Enqueues k; counts a launch. global sizes must be multiples of local when
    local is given. wait/ev as clEnqueueNDRangeKernel. */
@@ -377,6 +399,8 @@ void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *d
                           size_t n, const void *arg);
 /* The upload.threads tuning, or its rule (the online cores, at most 8). */
 int tabcl__fill_threads(const tabcl_context *ctx);
+/* The host's online cores, asked of the system once a process. */
+int tabcl__online_cores(void);
 /* Whether tabcl__upload goes through the staging area on this context. */
 int tabcl__upload_staged(tabcl_context *ctx);
 /* tabcl__read through the staging area where uploads go through it (in
@@ -401,7 +425,10 @@ void tabcl__staging_destroy(tabcl_context *ctx);
    a buffer from tabcl__pool_get back after its last command was enqueued
    on ctx's queue, instead of tabcl__buffer_release; it is handed out again
    only after a marker behind that command has completed. It cannot fail:
-   where the buffer cannot be kept it is released. */
+   where the buffer cannot be kept it is released. tabcl__pool_put_after
+   adds events to that marker's wait list, for buffers also used by
+   commands of other queues (a stream's transfer queue, a caller's queue):
+   each event's queue must have been flushed. */
 tabcl_status tabcl__pool_init(tabcl_context *ctx);
 /* Takes the upload.pool tuning (after tabcl__tune_resolve or
    tabcl__context_tune), giving back every pooled buffer. */
@@ -410,6 +437,7 @@ void tabcl__pool_destroy(tabcl_context *ctx);
 tabcl_status tabcl__pool_get(tabcl_context *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out,
                              const char *what);
 void tabcl__pool_put(tabcl_context *ctx, cl_mem m);
+void tabcl__pool_put_after(tabcl_context *ctx, cl_mem m, cl_uint nwait, const cl_event *wait);
 /* Idle pooled buffers alive in the process (not in tabcl__mem_live). */
 long tabcl__pool_live(void);
 /* Moves n buffers into (n > 0) or out of tabcl__mem_live's count. */

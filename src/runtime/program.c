@@ -1,6 +1,8 @@
 /* Kernel programs: sources (embedded or overridden), build options, the
  * in-memory cache per context and the disk cache of binaries. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,7 @@
 struct tabcl__program_entry {
   char *name;
   char *extra;
-  cl_program program;
+  cl_program program;   /* NULL while a thread builds it (ctx->built says when it is done) */
   tabcl__program_entry *next;
 };
 
@@ -184,7 +186,8 @@ static cl_program try_binary(tabcl_context *ctx, const unsigned char *bin, size_
   return p;
 }
 
-static void store_binary(tabcl_context *ctx, cl_program p, const char *key) {
+static void store_binary(tabcl_context *ctx, cl_program p, const char *key, char *why,
+                         size_t cap) {
   size_t size = 0;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS ||
       size == 0)
@@ -193,14 +196,15 @@ static void store_binary(tabcl_context *ctx, cl_program p, const char *key) {
   unsigned char *bin = malloc(size);
   if (!bin) return;
   if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-    tabcl__disk_cache_store(ctx->cache_dir, key, bin, size, ctx->cache_refusal,
-                            sizeof ctx->cache_refusal);
+    tabcl__disk_cache_store(ctx->cache_dir, key, bin, size, why, cap);
   free(bin);
 }
 
-/* Builds without touching the context's list; the caller holds ctx->lock. */
+/* Builds without touching the context: the caller does not hold ctx->lock
+   (other programs build meanwhile), and the disk cache's refusal, if any,
+   goes to why. */
 static tabcl_status build(tabcl_context *ctx, const char *name, const char *extra,
-                          cl_program *out, int *from_cache) {
+                          cl_program *out, int *from_cache, char *why, size_t cap) {
   char *source = NULL, *key = NULL, *options = NULL;
   cl_program p = NULL;
   tabcl_status s = tabcl__program_source(ctx, name, &source);
@@ -224,8 +228,7 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
       goto done;
     }
     size_t size = 0;
-    unsigned char *bin = tabcl__disk_cache_load(ctx->cache_dir, key, &size, ctx->cache_refusal,
-                                                sizeof ctx->cache_refusal);
+    unsigned char *bin = tabcl__disk_cache_load(ctx->cache_dir, key, &size, why, cap);
     if (bin) {
       p = try_binary(ctx, bin, size, options);
       free(bin);
@@ -251,7 +254,7 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
       s = tabcl__cl_fail(err, "clBuildProgram", name);
       goto done;
     }
-    if (key) store_binary(ctx, p, key);
+    if (key) store_binary(ctx, p, key, why, cap);
   }
   *out = p;
   p = NULL;
@@ -278,45 +281,106 @@ static int same(const char *a, const char *b) {
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+static tabcl__program_entry *find(tabcl_context *ctx, const char *name, const char *extra) {
+  for (tabcl__program_entry *e = ctx->programs; e; e = e->next)
+    if (same(e->name, name) && same(e->extra, extra)) return e;
+  return NULL;
+}
+
 tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char *extra,
                                 cl_program *out, int *from_cache) {
-  int cached = -1;
-  tabcl_status s = TABCL_OK;
   pthread_mutex_lock(&ctx->lock);
-  for (tabcl__program_entry *e = ctx->programs; e; e = e->next) {
-    if (same(e->name, name) && same(e->extra, extra)) {
-      *out = e->program;
-      goto done;
-    }
+  tabcl__program_entry *e;
+  /* A program another thread is building is waited for, not built twice;
+     if that build fails its entry goes, and this thread tries itself. */
+  while ((e = find(ctx, name, extra)) && !e->program) pthread_cond_wait(&ctx->built, &ctx->lock);
+  if (e) {
+    *out = e->program;
+    pthread_mutex_unlock(&ctx->lock);
+    if (from_cache) *from_cache = -1;
+    return TABCL_OK;
   }
-  /* Building under the lock makes two threads asking for the same program
-     wait for one build instead of compiling it twice. */
-  tabcl__program_entry *e = tabcl__calloc(1, sizeof *e);
+  e = tabcl__calloc(1, sizeof *e);
   if (!e || !(e->name = tabcl__strdup(name)) || !(e->extra = tabcl__strdup(extra ? extra : ""))) {
-    s = tabcl__fail(TABCL_OUT_OF_MEMORY,
-                    "out of host memory for the program list entry of kernel program %s", name);
-    if (e) {
-      tabcl__free(e->name);
-      tabcl__free(e);
-    }
-    goto done;
+    if (e) tabcl__free(e->name);
+    tabcl__free(e);
+    pthread_mutex_unlock(&ctx->lock);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "out of host memory for the program list entry of kernel program %s", name);
   }
-  s = build(ctx, name, extra, &e->program, &cached);
-  if (s != TABCL_OK) {
+  /* the entry says "being built"; the build itself runs unlocked, so that
+     programs build side by side (tabcl__programs_prefetch) */
+  e->next = ctx->programs;
+  ctx->programs = e;
+  pthread_mutex_unlock(&ctx->lock);
+  char why[sizeof ctx->cache_refusal] = "";
+  cl_program p = NULL;
+  int cached = 0;
+  tabcl_status s = build(ctx, name, extra, &p, &cached, why, sizeof why);
+  pthread_mutex_lock(&ctx->lock);
+  if (why[0]) memcpy(ctx->cache_refusal, why, sizeof why);
+  if (s == TABCL_OK) {
+    e->program = p;
+    if (cached) ctx->stats.programs_from_cache++;
+    else ctx->stats.programs_built++;
+    *out = p;
+  } else {
+    tabcl__program_entry **at = &ctx->programs;
+    while (*at != e) at = &(*at)->next;
+    *at = e->next;
     tabcl__free(e->name);
     tabcl__free(e->extra);
     tabcl__free(e);
-    goto done;
   }
-  if (cached) ctx->stats.programs_from_cache++;
-  else ctx->stats.programs_built++;
-  e->next = ctx->programs;
-  ctx->programs = e;
-  *out = e->program;
-done:
+  pthread_cond_broadcast(&ctx->built);
   pthread_mutex_unlock(&ctx->lock);
   if (from_cache && s == TABCL_OK) *from_cache = cached;   /* a failure changes no output */
   return s;
+}
+
+/* ---- building side by side ------------------------------------------- */
+
+typedef struct prefetch_job {
+  tabcl_context *ctx;
+  const tabcl__program_want *w;
+  int n;
+  atomic_int next;
+} prefetch_job;
+
+static void *prefetch_worker(void *arg) {
+  prefetch_job *j = arg;
+  (void)tabcl__fault_suspend(1);
+  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+    cl_program p;
+    (void)tabcl__program_get(j->ctx, j->w[i].name, j->w[i].extra, &p, NULL);
+  }
+  return NULL;
+}
+
+#define PREFETCH_THREADS 8
+
+void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_want *w) {
+  int missing = 0;
+  pthread_mutex_lock(&ctx->lock);
+  for (int i = 0; i < n; i++) missing += !find(ctx, w[i].name, w[i].extra);
+  pthread_mutex_unlock(&ctx->lock);
+  /* An armed failure injection wants one thread's deterministic order of
+     allocations, OpenCL calls and file operations: the calls build on
+     demand then, as with build.threads=1. */
+  if (missing < 2 || tabcl__fault_armed()) return;
+  int threads = (int)tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_THREADS, 0);
+  if (threads <= 0) threads = tabcl__online_cores();
+  if (threads < 2) return;
+  if (threads > missing) threads = missing;
+  if (threads > PREFETCH_THREADS) threads = PREFETCH_THREADS;
+  prefetch_job j = {ctx, w, n, 0};
+  pthread_t t[PREFETCH_THREADS];
+  int started = 0;
+  /* a thread that cannot start costs nothing but its share: the caller
+     builds what is left when it asks */
+  while (started < threads && pthread_create(&t[started], NULL, prefetch_worker, &j) == 0)
+    started++;
+  for (int k = 0; k < started; k++) pthread_join(t[k], NULL);
 }
 
 tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,

@@ -47,7 +47,11 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
   if (p->max_logr > TABCL__SORT_MAX_LOGR) p->max_logr = TABCL__SORT_MAX_LOGR;
   /* Global ids stay well inside 31 bits, as tabcl__slice_items does. */
   p->max_items = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS, 1u << 30);
-  snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u", tile, wg);
+  /* n enters the options only as "one tile holds it all": then the
+     program is built without the register passes, which a cold start would
+     otherwise wait for (cl/sort.cl) */
+  snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u%s", tile, wg,
+           n <= tile ? " -DSORT_LOCAL_ONLY=1" : "");
 
   p->n = n;
   p->tiles = (n + tile - 1) / tile;

@@ -67,16 +67,40 @@ static tabcl_status slot_fill(const char *fn, tabcl_stream *st, tabcl__slot *sl)
 
 void tabcl__stream_free(tabcl_stream *st, int wait) {
   if (!st) return;
+  /* The buffers go back to the context's pool (a later stream of the same
+     sizes skips their allocation and first touch), to be handed out again
+     only after a marker that waits for everything that may still use them:
+     the stream's uploads and the slot's give-back event, or nothing once
+     both were waited for here. Without wait, one marker on the transfer
+     queue stands for all the uploads; where it cannot be enqueued the
+     buffers are released instead. A slot still out may be in use by
+     commands nobody named: its buffers are released. */
+  cl_event uploaded = NULL;
+  if (!wait && st->tq && st->depth &&
+      (clEnqueueMarkerWithWaitList(st->tq, 0, NULL, &uploaded) != CL_SUCCESS ||
+       clFlush(st->tq) != CL_SUCCESS)) {
+    if (uploaded) clReleaseEvent(uploaded);
+    uploaded = NULL;
+  }
   for (int s = 0; st->slots && s < st->depth; s++) {
     tabcl__slot *sl = &st->slots[s];
     /* Our uploads, then the caller's last uses: after both, nothing the
        stream knows of touches its buffers or the caller's host memory. */
     if (wait && sl->ready) clWaitForEvents(1, &sl->ready);
     if (wait && sl->after) clWaitForEvents(1, &sl->after);
+    cl_event w[2];
+    cl_uint nw = 0;
+    if (!wait && uploaded) w[nw++] = uploaded;
+    if (!wait && sl->after) w[nw++] = sl->after;
+    const int pooled = sl->state != TABCL__SLOT_OUT && (wait || uploaded);
+    for (int p = 0; p < st->parts; p++) {
+      if (pooled) tabcl__pool_put_after(st->ctx, sl->mem[p], nw, w);
+      else tabcl__buffer_release(sl->mem[p]);
+    }
     if (sl->ready) clReleaseEvent(sl->ready);
     if (sl->after) clReleaseEvent(sl->after);
-    for (int p = 0; p < st->parts; p++) tabcl__buffer_release(sl->mem[p]);
   }
+  if (uploaded) clReleaseEvent(uploaded);
   pthread_mutex_destroy(&st->lock);
   tabcl__free(st->slots);
   tabcl__free(st->host);
@@ -149,8 +173,7 @@ tabcl_status tabcl__stream_create(const char *fn, tabcl_context *ctx, const tabc
     st->slots[sl].item = sl;
     st->slots[sl].state = TABCL__SLOT_PENDING;
     for (int p = 0; p < st->parts && !s; p++)
-      s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, cap[p], NULL, &st->slots[sl].mem[p],
-                               "a stream buffer");
+      s = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, cap[p], &st->slots[sl].mem[p], "a stream buffer");
   }
   for (int sl = 0; sl < st->depth && !s; sl++)
     if (!(s = slot_fill(fn, st, &st->slots[sl]))) st->slots[sl].state = TABCL__SLOT_FILLING;

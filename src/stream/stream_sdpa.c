@@ -108,7 +108,7 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
   const size_t ob = q_bytes(a->desc);
   nring = out_host ? st->depth : 0;
   for (int r = 0; r < nring && !s; r++)
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, ob, NULL, &ring[r], "a streamed output");
+    s = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, ob, &ring[r], "a streamed output");
   for (int i = 0; i < n && !s; i++) {
     int64_t item;
     cl_mem kv[2];
@@ -177,7 +177,8 @@ out:
   }
   if (prev) clReleaseEvent(prev);
   release_events(read_ev, MAX_DEPTH);
-  for (int r = 0; r < MAX_DEPTH; r++) tabcl__buffer_release(ring[r]);
+  /* back to the pool: the reads were waited for, or both queues drained */
+  for (int r = 0; r < MAX_DEPTH; r++) tabcl__pool_put(ctx, ring[r]);
   /* Device outputs: the attention events cover the stream's buffers, which
      OpenCL keeps alive for the commands already enqueued on them. */
   tabcl__stream_free(st, s || nring);
