@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "catindex/catindex.h"
+#include "sort/sort.h"
 #include "catindex_ref.h"
 #include "tt.h"
 
@@ -97,6 +98,15 @@ static inline void cat_warm(tabcl_context *ctx) {
   tabcl_dictionary_view d = {v, 3, in};
   cr_assert_eq(tabcl_category_index_align(idx, 1, &d, &codes), TABCL_OK);
   tabcl_category_index_destroy(idx);
+  /* the sort program past one tile too (a fit of more pairs than a tile
+     builds it; within one tile, as above, the program without the
+     register passes): the tests' fits take both */
+  static tabcl__sort_plan sp;
+  const tabcl__target tg = tabcl__context_target(ctx);
+  tabcl__sort_plan_make(&tg, (uint64_t)1 << 20, &sp);
+  cl_program prog;
+  cr_assert_eq(tabcl__program_get(ctx, "sort", sp.extra, &prog, NULL), TABCL_OK,
+               "warm-up sort program: %s", tabcl_last_error());
 }
 
 /* Fits vocab in both orders and checks lookups of q in each. */

@@ -579,6 +579,9 @@ Test(catindex, no_program_builds_after_the_first_fit_and_lookup) {
   tabcl_context *ctx = tt_context_with(&o);
   tt_rng r = {tt_seed("catindex/no_program_builds_after_the_first_fit_and_lookup")};
   fit_lookup_align(ctx, &r, 10, 20, 8);
+  /* past a sort tile on every device: the sort's other program (a sort
+     within one tile builds one without the register passes) */
+  fit_lookup_align(ctx, &r, 5000, 20, 8);
   /* The loop probe (runtime/loop_limit.c) is built once, the first time a
      CPU plan's runs could loop long; it is no program of fit or lookup. */
   uint64_t limit;
