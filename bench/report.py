@@ -292,10 +292,14 @@ def pick(tab, peer, bench, case, peer_metric):
 
 def pick_auto(tab, peer, bench, case, peer_metric):
     """Like pick, but tabcl's figure is that of the path the library chooses
-    by itself: the NVIDIA tensor-core kernel's (mma_*) where it ran, else
-    the portable one's. Also returns the portable figure."""
+    by itself: the NVIDIA tensor-core kernel's (mma_*) or the CPU kernel's
+    (cpu_*) where it ran, else the portable one's. Also returns the
+    portable figure."""
     t, p = pick(tab, peer, bench, case, peer_metric)
-    tv = tab.get((bench, case), OrderedDict()).get("mma_" + p["vs"]) if p and p.get("vs") else None
+    tv = None
+    for prefix in ("mma_", "cpu_"):
+        if tv is None and p and p.get("vs"):
+            tv = tab.get((bench, case), OrderedDict()).get(prefix + p["vs"])
     return (tv if tv is not None else t), p, t
 
 
@@ -445,7 +449,7 @@ def cpu_targets(tab, peer):
     e, ok, known = versus("align", "pandas_align_ms", "host_align_ms", lambda c: 1.0000001)
     rows.append(("align faster than the pandas re-coding, every case (pandas/tabcl)", e, verdict(ok, known)))
     for case in ("tab_b2000_l54_h8_d64_f32", "long_b1_h16_l1024_d64_f32"):
-        t, p = pick(tab, peer, "attention", case, "numpy_ms")
+        t, p, _ = pick_auto(tab, peer, "attention", case, "numpy_ms")
         r = ratio(t, p)[0] if t and p else None
         rows.append(("attention %s at least as fast as numpy/BLAS" % case,
                      "tabcl %s, numpy %s: %sx" % (fig(t), fig(p), fmt(r)) if r is not None else "no figures from both",

@@ -437,7 +437,8 @@ Test(plan, kernel_limit_bounds_the_group) {
   dev_case devs[8];
   make_devices(devs);
   const tabcl__device_desc *dev = &devs[3].d;
-  tabcl__tuning tune = tuning_for(dev, NULL);
+  /* the fused kernel's plans: the CPU kernel off */
+  tabcl__tuning tune = tuning_for(dev, "sdpa.cpu=0");
   tabcl__target tg = {dev, &tune, 0};
   for (int dim = 16; dim <= 256; dim += 16) {
     tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
@@ -448,7 +449,7 @@ Test(plan, kernel_limit_bounds_the_group) {
     cr_expect_leq(p.group, 32, "head dim %d", dim);
   }
   /* a tile tuning that cannot run in 32 is refused, naming the entry */
-  tabcl__tuning forced = tuning_for(dev, "sdpa.fused.d64=64x32/2");
+  tabcl__tuning forced = tuning_for(dev, "sdpa.cpu=0;sdpa.fused.d64=64x32/2");
   tabcl__target tf = {dev, &forced, 0};
   const tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
   const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
@@ -569,8 +570,21 @@ Test(plan, backend_table_order) {
   cr_expect_eq(p.path, TABCL__SDPA_FUSED);
   cr_expect_eq(tabcl__sdpa_plan_make(&gn, &off, &d, TABCL__SDPA_MMA, &p), TABCL_UNSUPPORTED);
   cr_assert_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
-  cr_expect_eq(p.path, TABCL__SDPA_FUSED);
+  cr_expect_eq(p.path, TABCL__SDPA_CPU);
   cr_expect_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_MMA, &p), TABCL_UNSUPPORTED);
+  /* the CPU kernel only where the tuning gives it (CPUs), or forced */
+  cr_expect_neq(tabcl__sdpa_plan_make(&gn, &unchecked, &d, TABCL__SDPA_AUTO, &p) == TABCL_OK &&
+                    p.path == TABCL__SDPA_CPU, 1);
+  cr_assert_eq(tabcl__sdpa_plan_make(&gn, &unchecked, &d, TABCL__SDPA_CPU, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_CPU);
+  /* a loop limit the CPU kernel's work-items would pass hands the call to
+     the fused kernel, which splits its keys */
+  tabcl_sdpa_desc lng = d;
+  lng.kv_len = 100000;
+  tabcl__sdpa_facts limited = {1, 1, 1, 0, 65535};
+  cr_assert_eq(tabcl__sdpa_plan_make(&gc, &limited, &lng, TABCL__SDPA_AUTO, &p), TABCL_OK);
+  cr_expect_eq(p.path, TABCL__SDPA_FUSED);
+  cr_expect_eq(tabcl__sdpa_plan_make(&gc, &limited, &lng, TABCL__SDPA_CPU, &p), TABCL_UNSUPPORTED);
   d.head_dim = 300;
   cr_assert_eq(tabcl__sdpa_plan_make(&gc, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
   cr_expect_eq(p.path, TABCL__SDPA_CLBLAST);

@@ -914,6 +914,69 @@ Test(oclgrind_sdpa, fused_variants) {
   tabcl_context_destroy(ctx);
 }
 
+/* The CPU kernel (cl/sdpa_cpu.cl), forced, on every device (it is plain
+   OpenCL C; the automatic choice takes it on CPUs only): every dtype it
+   runs, head dims on and off its 16- and 4-element fast paths, masks of
+   both kinds with broadcasts, causality, grouped heads, lengths around its
+   16-row and 16-key blocks, f32 key rows on both sides of the in-place
+   limit; and what it does not run is refused. */
+static void cpu_kernel_cases(tabcl_context *ctx, tt_rng *r, int rounds, int max_len) {
+  /* a multiple of 16, one of neither 16 nor 4, the tabular width (20,
+     80 and 128 come through the automatic choice in the tests above) */
+  static const int dims[] = {16, 33, 64};
+  int ran = 0;
+  for (int i = 0; i < rounds; i++) {
+    const tabcl_dtype dt = (tabcl_dtype)(i % 3);
+    const int lq = 1 + (int)tt_below(r, (uint64_t)max_len);
+    const int lk = i % 5 == 4 ? TABCL__SDPA_CPU_DIRECT_KEYS + 1 + (int)tt_below(r, 40)
+                              : 1 + (int)tt_below(r, (uint64_t)max_len);
+    const int hkv = 1 + (int)tt_below(r, 2);
+    tabcl_sdpa_desc d = desc_of(1 + (int64_t)tt_below(r, 2), lq, lk, hkv * (1 + (int)tt_below(r, 2)),
+                                hkv, dims[tt_below(r, 3)], dt);
+    d.causal = tt_below(r, 3) == 0;
+    const int mk = (int)tt_below(r, 3);
+    d.mask = mk == 0 ? TABCL_MASK_NONE : mk == 1 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+    d.mask_head_broadcast = mk && tt_below(r, 2);
+    d.mask_batch_broadcast = mk && tt_below(r, 2);
+    char what[96];
+    snprintf(what, sizeof what, "CPU kernel, case %d (dtype %d, %d x %d, d %d, mask %d, causal %d)",
+             i, (int)dt, lq, lk, (int)d.head_dim, mk, d.causal);
+    const tabcl_status st = run_case(ctx, r, &d, TABCL__SDPA_CPU, what);
+    if (st == TABCL_UNSUPPORTED) {
+      /* only where the driver ends loops before this case's work-items
+         would (Mesa's llvmpipe): then the fused kernel takes such calls */
+      uint64_t limit = 0;
+      tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+      cr_expect(limit > 0 && tabcl__sdpa_cpu_loops(&d) > limit / 2, "%s: refused: %s", what,
+                tabcl_last_error());
+      continue;
+    }
+    tt_assert_ok(st);
+    ran++;
+  }
+  cr_expect_gt(ran, 0, "no case ran on the CPU kernel");
+}
+
+Test(sdpa, cpu_kernel_forced) {
+  tt_rng r = {tt_seed("sdpa.cpu_kernel_forced")};
+  tabcl_context *ctx = tt_context();
+  cpu_kernel_cases(ctx, &r, 12, 50);
+  tabcl_sdpa_desc wide = desc_of(1, 4, 4, 1, 1, 160, TABCL_F32);
+  cr_expect_eq(run_case(ctx, &r, &wide, TABCL__SDPA_CPU, "head dim 160"), TABCL_UNSUPPORTED);
+  if (has_fp64(ctx)) {
+    tabcl_sdpa_desc f64 = desc_of(1, 4, 4, 1, 1, 16, TABCL_F64);
+    cr_expect_eq(run_case(ctx, &r, &f64, TABCL__SDPA_CPU, "f64"), TABCL_UNSUPPORTED);
+  }
+  tabcl_context_destroy(ctx);
+}
+
+Test(oclgrind_sdpa, cpu_kernel) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.cpu_kernel")};
+  tabcl_context *ctx = tt_context();
+  cpu_kernel_cases(ctx, &r, 6, 20);
+  tabcl_context_destroy(ctx);
+}
+
 Test(oclgrind_sdpa, small_tiles) {
   tt_rng r = {tt_seed("oclgrind_sdpa.small_tiles")};
   tabcl_context *ctx = tt_context();

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/internal.h"
 #include "tabcl/tabcl_cl.h"
 #include "tt.h"
 
@@ -275,6 +276,10 @@ static void kvset_free(kvset *s) {
 /* The attention programs of both dtypes built before a leak baseline is
    taken: the context keeps them, which is no leak. */
 static tt_live warm_baseline(tabcl_context *ctx, tt_rng *r) {
+  /* the loop probe's program too: attention asks for the device's loop
+     limit once a plan's work-items could loop long (runtime/loop_limit.c) */
+  uint64_t limit;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
   for (int dt = 0; dt < 2; dt++) {
     kvset s;
     kvset_make(&s, ctx, r, 1, dt ? TABCL_F16 : TABCL_F32, 4, 0, 0);
@@ -501,7 +506,6 @@ Test(stream, convenience_calls_equal_serial) {
    second call (other K and V) uploads: were the first call's buffers
    handed to it, its uploads would overwrite K and V the first attention
    has not read yet. Once both are done, a third call reuses them. */
-long tabcl__pool_live(void);
 
 static void gated_call(kvset *s, cl_mem qb, cl_mem *ob, cl_uint nw, const cl_event *w,
                        cl_event *ev) {

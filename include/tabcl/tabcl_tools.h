@@ -257,6 +257,7 @@ enum {
   TABCL__TOOLS_SDPA_FUSED = 1,     /* the portable fused kernel */
   TABCL__TOOLS_SDPA_MMA = 2,       /* the NVIDIA tensor-core kernel */
   TABCL__TOOLS_SDPA_CLBLAST = 3,   /* CLBlast's GEMMs */
+  TABCL__TOOLS_SDPA_CPU = 4,       /* the CPU kernel (rows in vector lanes) */
 };
 /* 1 when path may take d on ctx: always for AUTO and FUSED; for MMA where
    its shape rules take d on this device and TABCL_SDPA_MMA is not 0 (its

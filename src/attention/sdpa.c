@@ -26,16 +26,17 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
       if (!f->mma_passed) tabcl__clear_error();
     }
   }
-  /* The fused kernel loops over every key in each work-item: where its
-     plan could run long, the device's loop limit decides whether the keys
-     are split over launches. */
+  /* The fused and CPU kernels loop over every key in each work-item:
+     where the plan could run long, the device's loop limit decides whether
+     the fused kernel splits the keys over launches, or takes the call from
+     the CPU kernel. */
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(&tg, f, d, forced, &p) != TABCL_OK) {
     tabcl__clear_error();   /* the executor plans again and reports it */
     return TABCL_OK;
   }
-  if (p.path != TABCL__SDPA_FUSED) return TABCL_OK;
+  if (p.path != TABCL__SDPA_FUSED && p.path != TABCL__SDPA_CPU) return TABCL_OK;
   if (!tabcl__loop_limit_known(ctx, &f->loop_limit) && p.keys.loop_bound > TABCL__LOOPS_UNCHECKED)
     return tabcl__loop_limit(ctx, &f->loop_limit);
   return TABCL_OK;

@@ -7,6 +7,7 @@
  *   sdpa_plan.c     the planner: picks a backend from a table, slices
  *   sdpa_fused.c    the portable fused kernel: tiles (pure) and launch
  *   sdpa_mma.c      the NVIDIA tensor-core kernel: shape (pure) and launch
+ *   sdpa_cpu.c      the CPU kernel: options, loop bound (pure) and launch
  *   sdpa_clblast.c  the GEMM path: slice (pure) and run
  *   sdpa_grid.c     the launch grid the fused and tensor-core kernels share
  *   sdpa_reference.c the double host loop the checks compare with
@@ -16,7 +17,13 @@
 
 #include "runtime/internal.h"
 
-enum { TABCL__SDPA_AUTO = 0, TABCL__SDPA_FUSED = 1, TABCL__SDPA_CLBLAST = 2, TABCL__SDPA_MMA = 3 };
+enum {
+  TABCL__SDPA_AUTO = 0,
+  TABCL__SDPA_FUSED = 1,
+  TABCL__SDPA_CLBLAST = 2,
+  TABCL__SDPA_MMA = 3,
+  TABCL__SDPA_CPU = 4
+};
 
 /* ---- descriptor helpers and validation (sdpa_common.c) ---- */
 
@@ -135,6 +142,29 @@ tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev);
 
+/* ---- the CPU kernel (sdpa_cpu.c) ---- */
+
+/* Pure: 1 when the CPU kernel can run d (f32, f16 or bf16, head dim up to
+   TABCL__SDPA_CPU_MAX_DIM), and its build options into buf. */
+#define TABCL__SDPA_CPU_MAX_DIM 128
+/* Keys a row up to which f32 key blocks are read in place (sdpa_cpu.c). */
+#define TABCL__SDPA_CPU_DIRECT_KEYS 256
+int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap);
+/* Pure: a bound on the loop iterations one work-item runs (read off
+   cl/sdpa_cpu.cl), for drivers that end long loops. */
+uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
+/* Query rows a tile (W in cl/sdpa_cpu.cl), and the tiles a work-item takes
+   in turn, so that the head's K and V stay in its core's caches between
+   them (bench/RESULTS.md, "Tuning: sdpa.cpu"). */
+#define TABCL__SDPA_CPU_ROWS 16
+#define TABCL__SDPA_CPU_TILES 4
+/* Work-groups along the queries: tiles of ROWS x TILES. */
+int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d);
+int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
+tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
+                                    cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev);
+
 /* ---- the GEMM path (sdpa_clblast.c) ---- */
 
 int tabcl__sdpa_clblast_available(void);
@@ -181,12 +211,12 @@ typedef struct tabcl__sdpa_facts {
 } tabcl__sdpa_facts;
 
 typedef struct tabcl__sdpa_plan {
-  int path;                     /* TABCL__SDPA_FUSED, _MMA or _CLBLAST */
+  int path;                     /* TABCL__SDPA_FUSED, _MMA, _CPU or _CLBLAST */
   const char *backend;          /* its name in reports */
   tabcl__sdpa_tiles tiles;      /* FUSED */
-  tabcl__sdpa_keysplit keys;    /* FUSED: the walk over the keys */
+  tabcl__sdpa_keysplit keys;    /* FUSED: the walk over the keys; CPU: loop_bound only */
   tabcl__sdpa_mma_shape mma;    /* MMA */
-  const char *program;          /* "sdpa", "sdpa_mma" or "sdpa_gemm" */
+  const char *program;          /* "sdpa", "sdpa_mma", "sdpa_cpu" or "sdpa_gemm" */
   char options[256];            /* its build options (dtype and shape, never sizes) */
   size_t group;                 /* work-items a group of the main kernel */
   int64_t query_tiles;          /* work-groups along the queries (tile kernels) */

@@ -27,6 +27,24 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   return 1;
 }
 
+/* CPUs (sdpa.cpu): rows in vector lanes, no local memory. Where the
+   device ends long loops and this call's work-items could reach that, the
+   fused kernel (which splits its keys over launches) takes it. */
+static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const tabcl_sdpa_desc *d,
+                    int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
+  (void)st;
+  if (forced == TABCL__SDPA_AUTO && tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU, 0) <= 0) return 0;
+  if (!tabcl__sdpa_cpu_options(d, p->options, sizeof p->options)) return 0;
+  const uint64_t loops = tabcl__sdpa_cpu_loops(d);
+  if (f->loop_limit && loops > f->loop_limit / 2) return 0;
+  p->program = "sdpa_cpu";
+  p->group = 1;
+  p->query_tiles = tabcl__sdpa_cpu_groups(d);
+  p->launch_step = tabcl__sdpa_cpu_slice(t, d);
+  p->keys.loop_bound = loops;
+  return 1;
+}
+
 static int plan_fused(const tabcl__target *t, const tabcl__sdpa_facts *f,
                       const tabcl_sdpa_desc *d, int forced, tabcl__sdpa_plan *p,
                       tabcl_status *st) {
@@ -81,14 +99,15 @@ static int plan_gemm(const tabcl__target *t, const tabcl__sdpa_facts *f, const t
 }
 
 /* The automatic choice asks them in this order: the vendor layer where it
-   passed its check, the portable kernel where its tiles fit, the GEMM path
-   for the rest. */
+   passed its check, the CPU kernel on CPUs, the portable kernel where its
+   tiles fit, the GEMM path for the rest. */
 static const struct backend {
   int path;
   const char *name;
   plan_fn plan;
 } backends[] = {
     {TABCL__SDPA_MMA, "tensor-core kernel", plan_mma},
+    {TABCL__SDPA_CPU, "CPU kernel", plan_cpu},
     {TABCL__SDPA_FUSED, "fused kernel", plan_fused},
     {TABCL__SDPA_CLBLAST, "CLBlast GEMMs", plan_gemm},
 };
@@ -144,6 +163,10 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
   case TABCL__SDPA_MMA:
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the tensor-core kernel does not run "
                        "this dtype and head_dim %d on %s", (int)d->head_dim, t->dev->name);
+  case TABCL__SDPA_CPU:
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype and "
+                       "head_dim %d (f32, f16 and bf16 up to %d), or not within %s's loop limit",
+                       (int)d->head_dim, TABCL__SDPA_CPU_MAX_DIM, t->dev->name);
   case TABCL__SDPA_FUSED:
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the fused kernel for head_dim %d does not "
                        "fit %s's %llu bytes of local memory", (int)d->head_dim, t->dev->name,
@@ -169,6 +192,9 @@ void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
              p->tiles.bq, p->tiles.bk, p->tiles.nt, p->tiles.tks, p->tiles.kc, p->tiles.vk,
              p->tiles.prefetch ? ", prefetch" : "", keys);
   }
+  else if (p->path == TABCL__SDPA_CPU)
+    snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu",
+             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound);
   else if (p->path == TABCL__SDPA_MMA)
     snprintf(shape, sizeof shape, "%d keys a tile, %d warps, qmode %d, batch %d", p->mma.bk,
              p->mma.nw, p->mma.qmode, p->mma.batch);

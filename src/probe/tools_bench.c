@@ -71,6 +71,7 @@ static int backend(int path) {
     case TABCL__TOOLS_SDPA_FUSED: return TABCL__SDPA_FUSED;
     case TABCL__TOOLS_SDPA_MMA: return TABCL__SDPA_MMA;
     case TABCL__TOOLS_SDPA_CLBLAST: return TABCL__SDPA_CLBLAST;
+    case TABCL__TOOLS_SDPA_CPU: return TABCL__SDPA_CPU;
     case TABCL__TOOLS_SDPA_AUTO: return TABCL__SDPA_AUTO;
     default: return -1;
   }
@@ -83,6 +84,12 @@ int tabcl__tools_sdpa_offered(const tabcl_context *ctx, const tabcl_sdpa_desc *d
     case TABCL__TOOLS_SDPA_FUSED: return 1;
     case TABCL__TOOLS_SDPA_MMA: return tabcl__sdpa_mma_tiles(ctx, d, &m);
     case TABCL__TOOLS_SDPA_CLBLAST: return tabcl__sdpa_clblast_available();
+    case TABCL__TOOLS_SDPA_CPU: {
+      /* where the tuning gives CPU plans (any device could run it) */
+      char opts[64];
+      return tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_CPU, 0) > 0 &&
+             tabcl__sdpa_cpu_options(d, opts, sizeof opts);
+    }
     default: return 0;
   }
 }

@@ -50,11 +50,15 @@ int tabcl__variants_collect(const tabcl__target *t, const tabcl__sdpa_facts *f,
     snprintf(v.what, sizeof v.what, "%s, no options", v.program);
     n = add(out, n, cap, &v);
   }
-  static const int paths[] = {TABCL__SDPA_MMA, TABCL__SDPA_FUSED, TABCL__SDPA_CLBLAST};
+  /* the CPU kernel where the tuning gives it to the automatic choice */
+  const int cpu = tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU, 0) > 0;
+  static const int paths[] = {TABCL__SDPA_MMA, TABCL__SDPA_CPU, TABCL__SDPA_FUSED,
+                              TABCL__SDPA_CLBLAST};
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
     for (int dp = 16; dp <= 256; dp += 16)
       for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++)
-        if (attention_variant(t, f, dt, dp, paths[pi], &v)) n = add(out, n, cap, &v);
+        if ((paths[pi] != TABCL__SDPA_CPU || cpu) && attention_variant(t, f, dt, dp, paths[pi], &v))
+          n = add(out, n, cap, &v);
     /* past the fused kernel's head dims: what the automatic choice takes */
     if (attention_variant(t, f, dt, 320, TABCL__SDPA_AUTO, &v)) n = add(out, n, cap, &v);
   }

@@ -71,6 +71,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_BATCH, "auto", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GROUPS_YZ, "65535", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GEMM_INDEX, "2147483647", R("limits")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "1", R("sdpa.cpu")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D16, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D32, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D48, "auto", R("sdpa.fused")},

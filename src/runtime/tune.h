@@ -69,6 +69,8 @@ struct tabcl__device_desc;
     "work-groups an attention launch puts in NDRange dims 1 and 2")                              \
   X(SDPA_GEMM_INDEX, "sdpa.gemm.index_limit", INT, 64, 2147483647,                              \
     "elements CLBlast may address in one buffer (tests set it low to force windows)")            \
+  X(SDPA_CPU, "sdpa.cpu", INT, 0, 1,                                                            \
+    "1: attention takes the CPU kernel (rows in vector lanes) where it can; 0: the fused kernel") \
   X(SDPA_FUSED_D16, "sdpa.fused.d16", TILES, 16, 16, "fused attention tiles, head dims 1-16")    \
   X(SDPA_FUSED_D32, "sdpa.fused.d32", TILES, 32, 32, "fused attention tiles, head dims 17-32")   \
   X(SDPA_FUSED_D48, "sdpa.fused.d48", TILES, 48, 48, "fused attention tiles, head dims 33-48")   \

@@ -90,13 +90,14 @@ static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, 
     double flops = 4.0 * (double)d->batch * d->q_heads * (double)d->q_len * (double)d->kv_len *
                    d->head_dim * (d->causal ? 0.5 : 1.0);
     const char *fused_only = getenv("TABCL_BENCH_FUSED_ONLY");
-    /* The portable kernel, the NVIDIA tensor-core kernel where it is
-       offered (what the automatic choice runs for f16/bf16 there), CLBlast. */
-    static const int paths[] = {TABCL__TOOLS_SDPA_FUSED, TABCL__TOOLS_SDPA_MMA,
-                                TABCL__TOOLS_SDPA_CLBLAST};
-    static const char *const names[] = {"fused", "tensor cores", "clblast"};
-    static const char *const prefix[] = {"", "mma_", "clblast_"};
-    for (int pi = 0; pi < 3; pi++) {
+    /* The portable kernel, the CPU kernel and the NVIDIA tensor-core
+       kernel where they are offered (what the automatic choice runs there),
+       CLBlast. */
+    static const int paths[] = {TABCL__TOOLS_SDPA_FUSED, TABCL__TOOLS_SDPA_CPU,
+                                TABCL__TOOLS_SDPA_MMA, TABCL__TOOLS_SDPA_CLBLAST};
+    static const char *const names[] = {"fused", "cpu", "tensor cores", "clblast"};
+    static const char *const prefix[] = {"", "cpu_", "mma_", "clblast_"};
+    for (int pi = 0; pi < 4; pi++) {
       const int path = paths[pi];
       if (!tabcl__tools_sdpa_offered(ctx, d, path)) continue;
       if (path == TABCL__TOOLS_SDPA_CLBLAST && fused_only && *fused_only == '1') continue;

@@ -1,0 +1,292 @@
+// Scaled dot-product attention for CPU devices: one work-item a group, no
+// local memory, no barriers.
+//
+// A CPU driver runs a work-group's work-items as a loop on one core and
+// vectorizes across them only where it can prove the lanes independent;
+// the fused kernel (sdpa.cl), shaped for GPUs, reached 5% of the FMA peak
+// on PoCL 3.1. Here a work-item owns W = 16 query rows of one (batch entry,
+// head), and the rows are the lanes of float16 vectors, so every step is a
+// 16-wide FMA whose other operand is one scalar broadcast:
+//   Q^T   the tile's queries transposed once into a private [d][W] array,
+//         pre-scaled to the log2 domain;
+//   S     for a block of W keys: s[j] (one vector: key j against the W rows)
+//         = sum over c of Q^T[c] * K[j][c];
+//   P     online softmax per lane: the block's maxima, the rescale factor,
+//         exp2 of each s[j];
+//   O^T   for each column c: O^T[c] = O^T[c] * alpha + sum over j of
+//         p[j] * V[j][c], kept in a private [d][W] array.
+// K and V blocks are first converted into a private f32 block (rows past
+// the keys zeroed), so 16-bit inputs are converted once per element. Masks,
+// causality and partial tiles follow common.cl's rules, as the fused kernel
+// does; a row that can see no key gets zeros.
+//
+// Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16), CPU_DP (the head dim
+// rounded up to a multiple of 16, at most 128: the sizes of the private
+// arrays), CPU_TILES (tiles of W queries a work-item takes in turn) and CPU_DIRECT_KEYS (f32 key rows up to this long have their
+// whole blocks read where they lie, not copied; src/attention/sdpa_cpu.c
+// says why). Sizes are arguments.
+
+#ifndef SDPA_DTYPE
+#define SDPA_DTYPE 0
+#endif
+#ifndef CPU_DP
+#define CPU_DP 64
+#endif
+#ifndef CPU_DIRECT_KEYS
+#define CPU_DIRECT_KEYS 256
+#endif
+
+#ifndef CPU_TILES
+#define CPU_TILES 4
+#endif
+#define W 16
+#define BQ (W * CPU_TILES)   /* the tile sizes common.cl's macros name; BQ is W */
+#define BK W                 /* again past the group's setup */
+#define LOG2E 1.4426950408889634f
+
+#if SDPA_DTYPE == 0
+typedef float store_t;
+#define LD1(p, i) ((p)[i])
+#define LD4(p, i) vload4((i) >> 2, (p))
+#define LD16(p, i) vload16((i) >> 4, (p))
+#define ST1(p, i, x) ((p)[i] = (x))
+#define ST16(p, i, x) vstore16((x), (i) >> 4, (p))
+#elif SDPA_DTYPE == 1
+typedef half store_t;
+#define LD1(p, i) vload_half((i), (p))
+#define LD4(p, i) vload_half4((i) >> 2, (p))
+#define LD16(p, i) vload_half16((i) >> 4, (p))
+#define ST1(p, i, x) vstore_half_rte((x), (i), (p))
+#define ST16(p, i, x) vstore_half16_rte((x), (i) >> 4, (p))
+#else
+typedef ushort store_t;
+#define LD1(p, i) bf16_to_f32((p)[i])
+#define LD4(p, i) as_float4(convert_uint4(vload4((i) >> 2, (p))) << 16)
+#define LD16(p, i) as_float16(convert_uint16(vload16((i) >> 4, (p))) << 16)
+#define ST1(p, i, x) ((p)[i] = f32_to_bf16(x))
+#define ST16(p, i, x)                                   \
+  do {                                                  \
+    float xs_[16];                                      \
+    vstore16((x), 0, xs_);                              \
+    for (int u_ = 0; u_ < 16; u_++) (p)[(i) + u_] = f32_to_bf16(xs_[u_]); \
+  } while (0)
+#endif
+
+// In-register transpose of 16 vectors of 16: at each step the off-diagonal
+// blocks of size b of each pair (i, i + b) trade places; after b = 8, 4,
+// 2, 1 element k of vector i is the former element i of vector k.
+#define TR_LO(b) (uint16)(TR_M(b, 0), TR_M(b, 1), TR_M(b, 2), TR_M(b, 3), TR_M(b, 4), \
+  TR_M(b, 5), TR_M(b, 6), TR_M(b, 7), TR_M(b, 8), TR_M(b, 9), TR_M(b, 10), TR_M(b, 11), \
+  TR_M(b, 12), TR_M(b, 13), TR_M(b, 14), TR_M(b, 15))
+#define TR_HI(b) (uint16)(TR_N(b, 0), TR_N(b, 1), TR_N(b, 2), TR_N(b, 3), TR_N(b, 4), \
+  TR_N(b, 5), TR_N(b, 6), TR_N(b, 7), TR_N(b, 8), TR_N(b, 9), TR_N(b, 10), TR_N(b, 11), \
+  TR_N(b, 12), TR_N(b, 13), TR_N(b, 14), TR_N(b, 15))
+#define TR_M(b, k) (((k) & (b)) ? 16 + (k) - (b) : (k))
+#define TR_N(b, k) (((k) & (b)) ? 16 + (k) : (k) + (b))
+#define TR_STEP(x, b)                                                     \
+  do {                                                                    \
+    _Pragma("unroll") for (int i_ = 0; i_ < 16; i_++) {                  \
+      if (i_ & (b)) continue;                                             \
+      const float16 a_ = (x)[i_], c_ = (x)[i_ + (b)];                     \
+      (x)[i_] = shuffle2(a_, c_, TR_LO(b));                               \
+      (x)[i_ + (b)] = shuffle2(a_, c_, TR_HI(b));                         \
+    }                                                                     \
+  } while (0)
+inline void transpose16(float16 *x) {
+  TR_STEP(x, 8);
+  TR_STEP(x, 4);
+  TR_STEP(x, 2);
+  TR_STEP(x, 1);
+}
+
+// Rows r0 .. r0 + n - 1 of a [rows, d] tensor whose rows are `stride`
+// elements apart, as f32 into blk[W][CPU_DP]; rows n .. W - 1 become zeros.
+inline void load_block(float *blk, __global const store_t *src, long stride, int n, int d,
+                       int vec) {
+  for (int r = 0; r < W; r++) {
+    float *row = blk + r * CPU_DP;
+    if (r >= n) {
+      for (int c = 0; c < d; c++) row[c] = 0;
+      continue;
+    }
+    __global const store_t *s = src + r * stride;
+    if ((d & 15) == 0) {
+      for (int c = 0; c < d; c += 16) vstore16(LD16(s, c), 0, row + c);
+    } else if (vec) {
+      for (int c = 0; c < d; c += 4) vstore4(LD4(s, c), 0, row + c);
+    } else {
+      for (int c = 0; c < d; c++) row[c] = LD1(s, c);
+    }
+  }
+}
+
+// One work-item per (batch entry, head, CPU_TILES tiles of W queries):
+// SDPA_GROUP_SETUP with groups of one. The arguments are the fused kernel's.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global const store_t *v,
+              __global const uchar *mask, __global store_t *out, long b0, int lq, int lk,
+              int hq, int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb,
+              int mask_hb, int h0, int qt0) {
+  float qtr[CPU_DP * W];   /* Q^T, then at the end O^T scaled for the store */
+  float otr[CPU_DP * W];   /* O^T */
+  float blk[W * CPU_DP];  /* the K block, then the V block */
+  float lane[W];
+  SDPA_GROUP_SETUP(store_t, 4);
+#undef BQ
+#define BQ W
+  // The group's CPU_TILES tiles of W queries one after another: the head's
+  // K and V, read by each, stay in this core's caches (consecutive groups
+  // are other batch entries).
+  const int g_q0 = q0, g_qn = qn;
+  __global const store_t *g_qb = qb;
+  for (int tile = 0; tile < CPU_TILES && tile * W < g_qn; tile++) {
+  const int q0 = g_q0 + tile * W, qn = min(W, g_qn - tile * W);
+  __global const store_t *qb = g_qb + (long)tile * W * qstride;
+
+  if ((d & 15) == 0) {
+    // 16 columns of the 16 rows at a time, transposed in registers
+    for (int c0 = 0; c0 < d; c0 += 16) {
+      float16 x[16];
+      #pragma unroll
+      for (int r = 0; r < W; r++) x[r] = r < qn ? LD16(qb + r * qstride, c0) : (float16)(0.0f);
+      transpose16(x);
+      #pragma unroll
+      for (int c = 0; c < 16; c++) vstore16(x[c] * scale2, c0 + c, qtr);
+    }
+  } else {
+    for (int r = 0; r < W; r++) {
+      __global const store_t *row = qb + r * qstride;
+      for (int c = 0; c < d; c++) qtr[c * W + r] = r < qn ? LD1(row, c) * scale2 : 0.0f;
+    }
+  }
+  for (int c = 0; c < d; c++) vstore16((float16)(0.0f), c, otr);
+  float16 m = (float16)(-INFINITY), l = (float16)(0.0f);
+  const int16 qi = (int16)(q0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+
+  const int kv_end = SDPA_KV_END;
+  for (int j0 = 0; j0 < kv_end; j0 += W) {
+    const int jn = min(W, kv_end - j0);
+    float16 s[W];
+    #pragma unroll
+    for (int j = 0; j < W; j++) s[j] = (float16)(0.0f);
+#if SDPA_DTYPE == 0
+    // f32 needs no conversion: a whole block of a short key row is read
+    // where it lies
+    if (jn == W && lk <= CPU_DIRECT_KEYS) {
+      __global const float *kr = kb + j0 * kstride;
+      for (int c = 0; c < d; c++) {
+        const float16 qc = vload16(c, qtr);
+        #pragma unroll
+        for (int j = 0; j < W; j++) s[j] = fma(qc, (float16)(kr[j * kstride + c]), s[j]);
+      }
+    } else
+#endif
+    {
+      load_block(blk, kb + j0 * kstride, kstride, jn, d, vec);
+      if (jn <= W / 2) {
+        // the end of a key row, half a block or less: half the work
+        for (int c = 0; c < d; c++) {
+          const float16 qc = vload16(c, qtr);
+          #pragma unroll
+          for (int j = 0; j < W / 2; j++) s[j] = fma(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
+        }
+      } else {
+        for (int c = 0; c < d; c++) {
+          const float16 qc = vload16(c, qtr);
+          #pragma unroll
+          for (int j = 0; j < W; j++) s[j] = fma(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
+        }
+      }
+    }
+    // Entries no row may see become -inf: past either length, past the
+    // causal diagonal, or masked; an additive mask is added.
+    if (!SDPA_TILE_PLAIN(j0)) {
+      for (int j = 0; j < W; j++) {
+        const int kj = j0 + j;
+        const int16 seen = (qi < (int16)(lq)) & (int16)(kj < lk ? -1 : 0) &
+                           (causal ? ((int16)(kj) <= qi) : (int16)(-1));
+        float16 x = select((float16)(-INFINITY), s[j], seen);
+        if (mask_kind) {
+          vstore16(x, 0, lane);
+          for (int r = 0; r < W; r++) {
+            const int qr = q0 + r;
+            if (!SDPA_IN_RANGE(qr, kj)) continue;
+            if (mask_kind == 1) {
+              if (!mask[SDPA_MASK_AT(qr, kj)]) lane[r] = -INFINITY;
+            } else {
+              lane[r] += LD1((__global const store_t *)mask, SDPA_MASK_AT(qr, kj)) * LOG2E;
+            }
+          }
+          x = vload16(0, lane);
+        }
+        s[j] = x;
+      }
+    }
+    float16 mb = m;
+    #pragma unroll
+    for (int j = 0; j < W; j++) mb = fmax(mb, s[j]);
+    // A row with nothing to see yet keeps -inf; its exponents then use 0,
+    // so that exp2(-inf) = 0 instead of NaN.
+    const float16 mu = select(mb, (float16)(0.0f), isequal(mb, (float16)(-INFINITY)));
+    const float16 a = exp2(m - mu);
+    float16 psum = (float16)(0.0f);
+    #pragma unroll
+    for (int j = 0; j < W; j++) {
+      // keys past the block's end are -inf: their exponent is 0, uncomputed
+      if (j < jn) {
+        s[j] = exp2(s[j] - mu);
+        psum += s[j];
+      } else {
+        s[j] = (float16)(0.0f);
+      }
+    }
+    l = fma(l, a, psum);
+    m = mb;
+#if SDPA_DTYPE == 0
+    if (jn == W && lk <= CPU_DIRECT_KEYS) {
+      __global const float *vr = vb + j0 * kstride;
+      for (int c = 0; c < d; c++) {
+        float16 o = vload16(c, otr) * a;
+        #pragma unroll
+        for (int j = 0; j < W; j++) o = fma(s[j], (float16)(vr[j * kstride + c]), o);
+        vstore16(o, c, otr);
+      }
+    } else
+#endif
+    {
+      load_block(blk, vb + j0 * kstride, kstride, jn, d, vec);
+      if (jn <= W / 2) {
+        for (int c = 0; c < d; c++) {
+          float16 o = vload16(c, otr) * a;
+          #pragma unroll
+          for (int j = 0; j < W / 2; j++) o = fma(s[j], (float16)(blk[j * CPU_DP + c]), o);
+          vstore16(o, c, otr);
+        }
+      } else {
+        for (int c = 0; c < d; c++) {
+          float16 o = vload16(c, otr) * a;
+          #pragma unroll
+          for (int j = 0; j < W; j++) o = fma(s[j], (float16)(blk[j * CPU_DP + c]), o);
+          vstore16(o, c, otr);
+        }
+      }
+    }
+  }
+
+  const float16 li = select((float16)(1.0f) / l, (float16)(0.0f), isequal(l, (float16)(0.0f)));
+  __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
+  if ((d & 15) == 0) {
+    for (int c0 = 0; c0 < d; c0 += 16) {
+      float16 x[16];
+      #pragma unroll
+      for (int c = 0; c < 16; c++) x[c] = vload16(c0 + c, otr) * li;
+      transpose16(x);
+      for (int r = 0; r < qn; r++) ST16(ob + r * qstride, c0, x[r]);
+    }
+  } else {
+    for (int c = 0; c < d; c++) vstore16(vload16(c, otr) * li, c, qtr);
+    for (int r = 0; r < qn; r++)
+      for (int c = 0; c < d; c++) ST1(ob + r * qstride, c, qtr[c * W + r]);
+  }
+  }
+}

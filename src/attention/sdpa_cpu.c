@@ -1,0 +1,53 @@
+/* The CPU attention kernel (cl/sdpa_cpu.cl): one work-item a group owning
+ * TABCL__SDPA_CPU_ROWS query rows of one (batch entry, head) as the lanes
+ * of its vectors. Its options and loop bound are pure; the launch uses the
+ * tile kernels' grid (sdpa_grid.c) with groups of one. */
+#include <stdio.h>
+
+#include "attention/sdpa.h"
+
+int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap) {
+  if (d->dtype == TABCL_F64 || d->head_dim < 1 || d->head_dim > TABCL__SDPA_CPU_MAX_DIM) return 0;
+  const int dp = (d->head_dim + 15) / 16 * 16;
+  /* f32 blocks of keys are read where they lie for key rows up to
+     TABCL__SDPA_CPU_DIRECT_KEYS (a test in the kernel on lk, so that sizes
+     never change the options), and copied into a private block first for
+     longer ones: on PoCL 3.1 (2-core
+     VM) the direct reads took 2,000 x 54 tokens x 8 heads (d64) in 440 ms
+     against 483 ms copied, but 16 heads x 1,024 tokens in 54 ms against
+     35 ms (bench/RESULTS.md, "Tuning: sdpa.cpu"). */
+  snprintf(buf, cap, "-DSDPA_DTYPE=%d -DCPU_DP=%d -DCPU_TILES=%d -DCPU_DIRECT_KEYS=%d",
+           (int)d->dtype, dp, TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_DIRECT_KEYS);
+  return 1;
+}
+
+uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
+  const uint64_t w = TABCL__SDPA_CPU_ROWS, hd = (uint64_t)d->head_dim;
+  const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
+  /* the kernel's loops, each counted at its scalar (longest) form: Q^T and
+     the zeroed O^T; per block two block loads, S, the mask's rows and
+     lanes, P V; the scaling and the store */
+  return TABCL__SDPA_CPU_TILES *
+         (w * hd + hd + blocks * (2 * w * hd + hd + w * w + w + hd) + hd + w * hd);
+}
+
+int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d) {
+  const int64_t rows = (int64_t)TABCL__SDPA_CPU_ROWS * TABCL__SDPA_CPU_TILES;
+  return (d->q_len + rows - 1) / rows;
+}
+
+int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d) {
+  return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d) * (uint64_t)d->q_heads);
+}
+
+tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
+                                    cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev) {
+  char opts[64];
+  if (!tabcl__sdpa_cpu_options(d, opts, sizeof opts))
+    return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype "
+                       "and head_dim %d", (int)d->head_dim);
+  const int nqt = (int)tabcl__sdpa_cpu_groups(d);
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel", 1, nqt,
+                                 NULL, NULL, b0, nb, nwait, wait, ev, NULL);
+}
