@@ -46,8 +46,9 @@ if ! cmake --build "$fbuild" -j"$(nproc)" --target $targets >"$logs/fuzz-build.l
 fi
 
 # intercept_tls_get_addr=0: see run-tests.sh (LSan's tracer crash at exit);
-# fast_unwind_on_malloc=0 too (Clover's leak from an unloaded module).
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0:fast_unwind_on_malloc=0
+# only PoCL's ICD, as there (Clover's leak from an unloaded module).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0
+export OCL_ICD_VENDORS=$("$root/tools/ci/pocl-vendors.sh" "$fbuild/icd-vendors")
 export LSAN_OPTIONS=suppressions=$root/fuzz/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Compiled kernels: the test suite's disk cache when it has run (same device

@@ -104,14 +104,16 @@ cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DTABCL_WERROR=ON \
 # check at exit sometimes dies with "Tracer caught signal 11" (seen here in
 # test_threads, PoCL's dynamic TLS in play, about 1 run in 20 under load).
 # Only dlopen'd modules' TLS goes unscanned this way; tabcl's own is static.
-# fast_unwind_on_malloc=0: Clover (libMesaOpenCL; mesa-opencl-icd
-# 22.3.6-1+deb12u2) keeps 128 bytes allocated from a module it has unloaded
-# by the time the leak check runs; the fast unwinder stops in that module,
-# so the stack names no library of lsan.supp ("<unknown module>"), while
-# the slow one reaches libMesaOpenCL (seen in every test process that made
-# a context, with only PoCL's and Clover's ICDs registered). It roughly
-# doubles the step's time.
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0:fast_unwind_on_malloc=0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0
+# Only PoCL's ICD is registered for this step (the default device is
+# PoCL's; Mesa's stacks have their own step): Clover (libMesaOpenCL,
+# mesa-opencl-icd 22.3.6-1+deb12u2) keeps 128 bytes allocated from a module
+# it has unloaded by the time the leak check runs, whose stack then names
+# no library lsan.supp could ("<unknown module>"), in every process that
+# loads the OpenCL platforms. Recording stacks with the slow unwinder
+# (fast_unwind_on_malloc=0) names libMesaOpenCL but made the step several
+# times slower (PoCL's compiler allocates a lot).
+export OCL_ICD_VENDORS=$("$root/tools/ci/pocl-vendors.sh" "$asan/icd-vendors")
 export LSAN_OPTIONS=suppressions=$root/tools/ci/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The kernels are the same programs for the same device as in the first
@@ -127,7 +129,7 @@ if grep -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal err
   echo "FAIL: sanitizer reports (see $logs/asan.log)"; fail=1
 fi
 tail -5 "$logs/asan.log"
-unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
+unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS OCL_ICD_VENDORS
 
 step "host code under ThreadSanitizer (tests/race_check.c)"
 tsan=${build}-tsan
