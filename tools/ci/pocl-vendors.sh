@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Prints a folder for OCL_ICD_VENDORS that registers PoCL's ICD alone: the
+# Prints a folder (absolute) for OCL_ICD_VENDORS that registers PoCL's ICD alone: the
 # given folder, filled with the copies of /etc/OpenCL/vendors/*.icd that
 # name PoCL. Where none does, prints /etc/OpenCL/vendors (every ICD).
 # usage: tools/ci/pocl-vendors.sh FOLDER
 set -uo pipefail
 dir=${1:?usage: pocl-vendors.sh FOLDER}
 rm -rf "$dir" && mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)   # absolute: the tests run in folders of their own
 found=0
 for f in /etc/OpenCL/vendors/*.icd; do
   [ -e "$f" ] || continue
