@@ -647,7 +647,16 @@ static uint64_t programs_made(tabcl_context *ctx) {
   return st.programs_built + st.programs_from_cache;
 }
 
-Test(threads, prefetch_builds_each_program_once) {
+/* Not run under AddressSanitizer: PoCL 3.1 leaves 128 bytes behind in each
+   thread that built a program, inside a module it has unloaded by the time
+   LeakSanitizer reports, so no suppression can name it (tools/ci/lsan.supp).
+   ctest's first step and the H200's runs take it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PREFETCH_TEST_OFF 1
+#else
+#define PREFETCH_TEST_OFF 0
+#endif
+Test(threads, prefetch_builds_each_program_once, .disabled = PREFETCH_TEST_OFF) {
   tt_live base = tt_live_now();
   tabcl_context *ctx = tt_context();
   const tabcl__program_want w[] = {{"probe", NULL},
@@ -658,16 +667,6 @@ Test(threads, prefetch_builds_each_program_once) {
   const uint64_t before = programs_made(ctx);
   tabcl__programs_prefetch(ctx, 4, w);
   cr_expect_eq(programs_made(ctx), before, "build.threads=1 built something");
-#if defined(__SANITIZE_ADDRESS__)
-  /* Under AddressSanitizer this test stops here: PoCL 3.1 leaves 128 bytes
-     behind in each thread that built a program, inside a module it has
-     unloaded by the time LeakSanitizer reports, so no suppression can name
-     it (tools/ci/lsan.supp). The plain build's run (ctest's first step)
-     and the H200's take the side-by-side builds below. */
-  cr_log_warn("AddressSanitizer build: side-by-side builds not run here");
-  tabcl_context_destroy(ctx);
-  return;
-#endif
   tt_tune(ctx, "build.threads=3");
   /* threads asking for the same programs while the prefetch builds them */
   asker a[3];
