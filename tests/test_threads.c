@@ -647,10 +647,11 @@ static uint64_t programs_made(tabcl_context *ctx) {
   return st.programs_built + st.programs_from_cache;
 }
 
-/* Not run under AddressSanitizer: PoCL 3.1 leaves 128 bytes behind in each
-   thread that built a program, inside a module it has unloaded by the time
-   LeakSanitizer reports, so no suppression can name it (tools/ci/lsan.supp).
-   ctest's first step and the H200's runs take it. */
+/* Off under AddressSanitizer since a 128-byte leak from an unloaded module
+   was blamed on the building threads; it turned out to be Clover's (any
+   thread count; CI's sanitizer step now registers PoCL alone). Run by hand
+   under ASan with PoCL alone it passed (2026-12-02): it may be turned back
+   on there. ctest's first step and the H200's runs take it. */
 #if defined(__SANITIZE_ADDRESS__)
 #define PREFETCH_TEST_OFF 1
 #else
