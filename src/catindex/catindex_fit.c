@@ -277,8 +277,6 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   return TABCL_OK;
 }
 
-/* Hashes every column under seed, sorts the pairs on the device, reads them
-   back and splits them by column (stable, so each column stays sorted). */
 /* The programs the seed tries below ask for (the hash program as the plan
    builds it, the sort for npairs, the pair kernel's), built side by side
    first: on a cold start the builds are the fit's time (bench/RESULTS.md,
@@ -303,6 +301,8 @@ static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   (void)tabcl__fault_suspend(was);
 }
 
+/* Hashes every column under seed, sorts the pairs on the device, reads them
+   back and splits them by column (stable, so each column stays sorted). */
 static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uint64_t seed) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st;

@@ -53,14 +53,14 @@ void tabcl__fault_reset(void);
 int tabcl__fault_fired(void);     /* whether an injected failure happened since set */
 long tabcl__fault_allocs_seen(void);
 long tabcl__fault_cl_seen(void);
-int tabcl__fault_cl(void);
+int tabcl__fault_cl(void);        /* 1: the OpenCL call about to be made must fail */
 /* 1: this thread's allocations and OpenCL calls neither count nor fail
    until it is called again with 0 (work whose path depends on timing or
    that is best effort); returns the setting it replaced, for nesting. */
 int tabcl__fault_suspend(int on);
 /* Whether a failure is set to be injected (an allocation, OpenCL call or
    file operation counted to). */
-int tabcl__fault_armed(void);        /* 1: the OpenCL call about to be made must fail */
+int tabcl__fault_armed(void);
 int tabcl__fault_enabled(void);   /* 1 when the build has injection compiled in */
 /* File I/O: the Nth write, fsync or rename (of an index save or a cache
    store) from now fails with errno err (ENOSPC, EDQUOT: a full disk).
@@ -321,7 +321,7 @@ void tabcl__program_cache_clear(tabcl_context *ctx);
    skipped; with fewer than two to build nothing happens. Best effort: it
    returns when every build has ended, and a build that failed is left for
    the caller's own tabcl__program_get to meet and report. build.threads
-   (default: the online cores) bounds the threads; 1 turns this off, as
+   (1, the online cores on NVIDIA GPUs) bounds the threads; 1 turns this off, as
    does an armed failure injection. The builds run with failure injection
    suspended (tabcl__fault_suspend), so that a count of a call's
    allocations and OpenCL calls does not depend on thread timing. */
