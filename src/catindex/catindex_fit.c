@@ -284,7 +284,9 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
    (tabcl__programs_prefetch); a failed build is met and reported by the
    call that needs it. */
 static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
-  if (!s->npairs) return;
+  /* planned only where the programs would build side by side: a device
+     that builds one at a time (every one but NVIDIA's) skips it */
+  if (!s->npairs || tabcl__build_threads(ctx) < 2) return;
   const int was = tabcl__fault_suspend(1);
   const tabcl__target tg = tabcl__context_target(ctx);
   /* the hash program's options never depend on the column's sizes */

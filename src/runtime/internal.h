@@ -329,6 +329,9 @@ typedef struct tabcl__program_want {
   const char *name, *extra;   /* as tabcl__program_get's */
 } tabcl__program_want;
 void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_want *w);
+/* The threads tabcl__programs_prefetch would use (below 2: it does
+   nothing), so that a caller can skip planning what it would name. */
+int tabcl__build_threads(const tabcl_context *ctx);
 
 /* Enqueues k; counts a launch. global sizes must be multiples of local when
    local is given. wait/ev as clEnqueueNDRangeKernel. */

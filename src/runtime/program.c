@@ -359,6 +359,12 @@ static void *prefetch_worker(void *arg) {
 
 #define PREFETCH_THREADS 8
 
+int tabcl__build_threads(const tabcl_context *ctx) {
+  int threads = (int)tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_THREADS, 0);
+  if (threads <= 0) threads = tabcl__online_cores();
+  return threads > PREFETCH_THREADS ? PREFETCH_THREADS : threads;
+}
+
 void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_want *w) {
   int missing = 0;
   pthread_mutex_lock(&ctx->lock);
@@ -368,11 +374,9 @@ void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_wa
      allocations, OpenCL calls and file operations: the calls build on
      demand then, as with build.threads=1. */
   if (missing < 2 || tabcl__fault_armed()) return;
-  int threads = (int)tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_THREADS, 0);
-  if (threads <= 0) threads = tabcl__online_cores();
+  int threads = tabcl__build_threads(ctx);
   if (threads < 2) return;
   if (threads > missing) threads = missing;
-  if (threads > PREFETCH_THREADS) threads = PREFETCH_THREADS;
   prefetch_job j = {ctx, w, n, 0};
   pthread_t t[PREFETCH_THREADS];
   int started = 0;
