@@ -2,16 +2,7 @@
 // query labels (binary search among a column's sorted hashes, then a byte
 // comparison with every candidate of equal hash), and the align gather.
 // Sizes, counts and offsets are all arguments, so one build serves any shape.
-
-// Fit: pair each present label's hash with its global slot for the sort.
-__kernel void catindex_pairs(__global const ulong *hash, __global const uint *slots,
-                             __global ulong *keys, __global uint *vals, long first, long n) {
-  long j = first + (long)get_global_id(0);
-  if (j >= n) return;
-  uint s = slots[j];
-  keys[j] = hash[s];
-  vals[j] = s;
-}
+// The fit's own kernels (catindex_fit_*) follow the byte comparisons they use.
 
 // The first position in keys[lo, hi) whose key is not below h.
 inline long cat_lower_bound(__global const ulong *keys, long lo, long hi, ulong h) {
@@ -60,6 +51,111 @@ inline int cat_bytes_equal(__global const ulong *A, long a, __global const ulong
     }
   }
   return cat_chunks_equal(A, a + k, B, b + k, n - k, 0, 1);
+}
+
+// ---- Fit, one column at a time (catindex_fit.c) ----
+// offs are the column's offsets into vdata (shifted by the column's first
+// byte); its labels are slots label_base + i.
+
+// The column's present slots (slots[first ..]) paired with their hashes,
+// from pair 0, for the sort.
+__kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint *slots,
+                                 __global ulong *keys, __global uint *vals, long first, long from,
+                                 long n) {
+  long j = from + (long)get_global_id(0);
+  if (j >= n) return;
+  uint s = slots[first + j];
+  keys[j] = hash[s];
+  vals[j] = s;
+}
+
+// Sets *flag where sorted neighbours j - 1 and j have one hash but are
+// different labels: the seed try failed. Dimension 1 takes the bytes in
+// chunks of CAT_FIT_CHUNK, so no work-item loops long (llvmpipe ends long
+// loops). Equal labels pass; they are duplicates, the last one wins.
+#define CAT_FIT_CHUNK 65536
+__kernel void catindex_fit_collide(__global const ulong *keys, __global const uint *vals,
+                                   __global const ulong *vdata, __global const long *offs,
+                                   uint label_base, long from, long n, __global int *flag) {
+  long j = from + (long)get_global_id(0) + 1;
+  if (j >= n || keys[j] != keys[j - 1]) return;
+  long a = (long)(vals[j - 1] - label_base), b = (long)(vals[j] - label_base);
+  long sa = offs[a], na = offs[a + 1] - sa, sb = offs[b], nb = offs[b + 1] - sb;
+  long k0 = (long)get_global_id(1) * CAT_FIT_CHUNK;
+  if (na != nb) {
+    if (k0 == 0) atomic_or(flag, 1);
+    return;
+  }
+  if (k0 >= na) return;
+  long len = min((long)CAT_FIT_CHUNK, na - k0);
+  if (!cat_bytes_equal(vdata, sa + k0, vdata, sb + k0, len)) atomic_or(flag, 1);
+}
+
+// Whether sorted pair j ends its run of equal hash: the run's entry (pairs
+// of one hash are sorted by slot, so the last is the last position).
+inline int cat_fit_ends_run(__global const ulong *keys, long j, long n) {
+  return j + 1 == n || keys[j + 1] != keys[j];
+}
+
+// counts[r]: the entries among pairs [r * run, (r + 1) * run).
+__kernel void catindex_fit_count(__global const ulong *keys, long n, long run, long from,
+                                 __global long *counts) {
+  long r = from + (long)get_global_id(0);
+  long lo = r * run;
+  if (lo >= n) return;
+  long hi = min(lo + run, n), c = 0;
+  for (long j = lo; j < hi; j++) c += cat_fit_ends_run(keys, j, n);
+  counts[r] = c;
+}
+
+// One work-group: counts[0 .. runs) become each run's first entry, counted
+// from ranges[col]; ranges[col + 1] gets the column's end. Each lane sums a
+// stretch of runs, lane 0 adds up the lanes, each lane writes its stretch.
+__kernel void catindex_fit_scan(__global long *counts, long runs, __global long *ranges, int col,
+                                __local long *part) {
+  uint lanes = (uint)get_local_size(0), l = (uint)get_local_id(0);
+  long per = (runs + lanes - 1) / lanes, lo = min((long)l * per, runs), hi = min(lo + per, runs);
+  long s = 0;
+  for (long i = lo; i < hi; i++) s += counts[i];
+  part[l] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (l == 0) {
+    long acc = ranges[col];
+    for (uint i = 0; i < lanes; i++) {
+      long t = part[i];
+      part[i] = acc;
+      acc += t;
+    }
+    ranges[col + 1] = acc;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  long acc = part[l];
+  for (long i = lo; i < hi; i++) {
+    long t = counts[i];
+    counts[i] = acc;
+    acc += t;
+  }
+}
+
+// Writes run r's entries from entry firsts[r]: key, span (first byte in
+// vdata, length) and code, the label's position in its column (a BY_VALUE
+// fit ranks them on the host afterwards).
+__kernel void catindex_fit_entries(__global const ulong *keys, __global const uint *vals,
+                                   __global const long *offs, uint label_base, long n, long run,
+                                   long from, __global const long *firsts, __global ulong *ekeys,
+                                   __global long2 *espans, __global int *ecodes) {
+  long r = from + (long)get_global_id(0);
+  long lo = r * run;
+  if (lo >= n) return;
+  long hi = min(lo + run, n), e = firsts[r];
+  for (long j = lo; j < hi; j++) {
+    if (!cat_fit_ends_run(keys, j, n)) continue;
+    long i = (long)(vals[j] - label_base), s = offs[i];
+    ekeys[e] = keys[j];
+    espans[e] = (long2)(s, offs[i + 1] - s);
+    ecodes[e] = (int)i;
+    e++;
+  }
 }
 
 // One launch serves up to four query columns (OpenCL 1.2 has no arrays of

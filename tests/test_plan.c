@@ -347,18 +347,34 @@ Test(plan, fit_and_align_plans) {
       for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 8 : 1) {
         const int64_t labels = (int64_t)sizes[si], pairs = labels - labels / 3;
         tabcl__fit_plan p;
-        tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, &p);
+        const int64_t lpairs = pairs / 2, longest = avg * 4;
+        tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, lpairs, longest, &p);
         cr_expect_leq(p.pairs_wg, dev_wg_cap(dev), "%s", devs[i].what);
         cr_expect_gt(p.pairs_step, 0);
         cr_expect_leq((uint64_t)p.pairs_step, ((uint64_t)1 << 31));
         cr_expect_eq(p.hash_bytes, (uint64_t)labels * 8);
-        cr_expect_eq(p.key_bytes, (uint64_t)pairs * 8);
+        cr_expect_eq(p.key_bytes, (uint64_t)lpairs * 8, "one column's pairs at a time");
+        cr_expect_eq(p.val_bytes, (uint64_t)lpairs * 4);
         cr_expect_eq(p.slot_bytes, (uint64_t)pairs * 4);
+        cr_expect_eq(p.entry_bytes, (uint64_t)pairs * 28);
+        cr_expect_geq(p.chunks * TABCL__FIT_CHUNK, longest, "every byte of the longest label");
+        cr_expect(p.chunks == 1 || (p.chunks - 1) * TABCL__FIT_CHUNK < longest);
+        cr_expect_gt(p.run, 0);
+        cr_expect_geq(p.runs * p.run, lpairs, "the runs cover the longest column");
+        cr_expect_lt((p.runs - 1) * p.run, lpairs > 0 ? lpairs : 1);
+        cr_expect_leq((uint64_t)p.runs,
+                      (uint64_t)p.scan_lanes * TABCL__FIT_SCAN_PER_LANE, "the scan's loop bound");
+        cr_expect_eq(p.run_bytes, (uint64_t)(p.runs ? p.runs : 1) * 8);
+        cr_expect_leq(p.run_wg, dev_wg_cap(dev));
+        cr_expect_leq(p.scan_lanes, dev_wg_cap(dev));
+        cr_expect_gt(p.run_step, 0);
         cr_expect_geq(p.vdata_bytes, (uint64_t)(labels * avg) + 8, "room for a word past the end");
         cr_expect_eq(p.vdata_bytes % 8, 0);
         cr_expect_eq(p.offsets_bytes, (uint64_t)(labels / 2 + 1) * 8);
         cr_expect_geq(p.seed_tries, 1);
-        cr_expect_eq(p.largest, p.hash_bytes > p.vdata_bytes ? p.hash_bytes : p.vdata_bytes);
+        uint64_t big = p.hash_bytes > p.vdata_bytes ? p.hash_bytes : p.vdata_bytes;
+        if (p.entry_bytes > big) big = p.entry_bytes;
+        cr_expect_eq(p.largest, big);
         tabcl__align_plan a;
         tabcl__align_plan_make(&tg, 3, labels, labels * avg, &a);
         cr_expect_leq(a.gather_wg, dev_wg_cap(dev), "%s", devs[i].what);

@@ -45,6 +45,23 @@ typedef struct tabcl_strings_cl {
                           never less than the longest label: it picks the hash kernels */
 } tabcl_strings_cl;
 
+/* tabcl_category_index_fit from vocabularies already on the device, with
+   the same codes and the same index (lookups, align and save treat it as
+   any other). After the nwait events in wait it reads back each column's
+   offsets and validity (the index keeps them on the host, so they are
+   checked as a host view's are: offsets[0] == 0, non-decreasing,
+   offsets[length] == bytes) and copies the label bytes on the device; it
+   returns when the index is ready, and *ev (ev may be NULL) is a completed
+   marker for callers that order work by events. Buffers are checked first
+   (NULL, size, owning context); a failed check or fit enqueues nothing
+   that changes a caller's buffer and leaves *out unset. max_label is not
+   needed (it may be 0). */
+TABCL_API tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
+                                                   const tabcl_strings_cl *vocabularies,
+                                                   tabcl_code_order order, cl_uint nwait,
+                                                   const cl_event *wait, cl_event *ev,
+                                                   tabcl_category_index **out);
+
 /* tabcl_category_index_lookup with queries and codes on the device: codes[c]
    (int32 per row, at least queries[c].length of them) receives the fitted
    code of queries[c] label i, or -1. The work is enqueued on the context's

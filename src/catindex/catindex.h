@@ -28,8 +28,7 @@ struct tabcl_category_index {
   uint64_t mask;        /* the hash mask in force at fit; lookups use the same */
   int collisions;       /* 1: some column kept equal-hash groups of distinct labels */
   tabcl__catcol *cols;
-  uint8_t *data;        /* every column's bytes, concatenated */
-  int64_t data_bytes;
+  int64_t data_bytes;   /* every column's bytes, concatenated, are in vdata only */
   int64_t labels;       /* total labels (slots) over all columns */
   int64_t entries;      /* distinct present labels over all columns */
   /* Device tables. Entries are grouped by column (ranges[c] .. ranges[c+1])
@@ -63,6 +62,11 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
                                           const tabcl_strings_view *const *views,
                                           const int64_t *longest, cl_mem const *out,
                                           const int64_t *out_off, const char *fn);
+
+/* A caller's buffer must belong to ctx's OpenCL context and hold at least
+   `need` bytes (the _cl calls' checks; catindex_lookup.c). */
+tabcl_status tabcl__catindex_check_mem(const tabcl_context *ctx, cl_mem m, size_t need,
+                                       const char *fn, int col, const char *what);
 
 /* Checks lookup's arguments (shared by the host and device variants). */
 tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn);
@@ -101,24 +105,44 @@ tabcl_status tabcl__lookup_plan_for(tabcl_context *ctx, int64_t rows, int64_t by
 /* ---- the fit's plan (catindex_plan.c): pure, no OpenCL call ---- */
 
 /* A fit of `labels` labels (`pairs` of them present, `data_bytes` label
-   bytes, the longest column `longest_col` labels): the device scratch it
-   makes once, the pair kernel's launches, and how many seeds it may try.
-   Each seed try hashes every column (a hash plan each), forms the pairs and
-   sorts them (the sort's own plan). */
+   bytes; the longest column has `longest_col` labels, `longest_pairs` of
+   them present; the longest label has `longest_label` bytes): the device
+   scratch it makes once, the launches of its kernels, and how many seeds
+   it may try. The fit runs on the device column by column: each seed try
+   hashes the column, pairs its present labels with their hashes
+   (catindex_fit_pairs), sorts the pairs (the sort's own plan), flags
+   neighbours of one hash that are different labels (catindex_fit_collide),
+   and writes one entry per run of one hash, the last position's
+   (catindex_fit_count, catindex_fit_scan, catindex_fit_entries). A try
+   reads back one flag; the index's tables stay on the device. */
 typedef struct tabcl__fit_plan {
   int64_t labels, pairs, data_bytes;
   uint64_t vdata_bytes;    /* the labels on the device, zero-padded for word reads */
   uint64_t offsets_bytes;  /* one column's offsets, at most */
   uint64_t hash_bytes;     /* a hash per label */
-  uint64_t slot_bytes;     /* a slot per present label, and the pairs' values */
-  uint64_t key_bytes;      /* the pairs' keys */
-  size_t pairs_wg;         /* catindex_pairs: one work-item a pair */
+  uint64_t slot_bytes;     /* the present slots of every column, ascending */
+  uint64_t key_bytes;      /* one column's pairs: keys, */
+  uint64_t val_bytes;      /*   and values */
+  uint64_t entry_bytes;    /* entry tables for every pair: key, span, code (28 B) */
+  size_t pairs_wg;         /* catindex_fit_pairs, _collide: one work-item a pair */
   int64_t pairs_step;      /* pairs a launch */
+  int64_t chunks;          /* catindex_fit_collide's second dimension: label chunks */
+  int64_t run;             /* pairs a work-item of catindex_fit_count and _entries */
+  int64_t runs;            /* runs of the longest column */
+  uint64_t run_bytes;      /* a count per run */
+  size_t run_wg;           /* their groups */
+  int64_t run_step;        /* runs a launch */
+  size_t scan_lanes;       /* catindex_fit_scan: one work-group of this many lanes */
   int seed_tries;          /* seeds 0 .. seed_tries - 1, then collisions are kept */
   uint64_t largest;        /* the largest of the buffers above */
 } tabcl__fit_plan;
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
-                          int64_t data_bytes, int64_t longest_col, tabcl__fit_plan *p);
+                          int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
+                          int64_t longest_label, tabcl__fit_plan *p);
+/* Bytes catindex_fit_collide compares in one work-item (CAT_FIT_CHUNK). */
+#define TABCL__FIT_CHUNK 65536
+/* Runs catindex_fit_scan's lanes take each, at most (a loop bound). */
+#define TABCL__FIT_SCAN_PER_LANE 4096
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap);
 
 /* An align of `rows` input codes over `ncols` columns with `categories`

@@ -1,65 +1,31 @@
-/* Fitting a categorical index: copy the vocabularies, hash and sort them on
- * the device, pick a seed under which distinct labels have distinct hashes
- * (or keep the colliding groups when no seed within the bound does), and
- * build the tables a lookup searches. */
+/* Fitting a categorical index, on the device end to end: the labels go to
+ * the device once (the index's own copy, vdata), and each seed try hashes,
+ * pairs, sorts, checks for collisions and writes the lookup's entries there,
+ * column by column, reading back one flag. Only what has no device kernel
+ * runs on the host: the BY_VALUE ranking of the distinct labels, and the
+ * rare fallback where no seed within the bound separates every label (the
+ * colliding groups are then kept, built on the host as before). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "catindex/catindex.h"
+#include "tabcl/tabcl_cl.h"
 #include "hash/hash.h"
 #include "sort/sort.h"
 
-/* qsort has no context argument; the comparators read this thread's. */
-static _Thread_local const tabcl_category_index *sort_idx;
-
-static const uint8_t *label_at(const tabcl_category_index *idx, uint32_t slot, int64_t *n) {
-  /* slot -> column: columns are laid out in order of label_base */
-  int lo = 0, hi = idx->ncols;
-  while (hi - lo > 1) {
-    int mid = (lo + hi) / 2;
-    if (idx->cols[mid].label_base <= (int64_t)slot) lo = mid;
-    else hi = mid;
-  }
-  const tabcl__catcol *c = &idx->cols[lo];
-  int64_t i = (int64_t)slot - c->label_base;
-  *n = c->offsets[i + 1] - c->offsets[i];
-  return idx->data + c->data_base + c->offsets[i];
-}
+/* Where a fit's label bytes are: the caller's host views (fit, load), or
+   device columns (fit_cl). Offsets and validity are always on the host
+   (fit_cl reads them back), in v. */
+typedef struct fit_source {
+  const tabcl_strings_view *v;   /* ncols; data is not read when dev is set */
+  const tabcl_strings_cl *dev;   /* ncols, or NULL */
+} fit_source;
 
 static int bytes_cmp(const uint8_t *a, int64_t na, const uint8_t *b, int64_t nb) {
   int64_t n = na < nb ? na : nb;
   int r = n ? memcmp(a, b, (size_t)n) : 0;
   if (r) return r;
   return na < nb ? -1 : na > nb;
-}
-
-static int slot_bytes_cmp(uint32_t x, uint32_t y) {
-  int64_t nx, ny;
-  const uint8_t *a = label_at(sort_idx, x, &nx), *b = label_at(sort_idx, y, &ny);
-  return bytes_cmp(a, nx, b, ny);
-}
-
-/* By bytes, then by slot, so equal labels end with their last position. */
-static int cmp_label_then_slot(const void *pa, const void *pb) {
-  uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
-  int r = slot_bytes_cmp(x, y);
-  return r ? r : (x > y) - (x < y);
-}
-
-static int same_label(const tabcl_category_index *idx, uint32_t x, uint32_t y) {
-  int64_t nx, ny;
-  const uint8_t *a = label_at(idx, x, &nx), *b = label_at(idx, y, &ny);
-  return nx == ny && (nx == 0 || memcmp(a, b, (size_t)nx) == 0);
-}
-
-static int column_of(const tabcl_category_index *idx, uint32_t slot) {
-  int lo = 0, hi = idx->ncols;
-  while (hi - lo > 1) {
-    int mid = (lo + hi) / 2;
-    if (idx->cols[mid].label_base <= (int64_t)slot) lo = mid;
-    else hi = mid;
-  }
-  return lo;
 }
 
 void tabcl_category_index_destroy(tabcl_category_index *idx) {
@@ -71,7 +37,6 @@ void tabcl_category_index_destroy(tabcl_category_index *idx) {
     }
   }
   tabcl__free(idx->cols);
-  tabcl__free(idx->data);
   tabcl__buffer_release(idx->keys);
   tabcl__buffer_release(idx->spans);
   tabcl__buffer_release(idx->ecodes);
@@ -87,9 +52,10 @@ int64_t tabcl_category_index_codes(const tabcl_category_index *idx, int col) {
   return idx->cols[col].codes;
 }
 
-/* The index's own host copy: offsets rebased to 0, bytes concatenated. */
-static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_strings_view *v,
-                                      const char *fn) {
+/* The index's host records: offsets rebased to 0, validity; the bytes
+   themselves go to the device only (upload_labels). */
+static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_view *v,
+                                 const char *fn) {
   int64_t bytes = 0, labels = 0;
   for (int c = 0; c < idx->ncols; c++) {
     if (v[c].length > INT32_MAX - 1)
@@ -106,14 +72,6 @@ static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_str
                        (long long)labels, (long long)UINT32_MAX - 1);
   idx->labels = labels;
   idx->data_bytes = bytes;
-  /* zeros after the last byte, a whole word and one more: kernels read labels as words */
-  size_t padded = tabcl__round_up((size_t)bytes, 8) + 8;
-  idx->data = tabcl__malloc(padded);
-  if (!idx->data)
-    return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "%s: out of host memory for the index's copy of the labels (%zu bytes)",
-                       fn, padded);
-  memset(idx->data + bytes, 0, padded - (size_t)bytes);
   for (int c = 0; c < idx->ncols; c++) {
     tabcl__catcol *col = &idx->cols[c];
     int64_t n = v[c].length;
@@ -126,7 +84,6 @@ static tabcl_status copy_vocabularies(tabcl_category_index *idx, const tabcl_str
     int64_t first = n ? v[c].offsets[0] : 0;
     col->offsets[0] = 0;
     for (int64_t i = 1; i <= n; i++) col->offsets[i] = v[c].offsets[i] - first;
-    if (col->offsets[n]) memcpy(idx->data + col->data_base, v[c].data + first, (size_t)col->offsets[n]);
     if (v[c].validity && n) {
       size_t vb = (size_t)(n + 7) / 8;
       col->validity = tabcl__malloc(vb);
@@ -146,36 +103,100 @@ static int present(const tabcl__catcol *c, int64_t i) {
   return !c->validity || (c->validity[i >> 3] >> (i & 7) & 1);
 }
 
-/* Device-side scratch for the seed search. The labels go to the device
-   once, as the index's own vdata; each column is hashed from there through
-   offsets into the whole buffer, so no column needs an upload of its own. */
+/* ---- the labels on the device ----------------------------------------- */
+
+/* Bytes [at, at + n) of vdata: every column's bytes end to end, then zeros. */
+typedef struct label_fill {
+  const tabcl_category_index *idx;
+  const tabcl_strings_view *v;
+} label_fill;
+
+static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
+  const label_fill *f = arg;
+  const tabcl_category_index *idx = f->idx;
+  uint8_t *out = dst;
+  int c = 0;
+  while (n) {
+    if ((int64_t)at >= idx->data_bytes) {
+      memset(out, 0, n);
+      return;
+    }
+    while (c + 1 < idx->ncols && idx->cols[c + 1].data_base <= (int64_t)at) c++;
+    const tabcl__catcol *col = &idx->cols[c];
+    int64_t in_col = (int64_t)at - col->data_base, left = col->offsets[col->length] - in_col;
+    if (left <= 0 && c + 1 < idx->ncols) {   /* an empty column, or the end of this one */
+      c++;
+      continue;
+    }
+    if (left <= 0) {   /* not reached: at < data_bytes lies in some column */
+      memset(out, 0, n);
+      return;
+    }
+    size_t take = (size_t)left < n ? (size_t)left : n;
+    memcpy(out, f->v[c].data + f->v[c].offsets[0] + in_col, take);
+    out += take;
+    at += take;
+    n -= take;
+  }
+}
+
+/* vdata from the source: one upload of the host bytes (staged and threaded
+   where the context stages uploads), or a device copy per column. */
+static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *src,
+                                  uint64_t padded) {
+  tabcl_context *ctx = idx->ctx;
+  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)padded, NULL,
+                                         &idx->vdata, "index bytes");
+  if (st) return st;
+  if (!src->dev) {
+    const label_fill f = {idx, src->v};
+    return tabcl__upload(ctx, idx->vdata, (size_t)padded, fill_labels, &f, "index bytes");
+  }
+  /* static: the non-blocking write may read it after this call returns */
+  static const cl_uchar zeros[16] = {0};
+  size_t used = (size_t)idx->data_bytes;
+  cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, idx->vdata, CL_FALSE, used,
+                                             (size_t)padded - used, zeros, 0, NULL, NULL));
+  for (int c = 0; c < idx->ncols && err == CL_SUCCESS; c++) {
+    size_t n = (size_t)idx->cols[c].offsets[idx->cols[c].length];
+    if (n)
+      err = TABCL_CL(clEnqueueCopyBuffer(ctx->queue, src->dev[c].data, idx->vdata, 0,
+                                         (size_t)idx->cols[c].data_base, n, 0, NULL, NULL));
+  }
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueCopyBuffer", "index bytes");
+}
+
+/* ---- the fit's scratch -------------------------------------------------- */
+
 typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
-  cl_mem hash, slots, keys, vals;
-  uint32_t *hslots;         /* present slots, ascending */
-  uint64_t *hk;             /* sorted keys read back (several columns only), */
-  uint32_t *hv;             /* then split per column into pk, pv */
-  uint64_t *pk;
-  uint32_t *pv;
-  int64_t *seg;             /* ncols + 1: each column's first pair */
+  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes, ranges, flag;
+  cl_kernel kpairs, kcollide, kcount, kscan, kentries;
+  uint32_t *hslots;          /* present slots, ascending */
+  int64_t *seg;              /* ncols + 1: each column's first present slot in hslots */
   int64_t npairs;
-  tabcl__fit_plan plan;     /* its sizes and the pair kernel's launches */
+  const uint8_t **hb;        /* the host bytes of each column's label 0, once asked for */
+  uint8_t *hdata;            /* vdata read back for that (device sources only) */
+  uint64_t *pk;              /* the fallback's pairs, by column (host) */
+  uint32_t *pv;
+  tabcl__fit_plan plan;
 } fit_scratch;
 
 static void scratch_free(fit_scratch *s, int ncols) {
   if (s->dev)
     for (int c = 0; c < ncols; c++) tabcl__buffer_release(s->dev[c].offsets);
   tabcl__free(s->dev);
-  tabcl__buffer_release(s->hash);
-  tabcl__buffer_release(s->slots);
-  tabcl__buffer_release(s->keys);
-  tabcl__buffer_release(s->vals);
+  const cl_mem m[] = {s->hash,  s->slots,  s->keys,   s->vals,   s->counts,
+                      s->ekeys, s->espans, s->ecodes, s->ranges, s->flag};
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) tabcl__buffer_release(m[i]);
+  const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries};
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
   tabcl__free(s->hslots);
-  tabcl__free(s->hk);
-  tabcl__free(s->hv);
+  tabcl__free(s->seg);
+  tabcl__free((void *)s->hb);
+  tabcl__free(s->hdata);
   tabcl__free(s->pk);
   tabcl__free(s->pv);
-  tabcl__free(s->seg);
 }
 
 /* Column c's offsets on the device, shifted by its data_base so they index
@@ -194,53 +215,47 @@ static tabcl_status column_offsets(tabcl_category_index *idx, int c, int64_t *tm
                                    "label offsets");
 }
 
-static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, const char *fn) {
+static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *src,
+                                 fit_scratch *s, const char *fn) {
   tabcl_context *ctx = idx->ctx;
-  int64_t np = 0, longest_col = 0;
+  int64_t np = 0, longest_col = 0, longest_pairs = 0, longest_label = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
+    int64_t here = 0;
     if (col->length > longest_col) longest_col = col->length;
-    if (!col->validity) {
-      np += col->length;
-      continue;
+    if (!col->validity) here = col->length;
+    else
+      for (int64_t i = 0; i < col->length; i++) here += present(col, i);
+    for (int64_t i = 0; i < col->length; i++) {
+      int64_t n = col->offsets[i + 1] - col->offsets[i];
+      if (n > longest_label) longest_label = n;
     }
-    for (int64_t i = 0; i < col->length; i++) np += present(col, i);
+    np += here;
+    if (here > longest_pairs) longest_pairs = here;
   }
   s->npairs = np;
   const tabcl__target tg = tabcl__context_target(ctx);
-  tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, &s->plan);
+  tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, longest_pairs,
+                       longest_label, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
-  int split = idx->ncols > 1;
   s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
   s->hslots = tabcl__malloc(n1 * sizeof *s->hslots);
-  if (split) {
-    s->hk = tabcl__malloc(n1 * sizeof *s->hk);
-    s->hv = tabcl__malloc(n1 * sizeof *s->hv);
-  }
-  s->pk = tabcl__malloc(n1 * sizeof *s->pk);
-  s->pv = tabcl__malloc(n1 * sizeof *s->pv);
   s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
-  if (!s->dev || !s->hslots || (split && (!s->hk || !s->hv)) || !s->pk || !s->pv || !s->seg)
+  if (!s->dev || !s->hslots || !s->seg)
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "%s: out of host memory for the hash/slot scratch of %zu labels", fn, n1);
+                       "%s: out of host memory for the slot list of %zu labels", fn, n1);
   int64_t j = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
     s->seg[c] = j;
     uint32_t base = (uint32_t)col->label_base;
-    if (!col->validity)
-      for (int64_t i = 0; i < col->length; i++) s->hslots[j++] = base + (uint32_t)i;
-    else
-      for (int64_t i = 0; i < col->length; i++)
-        if (present(col, i)) s->hslots[j++] = base + (uint32_t)i;
+    for (int64_t i = 0; i < col->length; i++)
+      if (present(col, i)) s->hslots[j++] = base + (uint32_t)i;
   }
   s->seg[idx->ncols] = j;
   tabcl_status st;
-  /* The index's device copy of the labels, zero-padded as idx->data is. */
-  if ((st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)p->vdata_bytes, idx->data,
-                                      &idx->vdata, "index bytes")))
-    return st;
+  if ((st = upload_labels(idx, src, p->vdata_bytes))) return st;
   int64_t *tmp = NULL;
   if (idx->ncols > 1) {
     tmp = tabcl__malloc(((size_t)longest_col + 1) * sizeof *tmp);
@@ -265,24 +280,68 @@ static tabcl_status scratch_init(tabcl_category_index *idx, fit_scratch *s, cons
   }
   tabcl__free(tmp);
   if (st) return st;
-  if ((st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->hash_bytes, NULL, &s->hash,
-                                  "fit hashes")) ||
+  const cl_mem_flags rw = CL_MEM_READ_WRITE;
+  if ((st = tabcl__buffer_create(ctx, rw, (size_t)p->hash_bytes, NULL, &s->hash, "fit hashes")) ||
       (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)p->slot_bytes, s->hslots,
                                       &s->slots, "fit slots")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->key_bytes, NULL, &s->keys,
-                                  "fit keys")) ||
-      (st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p->slot_bytes, NULL, &s->vals,
-                                  "fit values")))
+      (st = tabcl__buffer_create(ctx, rw, (size_t)p->key_bytes, NULL, &s->keys, "fit keys")) ||
+      (st = tabcl__buffer_create(ctx, rw, (size_t)p->val_bytes, NULL, &s->vals, "fit values")) ||
+      (st = tabcl__buffer_create(ctx, rw, (size_t)p->run_bytes, NULL, &s->counts,
+                                  "fit run counts")) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 8, NULL, &s->ekeys, "index keys")) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 16, NULL, &s->espans, "index spans")) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 4, NULL, &s->ecodes, "index codes")) ||
+      (st = tabcl__buffer_create(ctx, rw, ((size_t)idx->ncols + 1) * 8, NULL, &s->ranges,
+                                  "index ranges")) ||
+      (st = tabcl__buffer_create(ctx, rw, sizeof(cl_int), NULL, &s->flag, "fit collision flag")))
     return st;
+  const struct {
+    const char *name;
+    cl_kernel *k;
+  } ks[] = {{"catindex_fit_pairs", &s->kpairs},     {"catindex_fit_collide", &s->kcollide},
+            {"catindex_fit_count", &s->kcount},     {"catindex_fit_scan", &s->kscan},
+            {"catindex_fit_entries", &s->kentries}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !st && np; i++)
+    st = tabcl__kernel_create(ctx, "catindex", NULL, ks[i].name, ks[i].k);
+  return st;
+}
+
+/* The host bytes of each column's label 0 (host work only: BY_VALUE ranks,
+   kept collisions): the caller's own, or vdata read back once. */
+static tabcl_status host_bytes(tabcl_category_index *idx, const fit_source *src, fit_scratch *s) {
+  if (s->hb) return TABCL_OK;
+  const uint8_t **hb = tabcl__calloc((size_t)idx->ncols, sizeof *hb);
+  if (!hb)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column records",
+                       idx->ncols);
+  if (src->dev) {
+    s->hdata = tabcl__malloc(idx->data_bytes ? (size_t)idx->data_bytes : 1);
+    tabcl_status st =
+        s->hdata ? tabcl__download(idx->ctx, idx->vdata, 0, (size_t)idx->data_bytes, s->hdata)
+                 : tabcl__fail(TABCL_OUT_OF_MEMORY,
+                               "fit: out of host memory to read back %lld label bytes",
+                               (long long)idx->data_bytes);
+    if (st) {
+      tabcl__free((void *)hb);
+      return st;
+    }
+    for (int c = 0; c < idx->ncols; c++) hb[c] = s->hdata + idx->cols[c].data_base;
+  } else {
+    /* a column without bytes points at a byte nothing reads */
+    static const uint8_t none = 0;
+    for (int c = 0; c < idx->ncols; c++)
+      hb[c] = src->v[c].length && src->v[c].data ? src->v[c].data + src->v[c].offsets[0] : &none;
+  }
+  s->hb = hb;
   return TABCL_OK;
 }
 
 /* The programs the seed tries below ask for (the hash program as the plan
-   builds it, the sort for npairs, the pair kernel's), built side by side
-   first: on a cold start the builds are the fit's time (bench/RESULTS.md,
-   "Cold start"). Best effort and free of failure injection
-   (tabcl__programs_prefetch); a failed build is met and reported by the
-   call that needs it. */
+   builds it, the sort for the longest column, the category kernels), built
+   side by side first: on a cold start the builds are the fit's time
+   (bench/RESULTS.md, "Cold start"). Best effort and free of failure
+   injection (tabcl__programs_prefetch); a failed build is met and reported
+   by the call that needs it. */
 static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   /* planned only where the programs would build side by side: a device
      that builds one at a time (every one but NVIDIA's) skips it */
@@ -294,7 +353,7 @@ static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   tabcl__hash_plan_make(&tg, 1, 1, 1, &hp);
   tabcl__sort_plan *sp = tabcl__malloc(sizeof *sp);
   if (sp) {
-    tabcl__sort_plan_make(&tg, (uint64_t)s->npairs, sp);
+    tabcl__sort_plan_make(&tg, s->plan.key_bytes / 8, sp);
     const tabcl__program_want w[] = {
         {"hash", hp.options}, {"sort", sp->extra}, {"catindex", NULL}};
     tabcl__programs_prefetch(ctx, (int)(sizeof w / sizeof w[0]), w);
@@ -303,198 +362,321 @@ static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   (void)tabcl__fault_suspend(was);
 }
 
-/* Hashes every column under seed, sorts the pairs on the device, reads them
-   back and splits them by column (stable, so each column stays sorted). */
-static tabcl_status hash_and_sort(tabcl_category_index *idx, fit_scratch *s, uint64_t seed) {
+/* Enqueues kernel k over `items` work-items (dimension 0, from 0) in
+   launches of at most step, each given its first item as argument `from_arg`;
+   dimension 1 has `dim1` items in groups of 1. */
+static tabcl_status launch_sliced(tabcl_context *ctx, cl_kernel k, const char *name, size_t want,
+                                  int64_t items, int64_t step, size_t dim1, cl_uint from_arg) {
+  size_t wg = tabcl__wg_size(ctx, k, want);
+  tabcl_status st = TABCL_OK;
+  for (int64_t from = 0; from < items && !st; from += step) {
+    int64_t count = items - from < step ? items - from : step;
+    st = TABCL_SET_ARGS_AT(k, name, from_arg, TABCL_ARG(from));
+    const size_t global[2] = {tabcl__round_up((size_t)count, wg), dim1};
+    const size_t local[2] = {wg, 1};
+    if (!st) st = tabcl__launch(ctx, k, dim1 > 1 ? 2 : 1, global, local, 0, NULL, NULL, name);
+  }
+  return st;
+}
+
+/* Column c under seed: its pairs, sorted, in keys/vals [0, n). */
+static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int c, uint64_t seed,
+                                 int64_t *n_out) {
+  tabcl_context *ctx = idx->ctx;
+  const tabcl__fit_plan *p = &s->plan;
+  int64_t first = s->seg[c], n = s->seg[c + 1] - first;
+  *n_out = n;
+  if (!n) return TABCL_OK;
+  tabcl_status st = tabcl__hash_column(ctx, &s->dev[c], c, seed, idx->mask, s->hash,
+                                       (size_t)idx->cols[c].label_base, 0, NULL, NULL);
+  if (!st)
+    st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(s->slots),
+                        TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(first),
+                        TABCL_ARG(first), TABCL_ARG(n));
+  if (!st)
+    st = launch_sliced(ctx, s->kpairs, "catindex_fit_pairs", p->pairs_wg, n, p->pairs_step, 1, 5);
+  if (!st) st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL);
+  return st;
+}
+
+/* One column of a seed try, all enqueued: its sorted pairs, the collision
+   flag, and its entries written from ranges[c] (ranges[c + 1] set). */
+static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c, uint64_t seed) {
+  tabcl_context *ctx = idx->ctx;
+  const tabcl__fit_plan *p = &s->plan;
+  int64_t n;
+  tabcl_status st = column_pairs(idx, s, c, seed, &n);
+  if (st) return st;
+  const cl_uint base = (cl_uint)idx->cols[c].label_base;
+  const cl_mem offs = s->dev[c].offsets;
+  const cl_int col = c;
+  if (n > 1) {
+    st = TABCL_SET_ARGS(s->kcollide, "catindex_fit_collide", TABCL_ARG(s->keys),
+                        TABCL_ARG(s->vals), TABCL_ARG(idx->vdata), TABCL_ARG(offs),
+                        TABCL_ARG(base), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(s->flag));
+    if (!st)
+      st = launch_sliced(ctx, s->kcollide, "catindex_fit_collide", p->pairs_wg, n - 1,
+                         p->pairs_step, (size_t)p->chunks, 5);
+  }
+  const int64_t run = p->run, runs = (n + run - 1) / run;
+  if (!st && runs) {
+    st = TABCL_SET_ARGS(s->kcount, "catindex_fit_count", TABCL_ARG(s->keys), TABCL_ARG(n),
+                        TABCL_ARG(run), TABCL_ARG(run), TABCL_ARG(s->counts));
+    if (!st)
+      st = launch_sliced(ctx, s->kcount, "catindex_fit_count", p->run_wg, runs, p->run_step, 1, 3);
+  }
+  /* the scan runs for an empty column too: it carries ranges[c] to c + 1 */
+  size_t lanes = tabcl__wg_size(ctx, s->kscan, p->scan_lanes);
+  if (!st)
+    st = TABCL_SET_ARGS(s->kscan, "catindex_fit_scan", TABCL_ARG(s->counts), TABCL_ARG(runs),
+                        TABCL_ARG(s->ranges), TABCL_ARG(col), TABCL_LOCAL(lanes * 8));
+  if (!st) st = tabcl__launch(ctx, s->kscan, 1, &lanes, &lanes, 0, NULL, NULL, "catindex_fit_scan");
+  if (!st && runs) {
+    st = TABCL_SET_ARGS(s->kentries, "catindex_fit_entries", TABCL_ARG(s->keys),
+                        TABCL_ARG(s->vals), TABCL_ARG(offs), TABCL_ARG(base), TABCL_ARG(n),
+                        TABCL_ARG(run), TABCL_ARG(run), TABCL_ARG(s->counts),
+                        TABCL_ARG(s->ekeys), TABCL_ARG(s->espans), TABCL_ARG(s->ecodes));
+    if (!st)
+      st = launch_sliced(ctx, s->kentries, "catindex_fit_entries", p->run_wg, runs, p->run_step,
+                         1, 6);
+  }
+  return st;
+}
+
+/* A seed try over every column; *collided: some column has two distinct
+   labels of one hash. Reads back that flag, nothing else. */
+static tabcl_status seed_try(tabcl_category_index *idx, fit_scratch *s, uint64_t seed,
+                             int *collided) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st;
-  if (!s->npairs) return TABCL_OK;
-  for (int c = 0; c < idx->ncols; c++) {
-    if (!idx->cols[c].length) continue;
-    st = tabcl__hash_column(ctx, &s->dev[c], c, seed, idx->mask, s->hash,
-                            (size_t)idx->cols[c].label_base, 0, NULL, NULL);
-    if (st) return st;
-  }
-  cl_kernel k = NULL;
-  if ((st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_pairs", &k))) return st;
-  /* The plan's group size, lowered where the kernel allows fewer. */
-  size_t wg = tabcl__wg_size(ctx, k, s->plan.pairs_wg);
-  int64_t step = s->plan.pairs_step;
-  int64_t n = s->npairs;
-  for (int64_t first = 0; first < n && !st; first += step) {
-    int64_t count = n - first < step ? n - first : step;
-    st = TABCL_SET_ARGS(k, "catindex_pairs", TABCL_ARG(s->hash), TABCL_ARG(s->slots),
-                        TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(first), TABCL_ARG(n));
-    size_t global = tabcl__round_up((size_t)count, wg);
-    if (!st) st = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, NULL, "catindex_pairs");
-  }
-  tabcl__kernel_release(k);
-  if (st) return st;
-  if ((st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL))) return st;
-  if (idx->ncols == 1) {
-    /* one column: the sorted pairs are already its pairs */
-    if ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk))) return st;
-    return tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv);
-  }
-  if ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->hk))) return st;
-  if ((st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->hv))) return st;
-  /* The sort ran over all columns at once; a counting pass by column keeps
-     each column's pairs in sorted order. */
-  int64_t *cursor = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *cursor);
-  if (!cursor)
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column cursors",
-                       idx->ncols + 1);
-  memcpy(cursor, s->seg, ((size_t)idx->ncols + 1) * sizeof *cursor);
-  for (int64_t j = 0; j < n; j++) {
-    int64_t at = cursor[column_of(idx, s->hv[j])]++;
-    s->pk[at] = s->hk[j];
-    s->pv[at] = s->hv[j];
-  }
-  tabcl__free(cursor);
+  if ((st = tabcl__fill_zero(ctx, s->flag, sizeof(cl_int))) ||
+      (st = tabcl__fill_zero(ctx, s->ranges, sizeof(cl_long))))
+    return st;
+  for (int c = 0; c < idx->ncols; c++)
+    if ((st = column_try(idx, s, c, seed))) return st;
+  cl_int flag = 0;
+  if ((st = tabcl__read(ctx, s->flag, 0, sizeof flag, &flag))) return st;
+  *collided = flag != 0;
   return TABCL_OK;
 }
 
-/* Whether some column has two distinct labels of equal hash. */
-static int has_collision(const tabcl_category_index *idx, const fit_scratch *s) {
-  for (int c = 0; c < idx->ncols; c++)
-    for (int64_t r = s->seg[c], j = r + 1; j < s->seg[c + 1]; j++) {
-      if (s->pk[j] != s->pk[r]) {
-        r = j;
-        continue;
-      }
-      /* compare with the run's first label: equal labels are transitive */
-      if (!same_label(idx, s->pv[r], s->pv[j])) return 1;
-    }
-  return 0;
-}
+/* ---- host work: BY_VALUE ranks, and the fallback with kept collisions ---- */
 
-/* The entries a lookup searches: one per distinct present label, in hash
-   order within each column, with its code. */
-typedef struct entries {
-  uint64_t *key;
-  uint32_t *slot;
-  cl_long *span;    /* 2 per entry: first byte in vdata, length */
-  int32_t *code;
-  int64_t *range;   /* ncols + 1 */
-  int64_t n;
-} entries;
-
-static void entries_free(entries *e) {
-  tabcl__free(e->key);
-  tabcl__free(e->slot);
-  tabcl__free(e->span);
-  tabcl__free(e->code);
-  tabcl__free(e->range);
-}
-
-/* The column a BY_VALUE ranking sorts, and its first byte: its labels are
-   compared without finding their column again each time. */
+/* The column a ranking sorts, and its host bytes (qsort has no context). */
 static _Thread_local const tabcl__catcol *sort_col;
 static _Thread_local const uint8_t *sort_bytes;
 
-static int cmp_entry_label(const void *pa, const void *pb) {
-  int64_t x = (int64_t)*(const uint32_t *)pa - sort_col->label_base;
-  int64_t y = (int64_t)*(const uint32_t *)pb - sort_col->label_base;
+static int cmp_position_label(const void *pa, const void *pb) {
+  int32_t x = *(const int32_t *)pa, y = *(const int32_t *)pb;
   const int64_t *o = sort_col->offsets;
   return bytes_cmp(sort_bytes + o[x], o[x + 1] - o[x], sort_bytes + o[y], o[y + 1] - o[y]);
 }
 
-/* Appends entry ne: label `slot` of column col under key. */
-static void put_entry(entries *e, int64_t ne, const tabcl__catcol *col, uint64_t key, uint32_t slot) {
-  int64_t i = (int64_t)slot - col->label_base;
-  e->key[ne] = key;
-  e->slot[ne] = slot;
-  e->span[2 * ne] = col->data_base + col->offsets[i];
-  e->span[2 * ne + 1] = col->offsets[i + 1] - col->offsets[i];
+/* code[0 .. count): positions of distinct labels of col, replaced by their
+   bytewise ranks (0 .. count - 1). */
+static tabcl_status rank_by_value(const tabcl__catcol *col, const uint8_t *bytes, int32_t *code,
+                                  int64_t count) {
+  size_t n1 = count ? (size_t)count : 1;
+  int32_t *order = tabcl__malloc(n1 * sizeof *order);
+  int32_t *rank = tabcl__malloc(col->length ? (size_t)col->length * sizeof *rank : 1);
+  if (!order || !rank) {
+    tabcl__free(order);
+    tabcl__free(rank);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory to rank %lld labels",
+                       (long long)count);
+  }
+  memcpy(order, code, (size_t)count * sizeof *order);
+  sort_col = col;
+  sort_bytes = bytes;
+  qsort(order, (size_t)count, sizeof *order, cmp_position_label);
+  for (int64_t j = 0; j < count; j++) rank[order[j]] = (int32_t)j;
+  for (int64_t j = 0; j < count; j++) code[j] = rank[code[j]];
+  tabcl__free(order);
+  tabcl__free(rank);
+  return TABCL_OK;
 }
 
-static tabcl_status build_entries(tabcl_category_index *idx, fit_scratch *s, entries *e) {
+/* BY_VALUE after the device built the entries: their codes (positions)
+   read back, ranked per column, written again. */
+static tabcl_status rank_device_codes(tabcl_category_index *idx, const fit_source *src,
+                                      fit_scratch *s, const int64_t *range) {
+  int64_t ne = range[idx->ncols];
+  if (!ne) return TABCL_OK;
+  tabcl_status st = host_bytes(idx, src, s);
+  if (st) return st;
+  int32_t *code = tabcl__malloc((size_t)ne * sizeof *code);
+  if (!code)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %lld codes",
+                       (long long)ne);
+  st = tabcl__read(idx->ctx, s->ecodes, 0, (size_t)ne * 4, code);
+  for (int c = 0; c < idx->ncols && !st; c++)
+    st = rank_by_value(&idx->cols[c], s->hb[c], code + range[c], range[c + 1] - range[c]);
+  if (!st) st = tabcl__write(idx->ctx, s->ecodes, 0, (size_t)ne * 4, code);
+  tabcl__free(code);
+  return st;
+}
+
+/* The slot's label in the host bytes. */
+static const uint8_t *slot_label(const tabcl_category_index *idx, const fit_scratch *s, int c,
+                                 uint32_t slot, int64_t *n) {
+  const tabcl__catcol *col = &idx->cols[c];
+  int64_t i = (int64_t)slot - col->label_base;
+  *n = col->offsets[i + 1] - col->offsets[i];
+  return s->hb[c] + col->offsets[i];
+}
+
+static int same_label(const tabcl_category_index *idx, const fit_scratch *s, int c, uint32_t x,
+                      uint32_t y) {
+  int64_t nx, ny;
+  const uint8_t *a = slot_label(idx, s, c, x, &nx), *b = slot_label(idx, s, c, y, &ny);
+  return nx == ny && (nx == 0 || memcmp(a, b, (size_t)nx) == 0);
+}
+
+static _Thread_local const tabcl_category_index *sort_idx;
+static _Thread_local const fit_scratch *sort_scratch;
+static _Thread_local int sort_c;
+
+/* By bytes, then by slot, so equal labels end with their last position. */
+static int cmp_label_then_slot(const void *pa, const void *pb) {
+  uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
+  int64_t nx, ny;
+  const uint8_t *a = slot_label(sort_idx, sort_scratch, sort_c, x, &nx);
+  const uint8_t *b = slot_label(sort_idx, sort_scratch, sort_c, y, &ny);
+  int r = bytes_cmp(a, nx, b, ny);
+  return r ? r : (x > y) - (x < y);
+}
+
+/* The fallback: no seed within the bound separated every label, so the
+   last seed stays and each colliding run keeps one entry per distinct
+   label (lookups confirm every candidate). Built on the host from every
+   column's sorted pairs, then uploaded. */
+static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source *src,
+                                     fit_scratch *s) {
+  tabcl_context *ctx = idx->ctx;
   size_t n1 = s->npairs ? (size_t)s->npairs : 1;
-  e->key = tabcl__malloc(n1 * sizeof *e->key);
-  e->slot = tabcl__malloc(n1 * sizeof *e->slot);
-  e->span = tabcl__malloc(n1 * 2 * sizeof *e->span);
-  e->code = tabcl__malloc(n1 * sizeof *e->code);
-  e->range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *e->range);
-  uint32_t *tmp = tabcl__malloc(n1 * sizeof *tmp);
-  if (!e->key || !e->slot || !e->span || !e->code || !e->range || !tmp) {
-    tabcl__free(tmp);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "fit: out of host memory for the vocabulary entries of %zu labels", n1);
+  tabcl_status st = host_bytes(idx, src, s);
+  if (st) return st;
+  s->pk = tabcl__malloc(n1 * sizeof *s->pk);
+  s->pv = tabcl__malloc(n1 * sizeof *s->pv);
+  uint64_t *key = tabcl__malloc(n1 * sizeof *key);
+  cl_long *span = tabcl__malloc(n1 * 2 * sizeof *span);
+  int32_t *code = tabcl__malloc(n1 * sizeof *code);
+  int64_t *range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *range);
+  if (!s->pk || !s->pv || !key || !span || !code || !range) {
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY,
+                     "fit: out of host memory for the vocabulary entries of %zu labels", n1);
+    goto done;
   }
-  sort_idx = idx;
   int64_t ne = 0;
-  for (int c = 0; c < idx->ncols; c++) {
-    const tabcl__catcol *cc = &idx->cols[c];
-    e->range[c] = ne;
-    int64_t end = s->seg[c + 1];
-    for (int64_t r = s->seg[c]; r < end;) {
+  for (int c = 0; c < idx->ncols && !st; c++) {
+    int64_t n, at = s->seg[c];
+    if ((st = column_pairs(idx, s, c, idx->seed, &n))) break;
+    if (n && ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk + at)) ||
+              (st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv + at))))
+      break;
+    const tabcl__catcol *col = &idx->cols[c];
+    range[c] = ne;
+    for (int64_t r = at; r < at + n;) {
       int64_t q = r + 1;
-      while (q < end && s->pk[q] == s->pk[r]) q++;
+      while (q < at + n && s->pk[q] == s->pk[r]) q++;
       int all_same = 1;
-      for (int64_t j = r + 1; j < q && all_same; j++) all_same = same_label(idx, s->pv[r], s->pv[j]);
-      if (all_same) {
-        /* pairs are sorted by slot among equal keys: the last is the last position */
-        put_entry(e, ne++, cc, s->pk[r], s->pv[q - 1]);
-      } else {
-        /* a kept collision: group the run's labels, one entry per distinct label */
+      for (int64_t j = r + 1; j < q && all_same; j++) all_same = same_label(idx, s, c, s->pv[r], s->pv[j]);
+      if (!all_same) {
+        /* group the run's labels, one entry per distinct label, the last position's */
+        sort_idx = idx;
+        sort_scratch = s;
+        sort_c = c;
         qsort(s->pv + r, (size_t)(q - r), sizeof *s->pv, cmp_label_then_slot);
-        for (int64_t j = r; j < q; j++)
-          if (j + 1 == q || !same_label(idx, s->pv[j], s->pv[j + 1]))
-            put_entry(e, ne++, cc, s->pk[r], s->pv[j]);
+      }
+      for (int64_t j = r; j < q; j++) {
+        /* pairs of one label are sorted by slot: the last is the last position */
+        if (j + 1 < q && (all_same || same_label(idx, s, c, s->pv[j], s->pv[j + 1]))) continue;
+        int64_t i = (int64_t)s->pv[j] - col->label_base;
+        key[ne] = s->pk[r];
+        span[2 * ne] = col->data_base + col->offsets[i];
+        span[2 * ne + 1] = col->offsets[i + 1] - col->offsets[i];
+        code[ne++] = (int32_t)i;
       }
       r = q;
     }
-    tabcl__catcol *col = &idx->cols[c];
-    int64_t first = e->range[c], count = ne - first;
-    if (idx->order == TABCL_CODES_BY_POSITION) {
-      col->codes = col->length;
-      for (int64_t j = first; j < ne; j++) e->code[j] = (int32_t)(e->slot[j] - col->label_base);
-    } else {
-      /* rank the distinct labels bytewise: sort their entry numbers by label */
-      col->codes = count;
-      for (int64_t j = 0; j < count; j++) tmp[j] = e->slot[first + j];
-      sort_col = col;
-      sort_bytes = idx->data + col->data_base;
-      qsort(tmp, (size_t)count, sizeof *tmp, cmp_entry_label);
-      /* slot -> rank through a scratch map over this column's slots */
-      int32_t *rank = tabcl__malloc(col->length ? (size_t)col->length * sizeof *rank : 1);
-      if (!rank) {
-        tabcl__free(tmp);
-        return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                           "fit: out of host memory for the ranks of %lld labels",
-                           (long long)col->length);
-      }
-      for (int64_t j = 0; j < count; j++) rank[tmp[j] - col->label_base] = (int32_t)j;
-      for (int64_t j = first; j < ne; j++) e->code[j] = rank[e->slot[j] - col->label_base];
-      tabcl__free(rank);
-    }
   }
-  e->range[idx->ncols] = ne;
-  e->n = ne;
-  tabcl__free(tmp);
-  return TABCL_OK;
-}
-
-static tabcl_status upload_tables(tabcl_category_index *idx, const entries *e) {
-  tabcl_context *ctx = idx->ctx;
-  size_t n = (size_t)e->n;
+  if (st) goto done;
+  range[idx->ncols] = ne;
+  for (int c = 0; c < idx->ncols && !st; c++) {
+    tabcl__catcol *col = &idx->cols[c];
+    col->codes = idx->order == TABCL_CODES_BY_POSITION ? col->length : range[c + 1] - range[c];
+    if (idx->order == TABCL_CODES_BY_VALUE)
+      st = rank_by_value(col, s->hb[c], code + range[c], range[c + 1] - range[c]);
+  }
   const cl_mem_flags ro = CL_MEM_READ_ONLY;
-  tabcl_status st;
-  if ((st = tabcl__buffer_create_from(ctx, ro, n * 8, e->key, &idx->keys, "index keys")) ||
-      (st = tabcl__buffer_create_from(ctx, ro, n * 16, e->span, &idx->spans, "index spans")) ||
-      (st = tabcl__buffer_create_from(ctx, ro, n * 4, e->code, &idx->ecodes, "index codes")) ||
-      (st = tabcl__buffer_create_from(ctx, ro, ((size_t)idx->ncols + 1) * 8, e->range,
-                                      &idx->ranges, "index ranges")))
-    return st;
-  idx->entries = e->n;
-  idx->device_bytes = (int64_t)(n * 28 + ((size_t)idx->ncols + 1) * 8 +
-                                tabcl__round_up((size_t)idx->data_bytes, 8) + 8);
-  return TABCL_OK;
+  size_t n = (size_t)ne;
+  if (!st && !(st = tabcl__buffer_create_from(ctx, ro, n * 8, key, &idx->keys, "index keys")) &&
+      !(st = tabcl__buffer_create_from(ctx, ro, n * 16, span, &idx->spans, "index spans")) &&
+      !(st = tabcl__buffer_create_from(ctx, ro, n * 4, code, &idx->ecodes, "index codes")))
+    st = tabcl__buffer_create_from(ctx, ro, ((size_t)idx->ncols + 1) * 8, range, &idx->ranges,
+                                   "index ranges");
+  if (!st) idx->entries = ne;
+done:
+  tabcl__free(key);
+  tabcl__free(span);
+  tabcl__free(code);
+  tabcl__free(range);
+  return st;
 }
 
-tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
-                                   tabcl_code_order order, const char *fn,
-                                   tabcl_category_index **out) {
+/* ---- the index's tables --------------------------------------------------- */
+
+/* A table of exactly `bytes`: the scratch one itself where it is that size,
+   else a copy of its first bytes. */
+static tabcl_status take_table(tabcl_context *ctx, cl_mem *scratch, size_t bytes, size_t had,
+                               cl_mem *out, const char *what) {
+  if (bytes == had) {
+    *out = *scratch;
+    *scratch = NULL;
+    return TABCL_OK;
+  }
+  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, bytes, NULL, out, what);
+  if (st || !bytes) return st;
+  cl_int err = TABCL_CL(clEnqueueCopyBuffer(ctx->queue, *scratch, *out, 0, 0, bytes, 0, NULL, NULL));
+  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueCopyBuffer", what);
+}
+
+/* After a try without collision: the entries the device wrote become the
+   index's tables; BY_VALUE codes are ranked first. */
+static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *src,
+                                  fit_scratch *s) {
+  tabcl_context *ctx = idx->ctx;
+  int64_t *range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *range);
+  if (!range)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column ranges",
+                       idx->ncols + 1);
+  tabcl_status st = s->npairs
+                        ? tabcl__read(ctx, s->ranges, 0, ((size_t)idx->ncols + 1) * 8, range)
+                        : TABCL_OK;
+  if (!s->npairs) {
+    memset(range, 0, ((size_t)idx->ncols + 1) * sizeof *range);
+    st = tabcl__write(ctx, s->ranges, 0, ((size_t)idx->ncols + 1) * 8, range);
+  }
+  int64_t ne = range[idx->ncols];
+  for (int c = 0; c < idx->ncols && !st; c++)
+    idx->cols[c].codes =
+        idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length : range[c + 1] - range[c];
+  if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
+  tabcl__free(range);
+  size_t n = (size_t)ne, had = s->npairs ? (size_t)s->npairs : 1;
+  if (!st &&
+      !(st = take_table(ctx, &s->ekeys, n * 8, had * 8, &idx->keys, "index keys")) &&
+      !(st = take_table(ctx, &s->espans, n * 16, had * 16, &idx->spans, "index spans")) &&
+      !(st = take_table(ctx, &s->ecodes, n * 4, had * 4, &idx->ecodes, "index codes"))) {
+    idx->ranges = s->ranges;
+    s->ranges = NULL;
+    idx->entries = ne;
+  }
+  return st;
+}
+
+static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
+                          tabcl_code_order order, const char *fn, tabcl_category_index **out) {
   tabcl_category_index *idx = tabcl__calloc(1, sizeof *idx);
   if (!idx) return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for the index", fn);
   idx->ctx = ctx;
@@ -502,7 +684,6 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
   idx->order = order;
   idx->mask = tabcl__hash_mask(ctx);
   fit_scratch s = {0};
-  entries e = {0};
   tabcl_status st = TABCL_OK;
   idx->cols = tabcl__calloc((size_t)ncols, sizeof *idx->cols);
   if (!idx->cols) {
@@ -510,25 +691,42 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
                      ncols);
     goto done;
   }
-  if ((st = copy_vocabularies(idx, v, fn)) || (st = scratch_init(idx, &s, fn))) goto done;
+  if ((st = copy_columns(idx, src->v, fn)) || (st = scratch_init(idx, src, &s, fn))) goto done;
   prefetch_programs(ctx, &s);
   /* Seed 0, 1, 2, ... until no column has two distinct labels of equal hash;
      past the bound the last seed stays and lookups confirm every candidate. */
-  for (uint64_t seed = 0; seed < (uint64_t)s.plan.seed_tries; seed++) {
+  for (uint64_t seed = 0; s.npairs && seed < (uint64_t)s.plan.seed_tries; seed++) {
     idx->seed = seed;
-    if ((st = hash_and_sort(idx, &s, seed))) goto done;
-    idx->collisions = has_collision(idx, &s);
+    if ((st = seed_try(idx, &s, seed, &idx->collisions))) goto done;
     if (!idx->collisions) break;
   }
-  if ((st = build_entries(idx, &s, &e)) || (st = upload_tables(idx, &e))) goto done;
+  st = idx->collisions ? fallback_entries(idx, src, &s) : device_tables(idx, src, &s);
+  if (st) goto done;
+  idx->device_bytes = (int64_t)((size_t)idx->entries * 28 + ((size_t)idx->ncols + 1) * 8 +
+                                (size_t)s.plan.vdata_bytes);
+  /* the tables are written by commands still queued; the index is ready
+     for lookups (same queue) but a failure must show here, not later */
+  st = tabcl__finish(ctx);
 done:
   scratch_free(&s, ncols);
-  entries_free(&e);
   if (st) {
     tabcl_category_index_destroy(idx);
     return st;
   }
   *out = idx;
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
+                                   tabcl_code_order order, const char *fn,
+                                   tabcl_category_index **out) {
+  const fit_source src = {v, NULL};
+  return build(ctx, ncols, &src, order, fn, out);
+}
+
+static tabcl_status check_order(tabcl_code_order order, const char *fn) {
+  if (order != TABCL_CODES_BY_POSITION && order != TABCL_CODES_BY_VALUE)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: unknown code order %d", fn, (int)order);
   return TABCL_OK;
 }
 
@@ -540,12 +738,127 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "out");
   if (ncols < 1) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; at least 1", fn, ncols);
   if (!vocabularies) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: vocabularies is NULL", fn);
-  if (order != TABCL_CODES_BY_POSITION && order != TABCL_CODES_BY_VALUE)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: unknown code order %d", fn, (int)order);
-  for (int c = 0; c < ncols; c++) {
-    tabcl_status st = tabcl__strings_validate(&vocabularies[c], fn, c, NULL);
-    if (st) return st;
-  }
+  tabcl_status st = check_order(order, fn);
+  if (st) return st;
+  for (int c = 0; c < ncols; c++)
+    if ((st = tabcl__strings_validate(&vocabularies[c], fn, c, NULL))) return st;
   tabcl__clear_error();
   return tabcl__catindex_build(ctx, ncols, vocabularies, order, fn, out);
+}
+
+/* ---- fit from device columns ---------------------------------------------- */
+
+/* Column c's offsets and validity read back (after the caller's events)
+   into a host view whose data is not read, then checked as a host view's
+   are: the index keeps them on the host, and they must hold. */
+static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl *d, int c,
+                                     cl_uint nwait, const cl_event *wait, int64_t **offs,
+                                     uint8_t **valid, tabcl_strings_view *v, const char *fn) {
+  int64_t n = d->length;
+  *offs = tabcl__malloc(((size_t)n + 1) * sizeof **offs);
+  *valid = d->validity ? tabcl__malloc((size_t)(n + 7) / 8) : NULL;
+  if (!*offs || (d->validity && !*valid))
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "%s: column %d: out of host memory for %lld offsets and their validity",
+                       fn, c, (long long)n + 1);
+  cl_event ev = NULL;
+  cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, d->offsets, CL_FALSE, 0,
+                                            ((size_t)n + 1) * 8, *offs, nwait, wait, &ev));
+  err = tabcl__wait_own(err, ev);
+  if (err == CL_SUCCESS && d->validity) {
+    ev = NULL;
+    err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, d->validity, CL_FALSE, 0, (size_t)(n + 7) / 8,
+                                       *valid, 0, NULL, &ev));
+    err = tabcl__wait_own(err, ev);
+  }
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueReadBuffer", "vocabulary offsets");
+  if ((*offs)[0] != 0 || (*offs)[n] != d->bytes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "%s: column %d: offsets run from %lld to %lld; 0 to bytes (%lld) expected",
+                       fn, c, (long long)(*offs)[0], (long long)(*offs)[n], (long long)d->bytes);
+  /* data is checked as present (non-NULL) whenever any byte is; a stand-in
+     pointer passes that, and nothing reads it */
+  static const uint8_t none = 0;
+  *v = (tabcl_strings_view){n, *offs, &none, *valid};
+  return tabcl__strings_validate(v, fn, c, NULL);
+}
+
+tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
+                                         const tabcl_strings_cl *vocabularies,
+                                         tabcl_code_order order, cl_uint nwait,
+                                         const cl_event *wait, cl_event *ev,
+                                         tabcl_category_index **out) {
+  static const char fn[] = "tabcl_category_index_fit_cl";
+  if (!ctx || !out)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "out");
+  if (ncols < 1) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; at least 1", fn, ncols);
+  if (!vocabularies) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: vocabularies is NULL", fn);
+  if (nwait && !wait)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %u events to wait for but wait is NULL", fn,
+                       nwait);
+  tabcl_status st = check_order(order, fn);
+  if (st) return st;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_cl *d = &vocabularies[c];
+    if (d->length < 0 || d->bytes < 0 || d->max_label < 0)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                         "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
+                         (long long)d->length, (long long)d->bytes, (long long)d->max_label);
+    if (!d->length) {
+      if (d->bytes)
+        return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: no labels but %lld bytes", fn,
+                           c, (long long)d->bytes);
+      continue;
+    }
+    if ((d->bytes && (st = tabcl__catindex_check_mem(ctx, d->data, (size_t)d->bytes, fn, c,
+                                                     "data"))) ||
+        (st = tabcl__catindex_check_mem(ctx, d->offsets, ((size_t)d->length + 1) * 8, fn, c,
+                                        "offsets")) ||
+        (d->validity && (st = tabcl__catindex_check_mem(ctx, d->validity,
+                                                        (size_t)(d->length + 7) / 8, fn, c,
+                                                        "validity"))))
+      return st;
+  }
+  tabcl__clear_error();
+  tabcl_strings_view *v = tabcl__calloc((size_t)ncols, sizeof *v);
+  int64_t **offs = tabcl__calloc((size_t)ncols, sizeof *offs);
+  uint8_t **valid = tabcl__calloc((size_t)ncols, sizeof *valid);
+  if (!v || !offs || !valid)
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                     ncols);
+  /* the first read waits for the caller's events; the queue is in order */
+  for (int c = 0, waited = 0; c < ncols && !st; c++) {
+    if (!vocabularies[c].length) continue;
+    st = read_back_column(ctx, &vocabularies[c], c, waited ? 0 : nwait, waited ? NULL : wait,
+                          &offs[c], &valid[c], &v[c], fn);
+    waited = 1;
+  }
+  if (!st) {
+    /* a fit of empty columns only reads nothing: the caller's events are
+       still waited for, so that the event given back comes after them */
+    if (nwait) {
+      cl_int err = TABCL_CL(clWaitForEvents(nwait, wait));
+      if (err != CL_SUCCESS) st = tabcl__cl_fail(err, "clWaitForEvents", "the wait list");
+    }
+  }
+  tabcl_category_index *idx = NULL;
+  if (!st) {
+    const fit_source src = {v, vocabularies};
+    st = build(ctx, ncols, &src, order, fn, &idx);
+  }
+  if (!st && ev) {
+    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, ev));
+    if (err != CL_SUCCESS) {
+      st = tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "the fit's event");
+      tabcl_category_index_destroy(idx);
+      idx = NULL;
+    }
+  }
+  for (int c = 0; offs && c < ncols; c++) tabcl__free(offs[c]);
+  for (int c = 0; valid && c < ncols; c++) tabcl__free(valid[c]);
+  tabcl__free(offs);
+  tabcl__free(valid);
+  tabcl__free(v);
+  if (!st) *out = idx;
+  return st;
 }

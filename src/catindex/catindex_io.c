@@ -93,7 +93,8 @@ static void w_u32(writer *w, uint32_t v) {
   w_put(w, le, 4);
 }
 
-static void write_index(writer *w, const tabcl_category_index *idx) {
+/* bytes: the index's labels, read back from its device copy. */
+static void write_index(writer *w, const tabcl_category_index *idx, const uint8_t *bytes) {
   w_put(w, MAGIC, 8);
   w_u32(w, FORMAT_VERSION);
   w_u32(w, (uint32_t)idx->order);
@@ -106,7 +107,7 @@ static void write_index(writer *w, const tabcl_category_index *idx) {
     w_u64(w, (uint64_t)col->offsets[n]);
     w_u64(w, col->validity ? 1 : 0);
     for (int64_t i = 0; i <= n; i++) w_u64(w, (uint64_t)col->offsets[i]);
-    w_put(w, idx->data + col->data_base, (size_t)col->offsets[n]);
+    w_put(w, bytes + col->data_base, (size_t)col->offsets[n]);
     if (col->validity) w_put(w, col->validity, (size_t)(n + 7) / 8);
   }
   w_flush(w);
@@ -149,19 +150,24 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
   writer w = {0};
   w.buf = tabcl__malloc(BLOCK);
   w.h = CHECK_SEED;
-  if (!tmp || !folder || !w.buf) {
+  /* the labels live on the device only (catindex_fit.c) */
+  uint8_t *bytes = tabcl__malloc(idx->data_bytes ? (size_t)idx->data_bytes : 1);
+  if (!tmp || !folder || !w.buf || !bytes) {
     tabcl__free(tmp);
     tabcl__free(folder);
     tabcl__free(w.buf);
+    tabcl__free(bytes);
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "%s: out of host memory for the %zu-byte write buffer and the names of "
-                       "%s's temporary file and folder", fn, (size_t)BLOCK, path);
+                       "%s: out of host memory for the %zu-byte write buffer, the %lld label "
+                       "bytes and the names of %s's temporary file and folder", fn,
+                       (size_t)BLOCK, (long long)idx->data_bytes, path);
   }
+  tabcl_status st = tabcl__download(idx->ctx, idx->vdata, 0, (size_t)idx->data_bytes, bytes);
+  if (st) goto done;
   /* A temporary file in the same folder, renamed over path at the end, so
      no reader ever sees a partial index and a failure leaves nothing. */
   memcpy(tmp, path, plen);
   memcpy(tmp + plen, ".tmp-XXXXXX", 12);
-  tabcl_status st = TABCL_OK;
   int fd = mkstemp(tmp);
   if (fd < 0) {
     st = tabcl__fail(TABCL_IO_ERROR, "%s: cannot create a file next to %s: %s", fn, path,
@@ -177,7 +183,7 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
     goto done;
   }
   errno = 0;
-  write_index(&w, idx);
+  write_index(&w, idx, bytes);
   /* fflush is where a full disk usually shows; fsync where quotas on some
      network file systems do. Both pass the injection point. */
   if (!w.failed && (w.failed = tabcl__fault_io()) == 0 && fflush(w.f) != 0)
@@ -209,6 +215,7 @@ done:
   tabcl__free(tmp);
   tabcl__free(folder);
   tabcl__free(w.buf);
+  tabcl__free(bytes);
   return st;
 }
 

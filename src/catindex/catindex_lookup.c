@@ -233,9 +233,8 @@ done:
   return st;
 }
 
-/* A caller's buffer must belong to the context and hold at least `need` bytes. */
-static tabcl_status check_mem(const tabcl_context *ctx, cl_mem m, size_t need, const char *fn,
-                              int col, const char *what) {
+tabcl_status tabcl__catindex_check_mem(const tabcl_context *ctx, cl_mem m, size_t need, const char *fn,
+                                       int col, const char *what) {
   if (!m)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: %s is NULL", fn, col, what);
   size_t size = 0;
@@ -274,11 +273,11 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                          (long long)v->length, (long long)v->bytes, (long long)v->max_label);
     if (!v->length) continue;
     if (((v->bytes || v->data) &&
-         (st = check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
-        (st = check_mem(idx->ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c, "offsets")) ||
+         (st = tabcl__catindex_check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
+        (st = tabcl__catindex_check_mem(idx->ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c, "offsets")) ||
         (v->validity &&
-         (st = check_mem(idx->ctx, v->validity, (size_t)(v->length + 7) / 8, fn, c, "validity"))) ||
-        (st = check_mem(idx->ctx, codes[c], (size_t)v->length * 4, fn, c, "codes")))
+         (st = tabcl__catindex_check_mem(idx->ctx, v->validity, (size_t)(v->length + 7) / 8, fn, c, "validity"))) ||
+        (st = tabcl__catindex_check_mem(idx->ctx, codes[c], (size_t)v->length * 4, fn, c, "codes")))
       return st;
   }
   tabcl__clear_error();

@@ -77,7 +77,8 @@ void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap
 }
 
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
-                          int64_t data_bytes, int64_t longest_col, tabcl__fit_plan *p) {
+                          int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
+                          int64_t longest_label, tabcl__fit_plan *p) {
   memset(p, 0, sizeof *p);
   p->labels = labels;
   p->pairs = pairs;
@@ -86,25 +87,46 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   p->offsets_bytes = ((uint64_t)longest_col + 1) * 8;
   p->hash_bytes = (uint64_t)labels * 8;
   p->slot_bytes = (uint64_t)pairs * 4;
-  p->key_bytes = (uint64_t)pairs * 8;
+  p->key_bytes = (uint64_t)longest_pairs * 8;
+  p->val_bytes = (uint64_t)longest_pairs * 4;
+  p->entry_bytes = (uint64_t)pairs * 28;
   p->pairs_wg = tabcl__plan_wg(t->dev, 256);
   p->pairs_step = tabcl__slice_items(t, 0, 1);
+  p->chunks = longest_label > TABCL__FIT_CHUNK
+                  ? (longest_label + TABCL__FIT_CHUNK - 1) / TABCL__FIT_CHUNK
+                  : 1;
+  /* A CPU's work-items walk long runs (few of them, each in cache); a GPU's
+     short ones, so a column of thousands still spreads over its cores. Runs
+     grow where the scan's lanes would otherwise loop past their bound. */
+  p->scan_lanes = tabcl__plan_wg(t->dev, 256);
+  int64_t run = t->dev->is_cpu ? 1024 : 64;
+  const int64_t most = (int64_t)p->scan_lanes * TABCL__FIT_SCAN_PER_LANE;
+  if (longest_pairs > run * most) run = (longest_pairs + most - 1) / most;
+  p->run = run;
+  p->runs = (longest_pairs + run - 1) / run;
+  p->run_bytes = (uint64_t)(p->runs ? p->runs : 1) * 8;
+  p->run_wg = tabcl__plan_wg(t->dev, t->dev->is_cpu ? 1 : 64);
+  p->run_step = tabcl__slice_items(t, 0, 1);
   p->seed_tries = TABCL__CATINDEX_SEED_TRIES;
   const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes, p->slot_bytes,
-                            p->key_bytes};
+                            p->key_bytes,   p->val_bytes,     p->entry_bytes, p->run_bytes};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     if (sizes[i] > p->largest) p->largest = sizes[i];
 }
 
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {
   snprintf(buf, cap,
-           "%lld labels (%lld present), %lld bytes: labels %llu B, hashes %llu B, keys %llu B "
-           "on the device; up to %d seeds, each hashing every column, catindex_pairs (groups of "
-           "%zu, %lld pairs a launch) and the sort of the pairs",
+           "%lld labels (%lld present), %lld bytes: labels %llu B, hashes %llu B, pairs %llu B, "
+           "entries %llu B on the device; up to %d seeds, each per column: hash, "
+           "catindex_fit_pairs and _collide (groups of %zu, %lld pairs a launch, %lld label "
+           "chunks), the sort, catindex_fit_count and _entries (%lld pairs a work-item, groups "
+           "of %zu), catindex_fit_scan (%zu lanes); one flag read back a try",
            (long long)p->labels, (long long)p->pairs, (long long)p->data_bytes,
            (unsigned long long)p->vdata_bytes, (unsigned long long)p->hash_bytes,
-           (unsigned long long)p->key_bytes, p->seed_tries, p->pairs_wg,
-           (long long)p->pairs_step);
+           (unsigned long long)(p->key_bytes + p->val_bytes),
+           (unsigned long long)p->entry_bytes, p->seed_tries, p->pairs_wg,
+           (long long)p->pairs_step, (long long)p->chunks, (long long)p->run, p->run_wg,
+           p->scan_lanes);
 }
 
 void tabcl__align_plan_make(const tabcl__target *t, int ncols, int64_t rows, int64_t categories,
