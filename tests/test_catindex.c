@@ -3,6 +3,9 @@
  * columns at once, align, the device-resident lookup, slicing, threads and
  * the one-compile rule. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -950,6 +953,177 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
   clReleaseMemObject(q.offsets);
   clReleaseMemObject(out);
   tabcl_category_index_destroy(idx);
+  tabcl_context_destroy(ctx);
+}
+
+/* Reads a whole file (the saved indexes are compared byte for byte). */
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc((size_t)len + 1);
+  cr_assert(b);
+  cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return b;
+}
+
+/* The gate of device_resident_fit: after a pause, the real offsets are
+   written on a queue of the test's own (the fit's reads wait on the gate),
+   then the gate opens. */
+typedef struct fit_gate {
+  cl_command_queue q;
+  cl_mem offsets;
+  const int64_t *real;
+  size_t bytes;
+  cl_event gate;
+  _Atomic int opened;
+} fit_gate;
+
+static void *open_gate(void *arg) {
+  fit_gate *g = arg;
+  struct timespec pause = {0, 100 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  cr_assert_eq(clEnqueueWriteBuffer(g->q, g->offsets, CL_TRUE, 0, g->bytes, g->real, 0, NULL,
+                                    NULL), CL_SUCCESS);
+  g->opened = 1;
+  clSetUserEventStatus(g->gate, CL_COMPLETE);
+  return NULL;
+}
+
+/* tabcl_category_index_fit_cl: the same codes and the same saved file as
+   the host fit of the same vocabularies (three columns: nulls over bytes,
+   an empty column, long labels), in both orders; it reads the device
+   columns only after its wait list (a user event opened by another thread
+   after it writes the real offsets); forced collisions take the host
+   fallback from device bytes; bad columns are refused, *out untouched. */
+Test(catindex, device_resident_fit) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/device_resident_fit")};
+  tt_strings v[3], q[3];
+  tabcl_strings_view vv[3], qv[3];
+  for (int c = 0; c < 3; c++) {
+    tt_strings_init(&v[c], c == 0);
+    if (c == 0) random_vocab(&r, &v[c], 400, 60, 1);
+    if (c == 2) random_vocab(&r, &v[c], 150, 3000, 0);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 3);
+    random_queries(&r, &vv[c], &q[c], c == 1 ? 50 : 600, c == 2 ? 3000 : 60);
+    qv[c] = tt_view(&q[c]);
+  }
+  tabcl_strings_cl dv[3];
+  for (int c = 0; c < 3; c++) dv[c] = c == 1 ? (tabcl_strings_cl){0} : to_device(ctx, &vv[c], c);
+  for (int o = 0; o < 2; o++) {
+    const tabcl_code_order order = (tabcl_code_order)o;
+    tabcl_category_index *host = NULL, *dev = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 3, vv, order, &host));
+    cl_event done = NULL;
+    if (o == 0) {
+      /* column 0's offsets hold garbage until the gate opens */
+      int64_t *garbage = malloc(((size_t)vv[0].length + 1) * 8);
+      for (int64_t i = 0; i <= vv[0].length; i++) garbage[i] = 7 * (vv[0].length - i) + 3;
+      cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), dv[0].offsets, CL_TRUE, 0,
+                                        ((size_t)vv[0].length + 1) * 8, garbage, 0, NULL, NULL),
+                   CL_SUCCESS);
+      free(garbage);
+      int64_t *real = malloc(((size_t)vv[0].length + 1) * 8);
+      for (int64_t i = 0; i <= vv[0].length; i++) real[i] = vv[0].offsets[i] - vv[0].offsets[0];
+      cl_int err;
+      fit_gate g = {clCreateCommandQueue(tabcl_context_cl_context(ctx),
+                                         tabcl_context_cl_device(ctx), 0, &err),
+                    dv[0].offsets, real, ((size_t)vv[0].length + 1) * 8,
+                    clCreateUserEvent(tabcl_context_cl_context(ctx), &err), 0};
+      cr_assert_eq(err, CL_SUCCESS);
+      pthread_t t;
+      cr_assert_eq(pthread_create(&t, NULL, open_gate, &g), 0);
+      tabcl_status st = tabcl_category_index_fit_cl(ctx, 3, dv, order, 1, &g.gate, &done, &dev);
+      int opened = g.opened;
+      pthread_join(t, NULL);
+      cr_assert_eq(st, TABCL_OK, "fit_cl: %s", tabcl_last_error());
+      cr_expect(opened, "fit_cl returned before its wait list completed");
+      clReleaseEvent(g.gate);
+      clReleaseCommandQueue(g.q);
+      free(real);
+      cr_assert_not_null(done);
+      cr_expect_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+      clReleaseEvent(done);
+    } else {
+      tt_assert_ok(tabcl_category_index_fit_cl(ctx, 3, dv, order, 0, NULL, NULL, &dev));
+    }
+    cat_expect_lookup(dev, 3, vv, order, qv, o ? "fit_cl by value" : "fit_cl by position");
+    char *dir = tt_temp_dir("fit_cl"), ph[4096], pd[4096];
+    snprintf(ph, sizeof ph, "%s/fit_host.idx", dir);
+    snprintf(pd, sizeof pd, "%s/fit_dev.idx", dir);
+    tt_assert_ok(tabcl_category_index_save(host, ph));
+    tt_assert_ok(tabcl_category_index_save(dev, pd));
+    size_t nh, nd;
+    uint8_t *fh = slurp(ph, &nh), *fd = slurp(pd, &nd);
+    cr_expect(nh == nd && memcmp(fh, fd, nh) == 0, "order %d: saved files differ (%zu, %zu bytes)",
+              o, nh, nd);
+    free(fh);
+    free(fd);
+    tabcl_category_index *loaded = NULL;
+    tt_assert_ok(tabcl_category_index_load(ctx, pd, &loaded));
+    cat_expect_lookup(loaded, 3, vv, order, qv, "fit_cl, saved and loaded");
+    tabcl_category_index_destroy(loaded);
+    tt_remove_tree(dir);
+    free(dir);
+    tabcl_category_index_destroy(host);
+    tabcl_category_index_destroy(dev);
+  }
+  /* collisions kept: the host grouping reads the labels back from the device */
+  tabcl__context_set_hash_bits(ctx, 6);
+  for (int o = 0; o < 2; o++) {
+    tabcl_category_index *dev = NULL;
+    tt_assert_ok(tabcl_category_index_fit_cl(ctx, 3, dv, (tabcl_code_order)o, 0, NULL, NULL, &dev));
+    cr_expect(dev->collisions, "6-bit hashes of 550 labels collide under every seed");
+    cat_expect_lookup(dev, 3, vv, (tabcl_code_order)o, qv, "fit_cl with kept collisions");
+    tabcl_category_index_destroy(dev);
+  }
+  tabcl__context_set_hash_bits(ctx, 64);
+  /* bad columns: refused with the column named; *out stays as it was */
+  tabcl_category_index *untouched = (tabcl_category_index *)&r;
+  tabcl_strings_cl bad[3] = {dv[0], dv[1], dv[2]};
+  bad[2].bytes += 1;   /* offsets end below bytes */
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, bad, TABCL_CODES_BY_POSITION, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "column 2") != NULL, "%s", tabcl_last_error());
+  bad[2] = dv[2];
+  bad[2].bytes = 1 << 30;   /* more bytes than the buffer holds */
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, bad, TABCL_CODES_BY_POSITION, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  bad[2] = dv[2];
+  bad[0].offsets = NULL;
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, bad, TABCL_CODES_BY_POSITION, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "column 0") != NULL, "%s", tabcl_last_error());
+  bad[0] = dv[0];
+  /* decreasing offsets in the device buffer */
+  int64_t *off = malloc(((size_t)vv[0].length + 1) * 8);
+  for (int64_t i = 0; i <= vv[0].length; i++) off[i] = vv[0].offsets[i] - vv[0].offsets[0];
+  off[5] = off[4] - 1;   /* below its neighbour (and negative where off[4] is 0) */
+  cr_assert_eq(clEnqueueWriteBuffer(tabcl_context_cl_queue(ctx), dv[0].offsets, CL_TRUE, 0,
+                                    ((size_t)vv[0].length + 1) * 8, off, 0, NULL, NULL),
+               CL_SUCCESS);
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, dv, TABCL_CODES_BY_POSITION, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "column 0") != NULL, "%s", tabcl_last_error());
+  free(off);
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 0, dv, TABCL_CODES_BY_POSITION, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, dv, (tabcl_code_order)9, 0, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(tabcl_category_index_fit_cl(ctx, 3, dv, TABCL_CODES_BY_POSITION, 1, NULL, NULL,
+                                           &untouched), TABCL_INVALID_ARGUMENT);
+  cr_expect_eq(untouched, (tabcl_category_index *)&r, "a refused fit set *out");
+  for (int c = 0; c < 3; c++) {
+    if (c != 1) release_device(&dv[c]);
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
   tabcl_context_destroy(ctx);
 }
 

@@ -223,7 +223,7 @@ static void sweep_data_free(sweep_data *d) {
   }
 }
 
-enum { OP_FIT, OP_LOOKUP, OP_ALIGN, OP_LOOKUP_CL };
+enum { OP_FIT, OP_LOOKUP, OP_ALIGN, OP_LOOKUP_CL, OP_FIT_CL };
 
 static cl_mem device_copy(tabcl_context *ctx, const void *p, size_t n) {
   cl_int err;
@@ -248,25 +248,26 @@ static void sweep(int which, int op) {
   int32_t *codes[2] = {c0, c1};
   int32_t *in0 = malloc((size_t)n0 * 4);
   for (int i = 0; i < n0; i++) in0[i] = i % 7 - 1;
-  tabcl_dictionary_view dv[2] = {{d.qv[0], n0, in0}, {d.qv[1], 0, NULL}};
+  tabcl_dictionary_view dict[2] = {{d.qv[0], n0, in0}, {d.qv[1], 0, NULL}};
   /* the device-resident lookup's inputs: column 0 exactly sized (copied
      into a padded buffer by the call), column 1 padded */
-  tabcl_strings_cl dq[2];
+  tabcl_strings_cl dq[2], dv[2];
   cl_mem dcodes[2];
-  for (int c = 0; c < 2; c++) {
-    const tabcl_strings_view *v = &d.qv[c];
+  for (int c = 0; c < 4; c++) {
+    const tabcl_strings_view *v = c < 2 ? &d.qv[c] : &d.vv[c - 2];
     int64_t bytes = v->offsets[v->length] - v->offsets[0];
     int64_t *off = malloc((size_t)(v->length + 1) * 8);
     for (int64_t i = 0; i <= v->length; i++) off[i] = v->offsets[i] - v->offsets[0];
-    size_t cap = c ? (size_t)(bytes + 7) / 8 * 8 + 8 : (size_t)bytes;
+    size_t cap = c % 2 ? (size_t)(bytes + 7) / 8 * 8 + 8 : (size_t)bytes;
     uint8_t *data = calloc(cap + 1, 1);
     memcpy(data, v->data + v->offsets[0], (size_t)bytes);
-    dq[c] = (tabcl_strings_cl){v->length, bytes, device_copy(ctx, data, cap),
+    /* c 2 and 3: the vocabularies, for the fit from the device */
+    (c < 2 ? dq : dv)[c % 2] = (tabcl_strings_cl){v->length, bytes, device_copy(ctx, data, cap),
                                device_copy(ctx, off, (size_t)(v->length + 1) * 8),
                                v->validity ? device_copy(ctx, v->validity, (size_t)(v->length + 7) / 8)
                                            : NULL,
                                0};
-    dcodes[c] = device_copy(ctx, NULL, (size_t)v->length * 4);
+    if (c < 2) dcodes[c] = device_copy(ctx, NULL, (size_t)v->length * 4);
     free(off);
     free(data);
   }
@@ -279,8 +280,17 @@ static void sweep(int which, int op) {
     tabcl_status s;
     if (op == OP_FIT) s = tabcl_category_index_fit(ctx, 2, d.vv, TABCL_CODES_BY_VALUE, &fitted);
     else if (op == OP_LOOKUP) s = tabcl_category_index_lookup(idx, 2, d.qv, codes);
-    else if (op == OP_ALIGN) s = tabcl_category_index_align(idx, 2, dv, codes);
-    else {
+    else if (op == OP_ALIGN) s = tabcl_category_index_align(idx, 2, dict, codes);
+    else if (op == OP_FIT_CL) {
+      cl_event ev = NULL;
+      s = tabcl_category_index_fit_cl(ctx, 2, dv, TABCL_CODES_BY_VALUE, 0, NULL, &ev, &fitted);
+      if (s == TABCL_OK) {
+        clWaitForEvents(1, &ev);
+        clReleaseEvent(ev);
+      } else {
+        cr_expect_null(ev, "failure %ld handed out an event", n);
+      }
+    } else {
       cl_event ev = NULL;
       s = tabcl_category_index_lookup_cl(idx, 2, dq, dcodes, 0, NULL, &ev);
       if (s == TABCL_OK) {
@@ -295,17 +305,22 @@ static void sweep(int which, int op) {
     tabcl__fault_reset();
     if (!fired) {
       cr_expect_eq(s, TABCL_OK, "no fault, yet %s: %s", tabcl_status_name(s), tabcl_last_error());
-      if (op == OP_FIT && s == TABCL_OK) tabcl_category_index_destroy(fitted);
+      if ((op == OP_FIT || op == OP_FIT_CL) && s == TABCL_OK) {
+        /* the fault-free fit is right */
+        cat_expect_lookup(fitted, 2, d.vv, TABCL_CODES_BY_VALUE, d.qv, "the last fit");
+        tabcl_category_index_destroy(fitted);
+      }
       cr_log_info("%s sweep of op %d: %ld points", which ? "OpenCL" : "alloc", op, n - 1);
       break;
     }
     cr_expect_neq(s, TABCL_OK, "%s failure %ld in op %d was swallowed", which ? "OpenCL" : "alloc", n, op);
     if (s == TABCL_OK) {
-      if (op == OP_FIT) tabcl_category_index_destroy(fitted);
+      if (op == OP_FIT || op == OP_FIT_CL) tabcl_category_index_destroy(fitted);
       break;
     }
     cr_expect_neq(strlen(tabcl_last_error()), 0, "failure %ld gave no message", n);
-    if (op == OP_FIT) cr_expect_eq(fitted, (tabcl_category_index *)&base, "failure %ld changed *out", n);
+    if (op == OP_FIT || op == OP_FIT_CL)
+      cr_expect_eq(fitted, (tabcl_category_index *)&base, "failure %ld changed *out", n);
     else if (op != OP_LOOKUP_CL)
       cr_expect(poisoned(c0, n0) && poisoned(c1, n1), "failure %ld wrote codes", n);
     tt_expect_no_leak(base);
@@ -332,6 +347,9 @@ static void sweep(int which, int op) {
     clReleaseMemObject(dq[c].data);
     clReleaseMemObject(dq[c].offsets);
     if (dq[c].validity) clReleaseMemObject(dq[c].validity);
+    clReleaseMemObject(dv[c].data);
+    clReleaseMemObject(dv[c].offsets);
+    if (dv[c].validity) clReleaseMemObject(dv[c].validity);
     clReleaseMemObject(dcodes[c]);
   }
   tabcl_category_index_destroy(idx);
@@ -350,4 +368,6 @@ Test(catindex_faults, align_host_allocations) { sweep(0, OP_ALIGN); }
 Test(catindex_faults, align_opencl_calls) { sweep(1, OP_ALIGN); }
 Test(catindex_faults, device_lookup_host_allocations) { sweep(0, OP_LOOKUP_CL); }
 Test(catindex_faults, device_lookup_opencl_calls) { sweep(1, OP_LOOKUP_CL); }
+Test(catindex_faults, device_fit_host_allocations) { sweep(0, OP_FIT_CL); }
+Test(catindex_faults, device_fit_opencl_calls) { sweep(1, OP_FIT_CL); }
 #endif

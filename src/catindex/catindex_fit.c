@@ -319,7 +319,7 @@ static tabcl_status host_bytes(tabcl_category_index *idx, const fit_source *src,
     tabcl_status st =
         s->hdata ? tabcl__download(idx->ctx, idx->vdata, 0, (size_t)idx->data_bytes, s->hdata)
                  : tabcl__fail(TABCL_OUT_OF_MEMORY,
-                               "fit: out of host memory to read back %lld label bytes",
+                               "fit: out of host memory for a host copy of %lld label bytes",
                                (long long)idx->data_bytes);
     if (st) {
       tabcl__free((void *)hb);
@@ -482,7 +482,7 @@ static tabcl_status rank_by_value(const tabcl__catcol *col, const uint8_t *bytes
   if (!order || !rank) {
     tabcl__free(order);
     tabcl__free(rank);
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory to rank %lld labels",
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for the ranks of %lld labels",
                        (long long)count);
   }
   memcpy(order, code, (size_t)count * sizeof *order);

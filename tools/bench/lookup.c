@@ -353,6 +353,49 @@ static tabcl_status tune(tabcl_context *ctx, const bench_args *a, tabcl_category
   return s;
 }
 
+/* The vocabularies on the device, for tabcl_category_index_fit_cl. */
+static tabcl_status upload_vocab(tabcl_context *ctx, const lk_case *k, int ncols,
+                                 const lk_col *cols, tabcl_strings_cl *v) {
+  memset(v, 0, 4 * sizeof *v);
+  tabcl_status s = TABCL_OK;
+  for (int c = 0; c < ncols && !s; c++) {
+    size_t bytes = (size_t)(k->v * k->len), padded = round8(bytes) + 8;
+    v[c].length = k->v;
+    v[c].bytes = (int64_t)bytes;
+    v[c].max_label = k->len;
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &v[c].data, "bench vocabulary");
+    if (!s) s = tabcl__fill_zero(ctx, v[c].data, padded);
+    if (!s) s = tabcl__write(ctx, v[c].data, 0, bytes, cols[c].vdata);
+    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                     (size_t)(k->v + 1) * 8, cols[c].voff, &v[c].offsets,
+                                     "bench vocabulary offsets");
+  }
+  return s;
+}
+
+/* Wall seconds of fit_cl from vocabularies on the device (median of reps),
+   its codes checked by a lookup against the host fit's in the caller. */
+static tabcl_status time_fit_cl(tabcl_context *ctx, const lk_case *k, int ncols,
+                                const lk_col *cols, int reps, double *sec) {
+  tabcl_strings_cl v[4];
+  tabcl_status s = upload_vocab(ctx, k, ncols, cols, v);
+  double t[64];
+  if (!s) s = tabcl__finish(ctx);
+  for (int r = 0; r < reps && !s; r++) {
+    tabcl_category_index *idx = NULL;
+    double t0 = bench_now();
+    s = tabcl_category_index_fit_cl(ctx, ncols, v, TABCL_CODES_BY_POSITION, 0, NULL, NULL, &idx);
+    t[r] = bench_now() - t0;
+    tabcl_category_index_destroy(idx);
+  }
+  if (!s) *sec = bench_median(t, reps);
+  for (int c = 0; c < 4; c++) {
+    tabcl__buffer_release(v[c].data);
+    tabcl__buffer_release(v[c].offsets);
+  }
+  return s;
+}
+
 static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, double copy_bw) {
   int ncols = !strcmp(k->variant, "cols4") ? 4 : 1;
   char name[128];
@@ -384,6 +427,8 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
     s = tabcl_category_index_fit(ctx, ncols, vv, TABCL_CODES_BY_POSITION, &idx);
     fit_t[r] = bench_now() - t0;
   }
+  double fit_cl_s = 0;
+  if (!s) s = time_fit_cl(ctx, k, ncols, cols, fit_reps, &fit_cl_s);
   lk_dev d;
   memset(&d, 0, sizeof d);
   if (!s) s = upload(ctx, k, ncols, cols, &d);
@@ -424,11 +469,12 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   double host_ms = bench_median(host_t, host_reps) * 1e3;
   int64_t peak = tabcl__tools_lookup_peak_bytes(ncols, qv);
   const int64_t index_bytes = tabcl__tools_index_device_bytes(idx);
-  /* fit: the uploads, hashes and sort pairs, and the index it builds (the
-     sort's own scratch aside) */
+  /* fit: the index it builds (its labels and entry tables are the fit's
+     own buffers), and the scratch beside them: a hash, a slot, a sorted
+     pair and an offset per label, a count per 64 pairs (the sort's own
+     scratch aside; catindex_fit.c) */
   int64_t fit_peak = index_bytes;
-  for (int c = 0; c < ncols; c++)
-    fit_peak += (int64_t)round8((size_t)(k->v * k->len)) + 8 + (k->v + 1) * 8 + k->v * 24;
+  for (int c = 0; c < ncols; c++) fit_peak += k->v * (8 + 4 + 12) + (k->v + 1) * 8 + k->v / 8;
   /* the least a lookup moves: query bytes and offsets once, each found
      label's bytes once, a code per row */
   double found = 0;
@@ -439,16 +485,27 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   /* the host call's own bound: its query bytes and offsets up, its codes
      down, at the pinned rates measured in this run (issue 16) */
   bench_link link;
-  double link_ms = 0;
-  if (!bench_link_bandwidth(ctx, a->quick, &link) && link.h2d_pinned > 0 && link.d2h_pinned > 0)
+  double link_ms = 0, fit_link_ms = 0;
+  if (!bench_link_bandwidth(ctx, a->quick, &link) && link.h2d_pinned > 0 && link.d2h_pinned > 0) {
     link_ms = ((double)ncols * k->q * (k->len + 8) / link.h2d_pinned +
                (double)ncols * k->q * 4 / link.d2h_pinned) * 1e3;
-  printf("| %s | %d | %.1f | %.3f | %.3f | %.2f | %.3f | %.3f | %.1f | %.1f | %.1f | %s |\n", name,
-         ncols, fit_ms, look_ms, wall_ms, host_ms, link_ms, bound_ms, (double)peak / 1048576.0,
+    /* a fit's: its label bytes and offsets up */
+    fit_link_ms = (double)ncols * k->v * (k->len + 8) / link.h2d_pinned * 1e3;
+  }
+  const double fit_cl_ms = fit_cl_s * 1e3;
+  printf("| %s | %d | %.2f | %.3f | %.3f | %.3f | %.3f | %.2f | %.3f | %.3f | %.1f | %.1f | %.1f "
+         "| %s |\n", name, ncols, fit_ms, fit_link_ms, fit_cl_ms, look_ms, wall_ms, host_ms,
+         link_ms, bound_ms, (double)peak / 1048576.0,
          (double)fit_peak / 1048576.0, (double)index_bytes / 1048576.0,
          wrong ? "**WRONG**" : "ok");
   fflush(stdout);
   bench_record(a, "lookup", name, "fit_ms", fit_ms, "ms");
+  bench_record(a, "lookup", name, "fit_cl_ms", fit_cl_ms, "ms");
+  if (fit_link_ms > 0) {
+    bench_record(a, "lookup", name, "fit_link_bound_ms", fit_link_ms, "ms");
+    bench_record(a, "lookup", name, "fit_vs_link_bound", fit_ms / fit_link_ms, "x");
+  }
+  bench_record(a, "lookup", name, "fit_peak_vs_index", (double)fit_peak / (double)index_bytes, "x");
   bench_record(a, "lookup", name, "lookup_ms", look_ms, "ms");
   bench_record(a, "lookup", name, "lookup_wall_ms", wall_ms, "ms");
   bench_record(a, "lookup", name, "host_lookup_ms", host_ms, "ms");
@@ -519,15 +576,18 @@ int bench_lookup(tabcl_context *ctx, const bench_args *a) {
     tabcl_category_index_destroy(idx);
   }
   free_cols(cols, 1);
-  printf("Fit: wall time of tabcl_category_index_fit (BY_POSITION). Lookup: device time of "
+  printf("Fit: wall time of tabcl_category_index_fit (BY_POSITION); fit link bound: its label "
+         "bytes and offsets at the pinned host-to-device rate; fit_cl: wall time of "
+         "tabcl_category_index_fit_cl from the same labels already on the device. Lookup: device time of "
          "tabcl_category_index_lookup_cl with the queries on the device (median of %d), its wall "
          "time, and the host call with upload and read-back. Link bound: the host call's query "
          "bytes and offsets up and codes down at the pinned transfer rates of tabcl-bench copy. "
          "Bound: the least bytes a lookup moves at the measured copy bandwidth (%.1f GB/s).\n\n",
          a->reps, bw * 1e-9);
-  printf("| case | cols | fit ms | lookup ms | lookup wall ms | host lookup ms | link bound ms | "
-         "bound ms | lookup peak MiB | fit peak MiB | index MiB | codes |\n");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("| case | cols | fit ms | fit link bound ms | fit_cl ms | lookup ms | lookup wall ms | "
+         "host lookup ms | link bound ms | bound ms | lookup peak MiB | fit peak MiB | index MiB | "
+         "codes |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < n; i++) bad |= one_case(ctx, a, &cases[i], bw);
   if (ntune) {
     printf("\nLookup device ms by kernel choice (queries on the device): one work-item per row, "
