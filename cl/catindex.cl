@@ -57,14 +57,15 @@ inline int cat_bytes_equal(__global const ulong *A, long a, __global const ulong
 // offs are the column's offsets into vdata (shifted by the column's first
 // byte); its labels are slots label_base + i.
 
-// The column's present slots (slots[first ..]) paired with their hashes,
-// from pair 0, for the sort.
+// The column's present slots paired with their hashes, from pair 0, for
+// the sort: slots[first ..] where the column has nulls, else (dense) the
+// column's slots base, base + 1, ... themselves.
 __kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint *slots,
                                  __global ulong *keys, __global uint *vals, long first, long from,
-                                 long n) {
+                                 long n, uint base, int dense) {
   long j = from + (long)get_global_id(0);
   if (j >= n) return;
-  uint s = slots[first + j];
+  uint s = dense ? base + (uint)j : slots[first + j];
   keys[j] = hash[s];
   vals[j] = s;
 }

@@ -172,8 +172,11 @@ typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
   cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes, ranges, flag;
   cl_kernel kpairs, kcollide, kcount, kscan, kentries;
-  uint32_t *hslots;          /* present slots, ascending */
-  int64_t *seg;              /* ncols + 1: each column's first present slot in hslots */
+  uint32_t *hslots;          /* the present slots of the columns with nulls, ascending */
+  int64_t *seg;              /* ncols + 1: each column's first pair, counted over all columns */
+  int64_t *sfirst;           /* ncols: a column's first slot in hslots; -1: dense (no
+                                nulls), its pairs are its slots in order */
+  int64_t *longest;          /* ncols: each column's longest label in bytes */
   int64_t npairs;
   const uint8_t **hb;        /* the host bytes of each column's label 0, once asked for */
   uint8_t *hdata;            /* vdata read back for that (device sources only) */
@@ -193,6 +196,8 @@ static void scratch_free(fit_scratch *s, int ncols) {
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
   tabcl__free(s->hslots);
   tabcl__free(s->seg);
+  tabcl__free(s->sfirst);
+  tabcl__free(s->longest);
   tabcl__free((void *)s->hb);
   tabcl__free(s->hdata);
   tabcl__free(s->pk);
@@ -218,42 +223,53 @@ static tabcl_status column_offsets(tabcl_category_index *idx, int c, int64_t *tm
 static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *src,
                                  fit_scratch *s, const char *fn) {
   tabcl_context *ctx = idx->ctx;
-  int64_t np = 0, longest_col = 0, longest_pairs = 0, longest_label = 0;
+  int64_t np = 0, longest_col = 0, longest_pairs = 0, longest_label = 0, sparse = 0;
+  s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
+  s->sfirst = tabcl__malloc((size_t)idx->ncols * sizeof *s->sfirst);
+  s->longest = tabcl__calloc((size_t)idx->ncols, sizeof *s->longest);
+  s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
+  if (!s->seg || !s->sfirst || !s->longest || !s->dev)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       idx->ncols);
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
-    int64_t here = 0;
+    int64_t here = 0, most = 0;
     if (col->length > longest_col) longest_col = col->length;
     if (!col->validity) here = col->length;
     else
       for (int64_t i = 0; i < col->length; i++) here += present(col, i);
-    for (int64_t i = 0; i < col->length; i++) {
-      int64_t n = col->offsets[i + 1] - col->offsets[i];
-      if (n > longest_label) longest_label = n;
-    }
+    const int64_t *o = col->offsets;
+    for (int64_t i = 0; i < col->length; i++)
+      if (o[i + 1] - o[i] > most) most = o[i + 1] - o[i];
+    s->longest[c] = most;
+    if (most > longest_label) longest_label = most;
+    s->seg[c] = np;
+    s->sfirst[c] = here == col->length ? -1 : sparse;
+    if (here != col->length) sparse += here;
     np += here;
     if (here > longest_pairs) longest_pairs = here;
   }
+  s->seg[idx->ncols] = np;
   s->npairs = np;
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, longest_pairs,
                        longest_label, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
-  s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
-  s->hslots = tabcl__malloc(n1 * sizeof *s->hslots);
-  s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
-  if (!s->dev || !s->hslots || !s->seg)
+  /* only the columns with nulls list their slots */
+  s->hslots = tabcl__malloc((sparse ? (size_t)sparse : 1) * sizeof *s->hslots);
+  if (!s->hslots)
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "%s: out of host memory for the slot list of %zu labels", fn, n1);
+                       "%s: out of host memory for the slot list of %lld labels", fn,
+                       (long long)sparse);
   int64_t j = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
-    s->seg[c] = j;
+    if (s->sfirst[c] < 0) continue;
     uint32_t base = (uint32_t)col->label_base;
     for (int64_t i = 0; i < col->length; i++)
       if (present(col, i)) s->hslots[j++] = base + (uint32_t)i;
   }
-  s->seg[idx->ncols] = j;
   tabcl_status st;
   if ((st = upload_labels(idx, src, p->vdata_bytes))) return st;
   int64_t *tmp = NULL;
@@ -271,10 +287,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     d->length = col->length;
     /* offsets reach to this column's end in vdata; the hash reads nothing past it */
     d->bytes = col->data_base + col->offsets[col->length];
-    for (int64_t i = 0; i < col->length; i++) {
-      int64_t n = col->offsets[i + 1] - col->offsets[i];
-      if (n > d->max_label) d->max_label = n;
-    }
+    d->max_label = s->longest[c];
     d->data = idx->vdata;
     st = column_offsets(idx, c, tmp, &d->offsets);
   }
@@ -282,8 +295,9 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
   if (st) return st;
   const cl_mem_flags rw = CL_MEM_READ_WRITE;
   if ((st = tabcl__buffer_create(ctx, rw, (size_t)p->hash_bytes, NULL, &s->hash, "fit hashes")) ||
-      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)p->slot_bytes, s->hslots,
-                                      &s->slots, "fit slots")) ||
+      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
+                                      (sparse ? (size_t)sparse : 1) * sizeof *s->hslots,
+                                      s->hslots, &s->slots, "fit slots")) ||
       (st = tabcl__buffer_create(ctx, rw, (size_t)p->key_bytes, NULL, &s->keys, "fit keys")) ||
       (st = tabcl__buffer_create(ctx, rw, (size_t)p->val_bytes, NULL, &s->vals, "fit values")) ||
       (st = tabcl__buffer_create(ctx, rw, (size_t)p->run_bytes, NULL, &s->counts,
@@ -389,10 +403,13 @@ static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int 
   if (!n) return TABCL_OK;
   tabcl_status st = tabcl__hash_column(ctx, &s->dev[c], c, seed, idx->mask, s->hash,
                                        (size_t)idx->cols[c].label_base, 0, NULL, NULL);
+  const cl_long sfirst = s->sfirst[c] < 0 ? 0 : s->sfirst[c];
+  const cl_uint base = (cl_uint)idx->cols[c].label_base;
+  const cl_int dense = s->sfirst[c] < 0;
   if (!st)
     st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(s->slots),
-                        TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(first),
-                        TABCL_ARG(first), TABCL_ARG(n));
+                        TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(sfirst),
+                        TABCL_ARG(first), TABCL_ARG(n), TABCL_ARG(base), TABCL_ARG(dense));
   if (!st)
     st = launch_sliced(ctx, s->kpairs, "catindex_fit_pairs", p->pairs_wg, n, p->pairs_step, 1, 5);
   if (!st) st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL);
