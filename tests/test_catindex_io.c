@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,6 +250,37 @@ static void put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Format 2's checksum against one computed here with libxxhash, block by
+   block in order, on sizes around whole blocks and large enough that the
+   library spreads the blocks over threads (32 blocks and more). */
+Test(catindex_io, block_checksum_matches_libxxhash) {
+  const size_t mib = (size_t)1 << 20, sizes[] = {0, 1, mib - 1, mib, mib + 1, 33 * mib + 77,
+                                                 64 * mib};
+  uint8_t *p = malloc(64 * mib);
+  cr_assert(p);
+  tt_rng r = {tt_seed("catindex_io/block_checksum_matches_libxxhash")};
+  for (size_t i = 0; i < 64 * mib; i += 8) {
+    uint64_t x = tt_next(&r);
+    memcpy(p + i, &x, 8);
+  }
+  const uint64_t seed = 0x7461626c63696478ULL;   /* "tablcidx" */
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t n = sizes[k];
+    uint64_t h = seed, b = 0;
+    for (size_t at = 0; at < n; at += mib, b++) {
+      uint64_t d = XXH3_64bits_withSeed(p + at, n - at < mib ? n - at : mib, seed + b);
+      uint8_t le[8];
+      for (int i = 0; i < 8; i++) le[i] = (uint8_t)(d >> (8 * i));
+      h = XXH3_64bits_withSeed(le, 8, h);
+    }
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    h = XXH3_64bits_withSeed(le, 8, h);
+    cr_expect_eq(tabcl__catindex_file_checksum(2, p, n), h, "%zu bytes", n);
+  }
+  free(p);
+}
+
 typedef struct crafted {
   uint8_t b[512];
   size_t n;
@@ -274,7 +306,7 @@ static crafted craft(uint32_t version, uint32_t order, uint32_t ncols, uint32_t 
   for (size_t i = 0; i < data; i++) c.b[at++] = (uint8_t)('a' + i);
   if (hasv) c.b[at++] = 0x03;
   at += trailing;
-  put64(c.b + at, tabcl__catindex_file_checksum(c.b, at));
+  put64(c.b + at, tabcl__catindex_file_checksum(version, c.b, at));
   c.n = at + 8;
   return c;
 }
@@ -293,6 +325,14 @@ Test(catindex_io, consistent_checksum_bad_contents) {
   tt_assert_ok(tabcl_category_index_load(ctx, path, &idx));
   cr_expect_eq(tabcl_category_index_codes(idx, 0), 2);
   tabcl_category_index_destroy(idx);
+  /* the written format, 2, too; and neither checksum passes for the other */
+  c = craft(2, 0, 1, 0, 2, 3, 0, ok_off, 3, 3, 0);
+  spit(path, c.b, c.n);
+  tt_assert_ok(tabcl_category_index_load(ctx, path, &idx));
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), 2);
+  tabcl_category_index_destroy(idx);
+  cr_expect_neq(tabcl__catindex_file_checksum(1, c.b, c.n - 8),
+                tabcl__catindex_file_checksum(2, c.b, c.n - 8), "the two formats' checksums agree");
   c = craft(1, 1, 1, 0, 2, 3, 1, ok_off, 3, 3, 0);
   spit(path, c.b, c.n);
   tt_assert_ok(tabcl_category_index_load(ctx, path, &idx));
@@ -300,7 +340,8 @@ Test(catindex_io, consistent_checksum_bad_contents) {
 
   static const uint64_t dec[3] = {0, 3, 2}, nonzero[3] = {1, 2, 3}, past[3] = {0, 2, 4};
   struct { crafted c; const char *what; } cases[] = {
-      {craft(2, 0, 1, 0, 2, 3, 0, ok_off, 3, 3, 0), "version 2"},
+      {craft(3, 0, 1, 0, 2, 3, 0, ok_off, 3, 3, 0), "version 3"},
+      {craft(2, 2, 1, 0, 2, 3, 0, ok_off, 3, 3, 0), "order 2 (format 2)"},
       {craft(1, 2, 1, 0, 2, 3, 0, ok_off, 3, 3, 0), "order 2"},
       {craft(1, 0, 0, 0, 2, 3, 0, ok_off, 3, 3, 0), "zero columns"},
       {craft(1, 0, 2, 0, 2, 3, 0, ok_off, 3, 3, 0), "two columns announced, one present"},
@@ -319,9 +360,9 @@ Test(catindex_io, consistent_checksum_bad_contents) {
   };
   /* "validity missing": has_validity 1 but the byte is cut: rebuild it so */
   {
-    crafted *m = &cases[15].c;
+    crafted *m = &cases[16].c;
     m->n -= 9;   /* drop the validity byte and the checksum */
-    put64(m->b + m->n, tabcl__catindex_file_checksum(m->b, m->n));
+    put64(m->b + m->n, tabcl__catindex_file_checksum(1, m->b, m->n));
     m->n += 8;
   }
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -159,9 +159,10 @@ void tabcl__align_plan_make(const tabcl__target *t, int ncols, int64_t rows, int
                             tabcl__align_plan *p);
 void tabcl__align_plan_print(const tabcl__align_plan *p, char *buf, size_t cap);
 
-/* The checksum a saved index ends with, over the n bytes before it (tests
-   use it to build files whose checksum holds but whose contents do not). */
-uint64_t tabcl__catindex_file_checksum(const uint8_t *p, size_t n);
+/* The checksum a saved index of format `version` (1 or 2) ends with, over
+   the n bytes before it (tests use it to build files whose checksum holds
+   but whose contents do not). */
+uint64_t tabcl__catindex_file_checksum(uint32_t version, const uint8_t *p, size_t n);
 
 /* Device memory a host lookup of these queries allocates itself (its
    uploads, hashes and codes; the hash kernels' small work lists aside). */
