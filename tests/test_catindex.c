@@ -956,6 +956,46 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
   tabcl_context_destroy(ctx);
 }
 
+/* A fit past 64 MiB of labels on a device that shares host memory keeps
+   them in memory of the index's own (catindex_fit.c); elsewhere the plain
+   upload. Either way lookups, align and save see the same labels, and the
+   index's destruction gives the memory back (no leak, checked by the
+   sanitizer runs). */
+Test(catindex, large_fit_in_its_own_memory) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/large_fit_in_its_own_memory")};
+  tt_strings v, q;
+  tt_strings_init(&v, 5);
+  tt_strings_init(&q, 0);
+  enum { N = 1100, LEN = 64000 };
+  uint8_t *buf = malloc(LEN);
+  cr_assert(buf);
+  for (int i = 0; i < N; i++) {
+    size_t n = LEN - (size_t)tt_below(&r, 64);
+    for (size_t k = 0; k < n; k++) buf[k] = (uint8_t)tt_below(&r, 256);
+    tt_strings_push(&v, buf, n);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  for (int i = 0; i < 200; i++) {
+    int64_t j = (int64_t)tt_below(&r, N);
+    size_t n = (size_t)(vv.offsets[j + 1] - vv.offsets[j]);
+    memcpy(buf, vv.data + vv.offsets[j], n);
+    if (i % 4 == 3) buf[tt_below(&r, n)] ^= 0x20;   /* one byte off: unknown */
+    tt_strings_push(&q, buf, n);
+  }
+  free(buf);
+  tabcl_strings_view qv = tt_view(&q);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  cr_expect_eq(idx->vhost != NULL, !tabcl__upload_staged(ctx),
+               "own memory where uploads map (%p)", idx->vhost);
+  cat_expect_lookup(idx, 1, &vv, TABCL_CODES_BY_POSITION, &qv, "labels in the index's memory");
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
 /* Reads a whole file (the saved indexes are compared byte for byte). */
 static uint8_t *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");

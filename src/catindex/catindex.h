@@ -38,6 +38,9 @@ struct tabcl_category_index {
   cl_mem ecodes;        /* int[entries] */
   cl_mem ranges;        /* long[ncols + 1] */
   cl_mem vdata;         /* uchar[data_bytes] */
+  void *vhost;          /* vdata's own memory where the fit made it (CPU devices,
+                           large fits: catindex_fit.c), unmapped after vdata; or NULL */
+  size_t vhost_bytes;
   int64_t device_bytes; /* sum of the sizes above */
 };
 

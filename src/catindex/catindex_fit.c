@@ -5,8 +5,11 @@
  * runs on the host: the BY_VALUE ranking of the distinct labels, and the
  * rare fallback where no seed within the bound separates every label (the
  * colliding groups are then kept, built on the host as before). */
+/* MAP_ANONYMOUS and MAP_POPULATE (labels_in_own_memory) are outside POSIX 2008 */
+#define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "catindex/catindex.h"
 #include "tabcl/tabcl_cl.h"
@@ -41,7 +44,14 @@ void tabcl_category_index_destroy(tabcl_category_index *idx) {
   tabcl__buffer_release(idx->spans);
   tabcl__buffer_release(idx->ecodes);
   tabcl__buffer_release(idx->ranges);
-  tabcl__buffer_release(idx->vdata);
+  if (idx->vhost) {
+    /* the device may read vdata's memory until its last command is done */
+    (void)tabcl__finish(idx->ctx);
+    tabcl__buffer_release(idx->vdata);
+    munmap(idx->vhost, idx->vhost_bytes);
+  } else {
+    tabcl__buffer_release(idx->vdata);
+  }
   tabcl__free(idx);
 }
 
@@ -140,13 +150,51 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
   }
 }
 
+/* From this many label bytes a fit on a device that shares the host's
+   memory gives vdata memory of its own, faulted in up front. */
+#define FIT_HOST_MEMORY_MIN ((uint64_t)64 << 20)
+
+/* On a CPU device vdata's bytes are host memory either way, and a large
+   fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
+   to fill into a mapped buffer on the 2-core development VM, where one call
+   that faults every page in first (MAP_POPULATE) and a copy took 0.5 s
+   (bench/RESULTS.md). So the index maps its own memory, fills it and hands
+   it to the device (CL_MEM_USE_HOST_PTR). Where that is not possible it
+   returns 0 and the plain path runs. */
+static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src,
+                                uint64_t padded, tabcl_status *st) {
+#ifdef MAP_POPULATE
+  tabcl_context *ctx = idx->ctx;
+  if (src->dev || padded < FIT_HOST_MEMORY_MIN || tabcl__upload_staged(ctx)) return 0;
+  void *h = mmap(NULL, (size_t)padded, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (h == MAP_FAILED) return 0;
+  const label_fill f = {idx, src->v};
+  tabcl__fill_parallel(ctx, fill_labels, h, 0, (size_t)padded, &f);
+  *st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, (size_t)padded, h,
+                             &idx->vdata, "index bytes");
+  if (*st) {
+    munmap(h, (size_t)padded);
+    return 1;
+  }
+  idx->vhost = h;
+  idx->vhost_bytes = (size_t)padded;
+  return 1;
+#else
+  (void)idx, (void)src, (void)padded, (void)st;
+  return 0;
+#endif
+}
+
 /* vdata from the source: one upload of the host bytes (staged and threaded
    where the context stages uploads), or a device copy per column. */
 static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *src,
                                   uint64_t padded) {
   tabcl_context *ctx = idx->ctx;
-  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)padded, NULL,
-                                         &idx->vdata, "index bytes");
+  tabcl_status st = TABCL_OK;
+  if (labels_in_own_memory(idx, src, padded, &st)) return st;
+  st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)padded, NULL, &idx->vdata,
+                            "index bytes");
   if (st) return st;
   if (!src->dev) {
     const label_fill f = {idx, src->v};
