@@ -252,7 +252,7 @@ static void put32(uint8_t *p, uint32_t v) {
 
 /* Format 2's checksum against one computed here with libxxhash, block by
    block in order, on sizes around whole blocks and large enough that the
-   library spreads the blocks over threads (32 blocks and more). */
+   library spreads the blocks over threads (8 blocks and more on two cores). */
 Test(catindex_io, block_checksum_matches_libxxhash) {
   const size_t mib = (size_t)1 << 20, sizes[] = {0, 1, mib - 1, mib, mib + 1, 33 * mib + 77,
                                                  64 * mib};

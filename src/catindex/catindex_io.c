@@ -63,7 +63,7 @@ static void *digest_run(void *arg) {
 }
 
 /* Blocks a thread takes at least: below this a thread is not worth it. */
-#define DIGEST_BLOCKS_MIN 16
+#define DIGEST_BLOCKS_MIN 4
 #define DIGEST_THREADS_MAX 16
 
 static uint64_t checksum_v2(const uint8_t *p, size_t n) {
