@@ -109,11 +109,13 @@ __kernel void catindex_fit_count(__global const ulong *keys, long n, long run, l
   counts[r] = c;
 }
 
-// One work-group: counts[0 .. runs) become each run's first entry, counted
-// from ranges[col]; ranges[col + 1] gets the column's end. Each lane sums a
-// stretch of runs, lane 0 adds up the lanes, each lane writes its stretch.
-__kernel void catindex_fit_scan(__global long *counts, long runs, __global long *ranges, int col,
-                                __local long *part) {
+// One work-group: counts[0 .. runs) become each run's first entry,
+// counted from base (the column's first pair: its entries are written
+// where its pairs would start); totals[col] gets the column's entries. Each
+// lane sums a stretch of runs, lane 0 adds up the lanes, each lane writes
+// its stretch. Nothing is read that an earlier column wrote.
+__kernel void catindex_fit_scan(__global long *counts, long runs, long base,
+                                __global long *totals, int col, __local long *part) {
   uint lanes = (uint)get_local_size(0), l = (uint)get_local_id(0);
   long per = (runs + lanes - 1) / lanes, lo = min((long)l * per, runs), hi = min(lo + per, runs);
   long s = 0;
@@ -121,13 +123,13 @@ __kernel void catindex_fit_scan(__global long *counts, long runs, __global long 
   part[l] = s;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (l == 0) {
-    long acc = ranges[col];
+    long acc = base;
     for (uint i = 0; i < lanes; i++) {
       long t = part[i];
       part[i] = acc;
       acc += t;
     }
-    ranges[col + 1] = acc;
+    totals[col] = acc - base;
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   long acc = part[l];
@@ -151,12 +153,36 @@ __kernel void catindex_fit_entries(__global const ulong *keys, __global const ui
   long hi = min(lo + run, n), e = firsts[r];
   for (long j = lo; j < hi; j++) {
     if (!cat_fit_ends_run(keys, j, n)) continue;
-    long i = (long)(vals[j] - label_base), s = offs[i];
+    long i = (long)(vals[j] - label_base), s = offs[i], len = offs[i + 1] - s;
     ekeys[e] = keys[j];
-    espans[e] = (long2)(s, offs[i + 1] - s);
+    __global long *span = (__global long *)(espans + e);
+    span[0] = s;
+    span[1] = len;
     ecodes[e] = (int)i;
     e++;
   }
+}
+
+// Packs the entries of every column, written from the column's first pair
+// (seg[c]), to their places in the index's tables (from ranges[c]) where
+// duplicates left gaps: entry e of the tables is found by its column.
+__kernel void catindex_fit_pack(__global const ulong *ekeys, __global const long2 *espans,
+                                __global const int *ecodes, __global const long *seg,
+                                __global const long *ranges, int ncols, long from, long n,
+                                __global ulong *keys, __global long2 *spans,
+                                __global int *codes) {
+  long e = from + (long)get_global_id(0);
+  if (e >= n) return;
+  int lo = 0, hi = ncols;
+  while (hi - lo > 1) {
+    int mid = (lo + hi) >> 1;
+    if (ranges[mid] <= e) lo = mid;
+    else hi = mid;
+  }
+  long at = seg[lo] + (e - ranges[lo]);
+  keys[e] = ekeys[at];
+  spans[e] = espans[at];
+  codes[e] = ecodes[at];
 }
 
 // One launch serves up to four query columns (OpenCL 1.2 has no arrays of

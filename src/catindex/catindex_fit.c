@@ -218,7 +218,8 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
 
 typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
-  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes, ranges, flag;
+  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes, flag;
+  cl_mem totals;             /* long[ncols]: each column's entries, written by its scan */
   cl_kernel kpairs, kcollide, kcount, kscan, kentries;
   uint32_t *hslots;          /* the present slots of the columns with nulls, ascending */
   int64_t *seg;              /* ncols + 1: each column's first pair, counted over all columns */
@@ -238,7 +239,7 @@ static void scratch_free(fit_scratch *s, int ncols) {
     for (int c = 0; c < ncols; c++) tabcl__buffer_release(s->dev[c].offsets);
   tabcl__free(s->dev);
   const cl_mem m[] = {s->hash,  s->slots,  s->keys,   s->vals,   s->counts,
-                      s->ekeys, s->espans, s->ecodes, s->ranges, s->flag};
+                      s->ekeys, s->espans, s->ecodes, s->totals, s->flag};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) tabcl__buffer_release(m[i]);
   const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
@@ -353,8 +354,8 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
       (st = tabcl__buffer_create(ctx, rw, n1 * 8, NULL, &s->ekeys, "index keys")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 16, NULL, &s->espans, "index spans")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 4, NULL, &s->ecodes, "index codes")) ||
-      (st = tabcl__buffer_create(ctx, rw, ((size_t)idx->ncols + 1) * 8, NULL, &s->ranges,
-                                  "index ranges")) ||
+      (st = tabcl__buffer_create(ctx, rw, (size_t)idx->ncols * 8, NULL, &s->totals,
+                                  "fit column totals")) ||
       (st = tabcl__buffer_create(ctx, rw, sizeof(cl_int), NULL, &s->flag, "fit collision flag")))
     return st;
   const struct {
@@ -465,7 +466,8 @@ static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int 
 }
 
 /* One column of a seed try, all enqueued: its sorted pairs, the collision
-   flag, and its entries written from ranges[c] (ranges[c + 1] set). */
+   flag, and its entries written from entry seg[c] (where its pairs start;
+   totals[c] set). */
 static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c, uint64_t seed) {
   tabcl_context *ctx = idx->ctx;
   const tabcl__fit_plan *p = &s->plan;
@@ -490,11 +492,13 @@ static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c,
     if (!st)
       st = launch_sliced(ctx, s->kcount, "catindex_fit_count", p->run_wg, runs, p->run_step, 1, 3);
   }
-  /* the scan runs for an empty column too: it carries ranges[c] to c + 1 */
+  /* the scan runs for an empty column too: it sets totals[c] to 0 */
   size_t lanes = tabcl__wg_size(ctx, s->kscan, p->scan_lanes);
+  const cl_long first = s->seg[c];
   if (!st)
     st = TABCL_SET_ARGS(s->kscan, "catindex_fit_scan", TABCL_ARG(s->counts), TABCL_ARG(runs),
-                        TABCL_ARG(s->ranges), TABCL_ARG(col), TABCL_LOCAL(lanes * 8));
+                        TABCL_ARG(first), TABCL_ARG(s->totals), TABCL_ARG(col),
+                        TABCL_LOCAL(lanes * 8));
   if (!st) st = tabcl__launch(ctx, s->kscan, 1, &lanes, &lanes, 0, NULL, NULL, "catindex_fit_scan");
   if (!st && runs) {
     st = TABCL_SET_ARGS(s->kentries, "catindex_fit_entries", TABCL_ARG(s->keys),
@@ -514,9 +518,10 @@ static tabcl_status seed_try(tabcl_category_index *idx, fit_scratch *s, uint64_t
                              int *collided) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st;
-  if ((st = tabcl__fill_zero(ctx, s->flag, sizeof(cl_int))) ||
-      (st = tabcl__fill_zero(ctx, s->ranges, sizeof(cl_long))))
-    return st;
+  /* written from the host, not filled: oclgrind 21.10's check of
+     uninitialised reads does not see what clEnqueueFillBuffer wrote */
+  static const cl_int zero = 0;
+  if ((st = tabcl__write(ctx, s->flag, 0, sizeof zero, &zero))) return st;
   for (int c = 0; c < idx->ncols; c++)
     if ((st = column_try(idx, s, c, seed))) return st;
   cl_int flag = 0;
@@ -573,10 +578,10 @@ static tabcl_status rank_device_codes(tabcl_category_index *idx, const fit_sourc
   if (!code)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %lld codes",
                        (long long)ne);
-  st = tabcl__read(idx->ctx, s->ecodes, 0, (size_t)ne * 4, code);
+  st = tabcl__read(idx->ctx, idx->ecodes, 0, (size_t)ne * 4, code);
   for (int c = 0; c < idx->ncols && !st; c++)
     st = rank_by_value(&idx->cols[c], s->hb[c], code + range[c], range[c + 1] - range[c]);
-  if (!st) st = tabcl__write(idx->ctx, s->ecodes, 0, (size_t)ne * 4, code);
+  if (!st) st = tabcl__write(idx->ctx, idx->ecodes, 0, (size_t)ne * 4, code);
   tabcl__free(code);
   return st;
 }
@@ -691,52 +696,73 @@ done:
 
 /* ---- the index's tables --------------------------------------------------- */
 
-/* A table of exactly `bytes`: the scratch one itself where it is that size,
-   else a copy of its first bytes. */
-static tabcl_status take_table(tabcl_context *ctx, cl_mem *scratch, size_t bytes, size_t had,
-                               cl_mem *out, const char *what) {
-  if (bytes == had) {
-    *out = *scratch;
-    *scratch = NULL;
+/* The index's tables from the entries the device wrote: the scratch
+   tables themselves where every column's entries fill its pairs (nothing
+   to move), else packed by catindex_fit_pack into tables of their size. */
+static tabcl_status take_tables(tabcl_category_index *idx, fit_scratch *s, const int64_t *range,
+                                int whole) {
+  tabcl_context *ctx = idx->ctx;
+  const size_t nc = (size_t)idx->ncols, ne = (size_t)range[nc];
+  tabcl_status st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (nc + 1) * 8, range,
+                                              &idx->ranges, "index ranges");
+  if (st) return st;
+  if (whole) {
+    idx->keys = s->ekeys;
+    idx->spans = s->espans;
+    idx->ecodes = s->ecodes;
+    s->ekeys = s->espans = s->ecodes = NULL;
     return TABCL_OK;
   }
-  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, bytes, NULL, out, what);
-  if (st || !bytes) return st;
-  cl_int err = TABCL_CL(clEnqueueCopyBuffer(ctx->queue, *scratch, *out, 0, 0, bytes, 0, NULL, NULL));
-  return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueCopyBuffer", what);
+  /* written by the pack kernel, read-only to lookups after */
+  const cl_mem_flags rw = CL_MEM_READ_WRITE, ro = CL_MEM_READ_ONLY;
+  cl_mem seg = NULL;
+  cl_kernel k = NULL;
+  if ((st = tabcl__buffer_create(ctx, rw, ne * 8, NULL, &idx->keys, "index keys")) ||
+      (st = tabcl__buffer_create(ctx, rw, ne * 16, NULL, &idx->spans, "index spans")) ||
+      (st = tabcl__buffer_create(ctx, rw, ne * 4, NULL, &idx->ecodes, "index codes")) || !ne)
+    return st;
+  const cl_int ncols = idx->ncols;
+  const cl_long n = (cl_long)ne;
+  if (!(st = tabcl__buffer_create_from(ctx, ro, (nc + 1) * 8, s->seg, &seg, "fit column starts")) &&
+      !(st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_fit_pack", &k)) &&
+      !(st = TABCL_SET_ARGS(k, "catindex_fit_pack", TABCL_ARG(s->ekeys), TABCL_ARG(s->espans),
+                            TABCL_ARG(s->ecodes), TABCL_ARG(seg), TABCL_ARG(idx->ranges),
+                            TABCL_ARG(ncols), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(idx->keys),
+                            TABCL_ARG(idx->spans), TABCL_ARG(idx->ecodes))))
+    st = launch_sliced(ctx, k, "catindex_fit_pack", s->plan.pairs_wg, n, s->plan.pairs_step, 1,
+                       6);
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(seg);
+  return st;
 }
 
-/* After a try without collision: the entries the device wrote become the
-   index's tables; BY_VALUE codes are ranked first. */
+/* After a try without collision: the entries the device wrote (column c's
+   from its first pair) become the index's tables, packed where duplicates
+   left gaps; BY_VALUE codes are ranked then. */
 static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *src,
                                   fit_scratch *s) {
   tabcl_context *ctx = idx->ctx;
-  int64_t *range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *range);
+  const size_t nc = (size_t)idx->ncols;
+  int64_t *range = tabcl__malloc((2 * nc + 1) * sizeof *range);
   if (!range)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column ranges",
                        idx->ncols + 1);
-  tabcl_status st = s->npairs
-                        ? tabcl__read(ctx, s->ranges, 0, ((size_t)idx->ncols + 1) * 8, range)
-                        : TABCL_OK;
-  if (!s->npairs) {
-    memset(range, 0, ((size_t)idx->ncols + 1) * sizeof *range);
-    st = tabcl__write(ctx, s->ranges, 0, ((size_t)idx->ncols + 1) * 8, range);
-  }
-  int64_t ne = range[idx->ncols];
-  for (int c = 0; c < idx->ncols && !st; c++)
+  int64_t *total = range + nc + 1;
+  tabcl_status st = s->npairs ? tabcl__read(ctx, s->totals, 0, nc * 8, total) : TABCL_OK;
+  if (!s->npairs) memset(total, 0, nc * sizeof *total);
+  int whole = 1;
+  range[0] = 0;
+  for (size_t c = 0; c < nc; c++) {
+    range[c + 1] = range[c] + total[c];
+    whole &= total[c] == s->seg[c + 1] - s->seg[c];
     idx->cols[c].codes =
-        idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length : range[c + 1] - range[c];
-  if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
-  tabcl__free(range);
-  size_t n = (size_t)ne, had = s->npairs ? (size_t)s->npairs : 1;
-  if (!st &&
-      !(st = take_table(ctx, &s->ekeys, n * 8, had * 8, &idx->keys, "index keys")) &&
-      !(st = take_table(ctx, &s->espans, n * 16, had * 16, &idx->spans, "index spans")) &&
-      !(st = take_table(ctx, &s->ecodes, n * 4, had * 4, &idx->ecodes, "index codes"))) {
-    idx->ranges = s->ranges;
-    s->ranges = NULL;
-    idx->entries = ne;
+        idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length : total[c];
   }
+  whole &= s->npairs > 0;
+  if (!st) st = take_tables(idx, s, range, whole);
+  if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
+  if (!st) idx->entries = range[nc];
+  tabcl__free(range);
   return st;
 }
 
