@@ -70,6 +70,26 @@ Test(upload, buffer_create_from_equals_copy_host_ptr) {
   }
 }
 
+/* The rule: every online core up to 8, up to 16 for uploads of
+   TABCL__FILL_LARGE bytes and more, where upload.threads is auto (GPUs);
+   a device row that sets it (CPUs: 1) holds for every size. */
+Test(upload, thread_rule_by_size) {
+  tabcl_context *ctx = tt_context();
+  const int cores = tabcl__online_cores();
+  const int small = tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE - 1);
+  const int large = tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE);
+  const int64_t set = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
+  if (set > 0) {
+    cr_expect_eq(small, set);
+    cr_expect_eq(large, set);
+  } else {
+    cr_expect_eq(small, cores < 8 ? cores : 8, "%d cores: %d threads", cores, small);
+    cr_expect_eq(large, cores < 16 ? cores : 16, "%d cores: %d threads", cores, large);
+  }
+  cr_expect_eq(tabcl__fill_threads(ctx), small);
+  tabcl_context_destroy(ctx);
+}
+
 /* An upload filled by several host threads (upload.threads) has the bytes
    of one filled by one, mapped or staged, whole or in chunks, for sizes
    around the 1 MiB parts and thread counts that do not divide them. */
@@ -87,6 +107,8 @@ Test(upload, filled_by_several_threads) {
       tabcl_context *ctx = context_staged(ways[w].on, ways[w].cap);
       tt_tune(ctx, "upload.threads=%d", threads[t]);
       cr_assert_eq(tabcl__fill_threads(ctx), threads[t]);
+      cr_assert_eq(tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE), threads[t],
+                   "a set upload.threads holds for large uploads too");
       for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         cl_mem m = NULL;
         tt_assert_ok(tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, sizes[k], src, &m, "test"));

@@ -286,6 +286,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
   size_t half = (sg->size / 2) & ~(size_t)7;
+  const int threads = tabcl__fill_threads_for(ctx, bytes);
   for (size_t at = 0, n; !s && at < bytes; at += n) {
     n = bytes - at < half ? bytes - at : half;
     int h = sg->next;
@@ -295,7 +296,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       sg->next = h;
     }
     uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
-    tabcl__fill_parallel(ctx, fill, p, at, n, arg);
+    tabcl__fill_parallel_n(threads, fill, p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
     if (err != CL_SUCCESS) {
@@ -323,7 +324,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
   else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
-  tabcl__fill_parallel(ctx, fill, p, 0, bytes, arg);
+  tabcl__fill_parallel_n(tabcl__fill_threads_for(ctx, bytes), fill, p, 0, bytes, arg);
   int injected = tabcl__fault_cl();
   /* An injected failure still unmaps, so the buffer is never released mapped. */
   err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);

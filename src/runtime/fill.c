@@ -34,14 +34,16 @@ static void *fill_run(void *p) {
 /* The rule's count, asked of the system once a process: glibc answers
    _SC_NPROCESSORS_ONLN by reading a file under /sys, too slow for every
    upload of a small call. */
-static int rule_threads, online_cores;
+static int rule_threads, rule_threads_large, online_cores;
 static pthread_once_t rule_once = PTHREAD_ONCE_INIT;
 
 static void rule_init(void) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   online_cores = online < 1 ? 1 : online > 1024 ? 1024 : (int)online;
-  /* every online core up to eight (more rarely adds bandwidth) */
+  /* every online core up to eight (more rarely adds bandwidth), up to 16
+     for the largest uploads, whose fill of pinned memory bounds them */
   rule_threads = online_cores > 8 ? 8 : online_cores;
+  rule_threads_large = online_cores > 16 ? 16 : online_cores;
 }
 
 int tabcl__online_cores(void) {
@@ -58,9 +60,22 @@ int tabcl__fill_threads(const tabcl_context *ctx) {
   return v > FILL_THREADS_MAX ? FILL_THREADS_MAX : (int)v;
 }
 
+int tabcl__fill_threads_for(const tabcl_context *ctx, size_t bytes) {
+  int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
+  if (v > 0) return v > FILL_THREADS_MAX ? FILL_THREADS_MAX : (int)v;
+  pthread_once(&rule_once, rule_init);
+  return bytes >= TABCL__FILL_LARGE ? rule_threads_large : rule_threads;
+}
+
 void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
                           size_t n, const void *arg) {
-  const size_t threads = (size_t)tabcl__fill_threads(ctx);
+  tabcl__fill_parallel_n(tabcl__fill_threads(ctx), fill, dst, at, n, arg);
+}
+
+void tabcl__fill_parallel_n(int nthreads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
+                            const void *arg) {
+  const size_t threads = nthreads < 1 ? 1 : nthreads > FILL_THREADS_MAX ? FILL_THREADS_MAX
+                                                                          : (size_t)nthreads;
   size_t parts = n / FILL_PART_MIN;
   if (parts > threads) parts = threads;
   if (parts < 2) {

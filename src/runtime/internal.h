@@ -400,8 +400,17 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fi
    1 MiB or more; the threads are joined before it returns. */
 void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
                           size_t n, const void *arg);
+/* tabcl__fill_parallel with up to `threads` threads (an upload's count,
+   tabcl__fill_threads_for). */
+void tabcl__fill_parallel_n(int threads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
+                            const void *arg);
 /* The upload.threads tuning, or its rule (the online cores, at most 8). */
 int tabcl__fill_threads(const tabcl_context *ctx);
+/* The threads that fill an upload of `bytes` in all: the tuning where it
+   is set; else the rule, whose cap is 16 instead of 8 from
+   TABCL__FILL_LARGE bytes (bench/RESULTS.md, "Tuning: upload.threads"). */
+#define TABCL__FILL_LARGE ((size_t)256 << 20)
+int tabcl__fill_threads_for(const tabcl_context *ctx, size_t bytes);
 /* The host's online cores, asked of the system once a process. */
 int tabcl__online_cores(void);
 /* Whether tabcl__upload goes through the staging area on this context. */
