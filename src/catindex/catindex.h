@@ -18,6 +18,7 @@ typedef struct tabcl__catcol {
   int64_t data_base;    /* first byte of this column in the index's data */
   int64_t codes;        /* BY_POSITION: length; BY_VALUE: distinct labels */
   int64_t label_base;   /* global slot of label 0 */
+  int64_t longest;      /* the longest label's bytes (set by the fit's copy) */
 } tabcl__catcol;
 
 struct tabcl_category_index {

@@ -91,9 +91,16 @@ static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_
       return tabcl__fail(TABCL_OUT_OF_MEMORY,
                          "%s: column %d: out of host memory for %lld offsets", fn, c,
                          (long long)n + 1);
-    int64_t first = n ? v[c].offsets[0] : 0;
+    int64_t first = n ? v[c].offsets[0] : 0, most = 0;
     col->offsets[0] = 0;
-    for (int64_t i = 1; i <= n; i++) col->offsets[i] = v[c].offsets[i] - first;
+    /* the longest label in the same pass (a fit of short labels is this
+       loop's time on the host) */
+    for (int64_t i = 1; i <= n; i++) {
+      col->offsets[i] = v[c].offsets[i] - first;
+      int64_t len = v[c].offsets[i] - v[c].offsets[i - 1];
+      if (len > most) most = len;
+    }
+    col->longest = most;
     if (v[c].validity && n) {
       size_t vb = (size_t)(n + 7) / 8;
       col->validity = tabcl__malloc(vb);
@@ -288,9 +295,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     if (!col->validity) here = col->length;
     else
       for (int64_t i = 0; i < col->length; i++) here += present(col, i);
-    const int64_t *o = col->offsets;
-    for (int64_t i = 0; i < col->length; i++)
-      if (o[i + 1] - o[i] > most) most = o[i + 1] - o[i];
+    most = col->longest;
     s->longest[c] = most;
     if (most > longest_label) longest_label = most;
     s->seg[c] = np;
