@@ -756,6 +756,10 @@ static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *s
   int64_t *total = range + nc + 1;
   tabcl_status st = s->npairs ? tabcl__read(ctx, s->totals, 0, nc * 8, total) : TABCL_OK;
   if (!s->npairs) memset(total, 0, nc * sizeof *total);
+  if (st) {   /* total holds nothing to add up */
+    tabcl__free(range);
+    return st;
+  }
   int whole = 1;
   range[0] = 0;
   for (size_t c = 0; c < nc; c++) {
@@ -765,7 +769,7 @@ static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *s
         idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length : total[c];
   }
   whole &= s->npairs > 0;
-  if (!st) st = take_tables(idx, s, range, whole);
+  st = take_tables(idx, s, range, whole);
   if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
   if (!st) idx->entries = range[nc];
   tabcl__free(range);
