@@ -120,7 +120,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
     nm = product(&ovf, d.mask_batch_broadcast ? 1 : d.batch,
                  d.mask_head_broadcast ? 1 : d.q_heads, d.q_len, d.kv_len);
   size_t ms = d.mask == TABCL_MASK_BOOL ? 1 : es;
-  uint64_t total = ovf || bad ? 0 : (2 * nq + 2 * nk) * es + nm * ms;
+  /* the byte count checked for overflow too: element counts that fit 64
+     bits can still wrap once multiplied by the element size (2^60
+     elements of 8 bytes made a "small" call that malloc could not serve) */
+  uint64_t total = 0, part = 0;
+  if (!ovf && !bad)
+    ovf = __builtin_add_overflow(nq, nk, &part) || __builtin_mul_overflow(part, 2 * es, &part) ||
+          __builtin_mul_overflow(nm, (uint64_t)ms, &total) ||
+          __builtin_add_overflow(total, part, &total);
+  if (ovf || bad) total = 0;
   int empty = !bad && !ovf && nq == 0;   /* writes nothing */
 
   /* Buffers exactly as large as the descriptor says. */
