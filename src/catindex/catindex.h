@@ -72,6 +72,14 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
 tabcl_status tabcl__catindex_check_mem(const tabcl_context *ctx, cl_mem m, size_t need,
                                        const char *fn, int col, const char *what);
 
+/* Checks one device column of a _cl call (tabcl_strings_cl): no negative
+   length, bytes or max_label, and its buffers (data where it has bytes or
+   is given, offsets, validity where given) as tabcl__catindex_check_mem. */
+struct tabcl_strings_cl;
+tabcl_status tabcl__catindex_check_cl_column(const tabcl_context *ctx,
+                                            const struct tabcl_strings_cl *v, const char *fn,
+                                            int c);
+
 /* Checks lookup's arguments (shared by the host and device variants). */
 tabcl_status tabcl__catindex_check(const tabcl_category_index *idx, int ncols, const char *fn);
 

@@ -138,17 +138,11 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
       memset(out, 0, n);
       return;
     }
+    /* the last column starting at or before `at` holds it: columns lie end
+       to end, and an empty one starts where the next does */
     while (c + 1 < idx->ncols && idx->cols[c + 1].data_base <= (int64_t)at) c++;
     const tabcl__catcol *col = &idx->cols[c];
     int64_t in_col = (int64_t)at - col->data_base, left = col->offsets[col->length] - in_col;
-    if (left <= 0 && c + 1 < idx->ncols) {   /* an empty column, or the end of this one */
-      c++;
-      continue;
-    }
-    if (left <= 0) {   /* not reached: at < data_bytes lies in some column */
-      memset(out, 0, n);
-      return;
-    }
     size_t take = (size_t)left < n ? (size_t)left : n;
     memcpy(out, f->v[c].data + f->v[c].offsets[0] + in_col, take);
     out += take;
@@ -233,7 +227,6 @@ typedef struct fit_scratch {
   int64_t *seg;              /* ncols + 1: each column's first pair, counted over all columns */
   int64_t *sfirst;           /* ncols: a column's first slot in hslots; -1: dense (no
                                 nulls), its pairs are its slots in order */
-  int64_t *longest;          /* ncols: each column's longest label in bytes */
   int64_t npairs;
   const uint8_t **hb;        /* the host bytes of each column's label 0, once asked for */
   uint8_t *hdata;            /* vdata read back for that (device sources only) */
@@ -254,7 +247,6 @@ static void scratch_free(fit_scratch *s, int ncols) {
   tabcl__free(s->hslots);
   tabcl__free(s->seg);
   tabcl__free(s->sfirst);
-  tabcl__free(s->longest);
   tabcl__free((void *)s->hb);
   tabcl__free(s->hdata);
   tabcl__free(s->pk);
@@ -283,21 +275,18 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
   int64_t np = 0, longest_col = 0, longest_pairs = 0, longest_label = 0, sparse = 0;
   s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
   s->sfirst = tabcl__malloc((size_t)idx->ncols * sizeof *s->sfirst);
-  s->longest = tabcl__calloc((size_t)idx->ncols, sizeof *s->longest);
   s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
-  if (!s->seg || !s->sfirst || !s->longest || !s->dev)
+  if (!s->seg || !s->sfirst || !s->dev)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        idx->ncols);
   for (int c = 0; c < idx->ncols; c++) {
     const tabcl__catcol *col = &idx->cols[c];
-    int64_t here = 0, most = 0;
+    int64_t here = 0;
     if (col->length > longest_col) longest_col = col->length;
     if (!col->validity) here = col->length;
     else
       for (int64_t i = 0; i < col->length; i++) here += present(col, i);
-    most = col->longest;
-    s->longest[c] = most;
-    if (most > longest_label) longest_label = most;
+    if (col->longest > longest_label) longest_label = col->longest;
     s->seg[c] = np;
     s->sfirst[c] = here == col->length ? -1 : sparse;
     if (here != col->length) sparse += here;
@@ -342,7 +331,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     d->length = col->length;
     /* offsets reach to this column's end in vdata; the hash reads nothing past it */
     d->bytes = col->data_base + col->offsets[col->length];
-    d->max_label = s->longest[c];
+    d->max_label = col->longest;
     d->data = idx->vdata;
     st = column_offsets(idx, c, tmp, &d->offsets);
   }
@@ -538,6 +527,14 @@ static tabcl_status seed_try(tabcl_category_index *idx, fit_scratch *s, uint64_t
 
 /* ---- host work: BY_VALUE ranks, and the fallback with kept collisions ---- */
 
+/* Each column's code count from the entry ranges: its length (BY_POSITION)
+   or its distinct labels (BY_VALUE). */
+static void set_code_counts(tabcl_category_index *idx, const int64_t *range) {
+  for (int c = 0; c < idx->ncols; c++)
+    idx->cols[c].codes = idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length
+                                                                : range[c + 1] - range[c];
+}
+
 /* The column a ranking sorts, and its host bytes (qsort has no context). */
 static _Thread_local const tabcl__catcol *sort_col;
 static _Thread_local const uint8_t *sort_bytes;
@@ -608,17 +605,13 @@ static int same_label(const tabcl_category_index *idx, const fit_scratch *s, int
   return nx == ny && (nx == 0 || memcmp(a, b, (size_t)nx) == 0);
 }
 
-static _Thread_local const tabcl_category_index *sort_idx;
-static _Thread_local const fit_scratch *sort_scratch;
-static _Thread_local int sort_c;
-
-/* By bytes, then by slot, so equal labels end with their last position. */
+/* By bytes, then by slot, so equal labels end with their last position
+   (slots of sort_col, whose bytes are sort_bytes). */
 static int cmp_label_then_slot(const void *pa, const void *pb) {
   uint32_t x = *(const uint32_t *)pa, y = *(const uint32_t *)pb;
-  int64_t nx, ny;
-  const uint8_t *a = slot_label(sort_idx, sort_scratch, sort_c, x, &nx);
-  const uint8_t *b = slot_label(sort_idx, sort_scratch, sort_c, y, &ny);
-  int r = bytes_cmp(a, nx, b, ny);
+  int32_t i = (int32_t)(x - (uint32_t)sort_col->label_base);
+  int32_t j = (int32_t)(y - (uint32_t)sort_col->label_base);
+  int r = cmp_position_label(&i, &j);
   return r ? r : (x > y) - (x < y);
 }
 
@@ -659,9 +652,8 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
       for (int64_t j = r + 1; j < q && all_same; j++) all_same = same_label(idx, s, c, s->pv[r], s->pv[j]);
       if (!all_same) {
         /* group the run's labels, one entry per distinct label, the last position's */
-        sort_idx = idx;
-        sort_scratch = s;
-        sort_c = c;
+        sort_col = col;
+        sort_bytes = s->hb[c];
         qsort(s->pv + r, (size_t)(q - r), sizeof *s->pv, cmp_label_then_slot);
       }
       for (int64_t j = r; j < q; j++) {
@@ -678,12 +670,9 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
   }
   if (st) goto done;
   range[idx->ncols] = ne;
-  for (int c = 0; c < idx->ncols && !st; c++) {
-    tabcl__catcol *col = &idx->cols[c];
-    col->codes = idx->order == TABCL_CODES_BY_POSITION ? col->length : range[c + 1] - range[c];
-    if (idx->order == TABCL_CODES_BY_VALUE)
-      st = rank_by_value(col, s->hb[c], code + range[c], range[c + 1] - range[c]);
-  }
+  set_code_counts(idx, range);
+  for (int c = 0; c < idx->ncols && !st && idx->order == TABCL_CODES_BY_VALUE; c++)
+    st = rank_by_value(&idx->cols[c], s->hb[c], code + range[c], range[c + 1] - range[c]);
   const cl_mem_flags ro = CL_MEM_READ_ONLY;
   size_t n = (size_t)ne;
   if (!st && !(st = tabcl__buffer_create_from(ctx, ro, n * 8, key, &idx->keys, "index keys")) &&
@@ -765,9 +754,8 @@ static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *s
   for (size_t c = 0; c < nc; c++) {
     range[c + 1] = range[c] + total[c];
     whole &= total[c] == s->seg[c + 1] - s->seg[c];
-    idx->cols[c].codes =
-        idx->order == TABCL_CODES_BY_POSITION ? idx->cols[c].length : total[c];
   }
+  set_code_counts(idx, range);
   whole &= s->npairs > 0;
   st = take_tables(idx, s, range, whole);
   if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
@@ -825,7 +813,14 @@ tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_st
   return build(ctx, ncols, &src, order, fn, out);
 }
 
-static tabcl_status check_order(tabcl_code_order order, const char *fn) {
+/* The arguments fit and fit_cl share. */
+static tabcl_status check_fit_call(const tabcl_context *ctx, int ncols, const void *vocabularies,
+                                   tabcl_code_order order, tabcl_category_index **out,
+                                   const char *fn) {
+  if (!ctx || !out)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "out");
+  if (ncols < 1) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; at least 1", fn, ncols);
+  if (!vocabularies) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: vocabularies is NULL", fn);
   if (order != TABCL_CODES_BY_POSITION && order != TABCL_CODES_BY_VALUE)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: unknown code order %d", fn, (int)order);
   return TABCL_OK;
@@ -835,11 +830,7 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
                                       const tabcl_strings_view *vocabularies,
                                       tabcl_code_order order, tabcl_category_index **out) {
   static const char fn[] = "tabcl_category_index_fit";
-  if (!ctx || !out)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "out");
-  if (ncols < 1) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; at least 1", fn, ncols);
-  if (!vocabularies) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: vocabularies is NULL", fn);
-  tabcl_status st = check_order(order, fn);
+  tabcl_status st = check_fit_call(ctx, ncols, vocabularies, order, out, fn);
   if (st) return st;
   for (int c = 0; c < ncols; c++)
     if ((st = tabcl__strings_validate(&vocabularies[c], fn, c, NULL))) return st;
@@ -890,35 +881,17 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
                                          const cl_event *wait, cl_event *ev,
                                          tabcl_category_index **out) {
   static const char fn[] = "tabcl_category_index_fit_cl";
-  if (!ctx || !out)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : "out");
-  if (ncols < 1) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: ncols is %d; at least 1", fn, ncols);
-  if (!vocabularies) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: vocabularies is NULL", fn);
+  tabcl_status st = check_fit_call(ctx, ncols, vocabularies, order, out, fn);
+  if (st) return st;
   if (nwait && !wait)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %u events to wait for but wait is NULL", fn,
                        nwait);
-  tabcl_status st = check_order(order, fn);
-  if (st) return st;
   for (int c = 0; c < ncols; c++) {
     const tabcl_strings_cl *d = &vocabularies[c];
-    if (d->length < 0 || d->bytes < 0 || d->max_label < 0)
-      return tabcl__fail(TABCL_INVALID_ARGUMENT,
-                         "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
-                         (long long)d->length, (long long)d->bytes, (long long)d->max_label);
-    if (!d->length) {
-      if (d->bytes)
-        return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: no labels but %lld bytes", fn,
-                           c, (long long)d->bytes);
-      continue;
-    }
-    if ((d->bytes && (st = tabcl__catindex_check_mem(ctx, d->data, (size_t)d->bytes, fn, c,
-                                                     "data"))) ||
-        (st = tabcl__catindex_check_mem(ctx, d->offsets, ((size_t)d->length + 1) * 8, fn, c,
-                                        "offsets")) ||
-        (d->validity && (st = tabcl__catindex_check_mem(ctx, d->validity,
-                                                        (size_t)(d->length + 7) / 8, fn, c,
-                                                        "validity"))))
-      return st;
+    if ((st = tabcl__catindex_check_cl_column(ctx, d, fn, c))) return st;
+    if (!d->length && d->bytes)
+      return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: no labels but %lld bytes", fn,
+                         c, (long long)d->bytes);
   }
   tabcl__clear_error();
   tabcl_strings_view *v = tabcl__calloc((size_t)ncols, sizeof *v);
@@ -928,19 +901,18 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
     st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                      ncols);
   /* the first read waits for the caller's events; the queue is in order */
-  for (int c = 0, waited = 0; c < ncols && !st; c++) {
+  int waited = 0;
+  for (int c = 0; c < ncols && !st; c++) {
     if (!vocabularies[c].length) continue;
     st = read_back_column(ctx, &vocabularies[c], c, waited ? 0 : nwait, waited ? NULL : wait,
                           &offs[c], &valid[c], &v[c], fn);
     waited = 1;
   }
-  if (!st) {
-    /* a fit of empty columns only reads nothing: the caller's events are
-       still waited for, so that the event given back comes after them */
-    if (nwait) {
-      cl_int err = TABCL_CL(clWaitForEvents(nwait, wait));
-      if (err != CL_SUCCESS) st = tabcl__cl_fail(err, "clWaitForEvents", "the wait list");
-    }
+  /* a fit of empty columns only reads nothing: the caller's events are
+     still waited for, so that the event given back comes after them */
+  if (!st && !waited && nwait) {
+    cl_int err = TABCL_CL(clWaitForEvents(nwait, wait));
+    if (err != CL_SUCCESS) st = tabcl__cl_fail(err, "clWaitForEvents", "the wait list");
   }
   tabcl_category_index *idx = NULL;
   if (!st) {

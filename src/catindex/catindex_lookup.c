@@ -254,6 +254,25 @@ tabcl_status tabcl__catindex_check_mem(const tabcl_context *ctx, cl_mem m, size_
   return TABCL_OK;
 }
 
+tabcl_status tabcl__catindex_check_cl_column(const tabcl_context *ctx, const tabcl_strings_cl *v,
+                                            const char *fn, int c) {
+  if (v->length < 0 || v->bytes < 0 || v->max_label < 0)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
+                       (long long)v->length, (long long)v->bytes, (long long)v->max_label);
+  if (!v->length) return TABCL_OK;
+  tabcl_status st;
+  if (((v->bytes || v->data) &&
+       (st = tabcl__catindex_check_mem(ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
+      (st = tabcl__catindex_check_mem(ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c,
+                                      "offsets")) ||
+      (v->validity && (st = tabcl__catindex_check_mem(ctx, v->validity,
+                                                      (size_t)(v->length + 7) / 8, fn, c,
+                                                      "validity"))))
+    return st;
+  return TABCL_OK;
+}
+
 tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols,
                                             const tabcl_strings_cl *queries, cl_mem const *codes,
                                             cl_uint nwait, const cl_event *wait, cl_event *ev) {
@@ -267,16 +286,8 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                        nwait);
   for (int c = 0; c < ncols; c++) {
     const tabcl_strings_cl *v = &queries[c];
-    if (v->length < 0 || v->bytes < 0 || v->max_label < 0)
-      return tabcl__fail(TABCL_INVALID_ARGUMENT,
-                         "%s: column %d: length %lld, bytes %lld, max_label %lld", fn, c,
-                         (long long)v->length, (long long)v->bytes, (long long)v->max_label);
-    if (!v->length) continue;
-    if (((v->bytes || v->data) &&
-         (st = tabcl__catindex_check_mem(idx->ctx, v->data, (size_t)v->bytes, fn, c, "data"))) ||
-        (st = tabcl__catindex_check_mem(idx->ctx, v->offsets, (size_t)(v->length + 1) * 8, fn, c, "offsets")) ||
-        (v->validity &&
-         (st = tabcl__catindex_check_mem(idx->ctx, v->validity, (size_t)(v->length + 7) / 8, fn, c, "validity"))) ||
+    if ((st = tabcl__catindex_check_cl_column(idx->ctx, v, fn, c))) return st;
+    if (v->length &&
         (st = tabcl__catindex_check_mem(idx->ctx, codes[c], (size_t)v->length * 4, fn, c, "codes")))
       return st;
   }
