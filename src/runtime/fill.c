@@ -51,14 +51,7 @@ int tabcl__online_cores(void) {
   return online_cores;
 }
 
-int tabcl__fill_threads(const tabcl_context *ctx) {
-  int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
-  if (v <= 0) {
-    pthread_once(&rule_once, rule_init);
-    v = rule_threads;
-  }
-  return v > FILL_THREADS_MAX ? FILL_THREADS_MAX : (int)v;
-}
+int tabcl__fill_threads(const tabcl_context *ctx) { return tabcl__fill_threads_for(ctx, 0); }
 
 int tabcl__fill_threads_for(const tabcl_context *ctx, size_t bytes) {
   int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
