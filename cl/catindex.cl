@@ -53,6 +53,18 @@ inline int cat_bytes_equal(__global const ulong *A, long a, __global const ulong
   return cat_chunks_equal(A, a + k, B, b + k, n - k, 0, 1);
 }
 
+// The block i falls in: the last b < n with starts[b] <= i (starts
+// ascending, starts[0] <= i). Fit's pack and align's gather find columns so.
+inline int cat_block_of(__global const long *starts, int n, long i) {
+  int lo = 0, hi = n;
+  while (hi - lo > 1) {
+    int mid = (lo + hi) >> 1;
+    if (starts[mid] <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
 // ---- Fit, one column at a time (catindex_fit.c) ----
 // offs are the column's offsets into vdata (shifted by the column's first
 // byte); its labels are slots label_base + i.
@@ -173,12 +185,7 @@ __kernel void catindex_fit_pack(__global const ulong *ekeys, __global const long
                                 __global int *codes) {
   long e = from + (long)get_global_id(0);
   if (e >= n) return;
-  int lo = 0, hi = ncols;
-  while (hi - lo > 1) {
-    int mid = (lo + hi) >> 1;
-    if (ranges[mid] <= e) lo = mid;
-    else hi = mid;
-  }
+  int lo = cat_block_of(ranges, ncols, e);
   long at = seg[lo] + (e - ranges[lo]);
   keys[e] = ekeys[at];
   spans[e] = espans[at];
@@ -377,12 +384,7 @@ __kernel void catindex_align_gather(__global const int *in_codes, __global const
                                     long n) {
   long i = first + (long)get_global_id(0);
   if (i >= n) return;
-  int lo = 0, hi = ncols;
-  while (hi - lo > 1) {
-    int mid = (lo + hi) >> 1;
-    if (rowstart[mid] <= i) lo = mid;
-    else hi = mid;
-  }
+  int lo = cat_block_of(rowstart, ncols, i);
   long base = tbase[lo];
   long ncat = tbase[lo + 1] - base - 1;
   // The code is tested as the 32-bit value it is, before widening: Mesa
