@@ -996,21 +996,6 @@ Test(catindex, large_fit_in_its_own_memory) {
   tabcl_context_destroy(ctx);
 }
 
-/* Reads a whole file (the saved indexes are compared byte for byte). */
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)len + 1);
-  cr_assert(b);
-  cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  *n = (size_t)len;
-  return b;
-}
-
 /* The gate of device_resident_fit: after a pause, the real offsets are
    written on a queue of the test's own (the fit's reads wait on the gate),
    then the gate opens. */
@@ -1100,7 +1085,7 @@ Test(catindex, device_resident_fit) {
     tt_assert_ok(tabcl_category_index_save(host, ph));
     tt_assert_ok(tabcl_category_index_save(dev, pd));
     size_t nh, nd;
-    uint8_t *fh = slurp(ph, &nh), *fd = slurp(pd, &nd);
+    uint8_t *fh = tt_slurp(ph, &nh), *fd = tt_slurp(pd, &nd);
     cr_expect(nh == nd && memcmp(fh, fd, nh) == 0, "order %d: saved files differ (%zu, %zu bytes)",
               o, nh, nd);
     free(fh);

@@ -33,15 +33,9 @@ typedef struct csv {
 static void read_csv(const char *name, csv *t) {
   char path[4096];
   data_path(name, path, sizeof path);
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  cr_assert(fread(s, 1, (size_t)n, f) == (size_t)n);
-  fclose(f);
-  s[n] = '\0';
+  size_t size;
+  char *s = (char *)tt_slurp(path, &size);
+  long n = (long)size;
   memset(t, 0, sizeof *t);
   char *field = malloc((size_t)n + 1);
   long i = 0;

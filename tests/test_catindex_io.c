@@ -46,19 +46,6 @@ static void io_data_free(io_data *d) {
   }
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *p = malloc((size_t)size + 1);
-  cr_assert(fread(p, 1, (size_t)size, f) == (size_t)size);
-  fclose(f);
-  *n = (size_t)size;
-  return p;
-}
-
 static void spit(const char *path, const void *p, size_t n) {
   FILE *f = fopen(path, "wb");
   cr_assert(f, "cannot write %s", path);
@@ -102,7 +89,7 @@ Test(catindex_io, round_trip_both_orders) {
     /* saving the loaded index gives the same bytes: nothing was lost */
     tt_assert_ok(tabcl_category_index_save(back, again));
     size_t n1, n2;
-    uint8_t *f1 = slurp(path, &n1), *f2 = slurp(again, &n2);
+    uint8_t *f1 = tt_slurp(path, &n1), *f2 = tt_slurp(again, &n2);
     cr_expect(n1 == n2 && !memcmp(f1, f2, n1), "a reloaded index saves differently");
     free(f1);
     free(f2);
@@ -179,7 +166,7 @@ Test(catindex_io, every_damaged_file_is_corrupt_data) {
   tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_VALUE, &idx));
   tt_assert_ok(tabcl_category_index_save(idx, good));
   size_t n;
-  uint8_t *file = slurp(good, &n);
+  uint8_t *file = tt_slurp(good, &n);
   cr_assert_gt(n, 100);
   char what[96];
   for (size_t cut = 0; cut < n; cut++) {   /* truncated anywhere, the empty file included */

@@ -178,3 +178,18 @@ void tt_tune(tabcl_context *ctx, const char *fmt, ...) {
   tabcl_status s = tabcl__context_tune(ctx, buf);
   cr_assert_eq(s, TABCL_OK, "tuning \"%s\": %s", buf, tabcl_last_error());
 }
+
+uint8_t *tt_slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc((size_t)len + 1);
+  cr_assert(b);
+  cr_assert_eq(fread(b, 1, (size_t)len, f), (size_t)len, "short read of %s", path);
+  fclose(f);
+  b[len] = 0;
+  *n = (size_t)len;
+  return b;
+}

@@ -75,5 +75,8 @@ tt_live tt_live_now(void);
 /* A fresh empty folder under the build tree; caller frees the path. */
 char *tt_temp_dir(const char *tag);
 void tt_remove_tree(const char *path);
+/* A whole file, with a NUL after its *n bytes; asserts it can be read.
+   Caller frees. */
+uint8_t *tt_slurp(const char *path, size_t *n);
 
 #endif
