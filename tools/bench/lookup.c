@@ -279,22 +279,31 @@ static void release_dev(lk_dev *d) {
   }
 }
 
-/* The queries on the device, data padded so the lookup reads it in place. */
+/* n labels of len bytes each on the device, data padded so the calls
+   read it in place. */
+static tabcl_status strings_to_device(tabcl_context *ctx, int64_t n, int len, const int64_t *off,
+                                      const uint8_t *data, tabcl_strings_cl *out) {
+  size_t bytes = (size_t)(n * len), padded = round8(bytes) + 8;
+  out->length = n;
+  out->bytes = (int64_t)bytes;
+  out->max_label = len;
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &out->data,
+                                        "bench labels");
+  if (!s) s = tabcl__fill_zero(ctx, out->data, padded);
+  if (!s) s = tabcl__write(ctx, out->data, 0, bytes, data);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                   (size_t)(n + 1) * 8, (void *)off, &out->offsets,
+                                   "bench offsets");
+  return s;
+}
+
+/* The queries on the device, and their codes' buffers. */
 static tabcl_status upload(tabcl_context *ctx, const lk_case *k, int ncols, const lk_col *cols,
                            lk_dev *d) {
   memset(d, 0, sizeof *d);
   tabcl_status s = TABCL_OK;
   for (int c = 0; c < ncols && !s; c++) {
-    size_t bytes = (size_t)(k->q * k->len), padded = round8(bytes) + 8;
-    d->q[c].length = k->q;
-    d->q[c].bytes = (int64_t)bytes;
-    d->q[c].max_label = k->len;
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &d->q[c].data, "bench queries");
-    if (!s) s = tabcl__fill_zero(ctx, d->q[c].data, padded);
-    if (!s) s = tabcl__write(ctx, d->q[c].data, 0, bytes, cols[c].qdata);
-    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                     (size_t)(k->q + 1) * 8, cols[c].qoff, &d->q[c].offsets,
-                                     "bench offsets");
+    s = strings_to_device(ctx, k->q, k->len, cols[c].qoff, cols[c].qdata, &d->q[c]);
     if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)k->q * 4, NULL, &d->codes[c],
                                      "bench codes");
   }
@@ -359,18 +368,8 @@ static tabcl_status upload_vocab(tabcl_context *ctx, const lk_case *k, int ncols
                                  const lk_col *cols, tabcl_strings_cl *v) {
   memset(v, 0, 4 * sizeof *v);
   tabcl_status s = TABCL_OK;
-  for (int c = 0; c < ncols && !s; c++) {
-    size_t bytes = (size_t)(k->v * k->len), padded = round8(bytes) + 8;
-    v[c].length = k->v;
-    v[c].bytes = (int64_t)bytes;
-    v[c].max_label = k->len;
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, padded, NULL, &v[c].data, "bench vocabulary");
-    if (!s) s = tabcl__fill_zero(ctx, v[c].data, padded);
-    if (!s) s = tabcl__write(ctx, v[c].data, 0, bytes, cols[c].vdata);
-    if (!s) s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                     (size_t)(k->v + 1) * 8, cols[c].voff, &v[c].offsets,
-                                     "bench vocabulary offsets");
-  }
+  for (int c = 0; c < ncols && !s; c++)
+    s = strings_to_device(ctx, k->v, k->len, cols[c].voff, cols[c].vdata, &v[c]);
   return s;
 }
 
