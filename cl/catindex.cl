@@ -260,6 +260,7 @@ inline uint2 cat_candidates(__global const ulong *keys, __global const long *ran
   cat_locate((t), qhash, rows, qh_off, qbytes, out_off, col, has_valid, qd0, qo0, qv0, out0, \
              qd1, qo1, qv1, out1, qd2, qo2, qv2, out2, qd3, qo3, qv3, out3)
 
+#ifndef CAT_SERIAL_ONLY   // the GPU lookup kernels (CPUs take catindex_lookup_serial)
 // One work-item per query row: search, confirm and write. For short labels.
 __kernel void catindex_lookup_item(CAT_ARGS) {
   long g = (long)get_global_id(0);
@@ -278,6 +279,7 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
   }
   q.out[q.out_at] = code;
 }
+#endif  // CAT_SERIAL_ONLY
 
 // cat_lower_bound for one work-item (the CPU plan): the keys are hashes,
 // spread evenly over their range, so a first guess by interpolation lands
@@ -338,6 +340,7 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
   }
 }
 
+#ifndef CAT_SERIAL_ONLY
 // The search alone, one work-item per row, ahead of catindex_lookup_group:
 // a binary search is a chain of dependent loads, cheap for one work-item
 // but a stall for a whole work-group.
@@ -375,6 +378,7 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
   }
   if (lid == 0) q.out[q.out_at] = code;
 }
+#endif  // CAT_SERIAL_ONLY
 
 // Align: out[i] = table[block of i's column + its code], where code -1 reads
 // the block's last slot (-1). rowstart and tbase hold ncols + 1 entries.

@@ -219,6 +219,47 @@ Test(runtime, disk_cache_second_context_builds_nothing) {
   free(dir);
 }
 
+static int cache_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".clbin") != NULL;
+  closedir(d);
+  return n;
+}
+
+/* build.store says when a built program's binary reaches the disk: 1 right
+   after the build, 2 at the context's destroy (a CPU driver compiles every
+   kernel of a program to give its binary, which a cold start should not
+   wait for), 0 never. Whenever it is stored, the next context loads it. */
+Test(runtime, disk_cache_store_follows_build_store) {
+  for (int when = 0; when <= 2; when++) {
+    char *dir = tt_temp_dir("store");
+    char tune[32];
+    snprintf(tune, sizeof tune, "build.store=%d", when);
+    tabcl_options o = {0};
+    o.cache_dir = dir;
+    o.tune = tune;
+    tabcl_context *a = tt_context_with(&o);
+    int built, cached;
+    prepare_all(a, &built, &cached);
+    cr_expect_eq(built, tabcl_program_count(), "%s", tune);
+    const int during = cache_entries(dir);
+    cr_expect_eq(during, when == 1 ? tabcl_program_count() : 0, "%s: %d entries before destroy",
+                 tune, during);
+    tabcl_context_destroy(a);
+    const int after = cache_entries(dir);
+    cr_expect_eq(after, when ? tabcl_program_count() : 0, "%s: %d entries after destroy", tune,
+                 after);
+    tabcl_context *b = tt_context_with(&o);
+    prepare_all(b, &built, &cached);
+    cr_expect_eq(cached, when ? tabcl_program_count() : 0, "%s: loaded %d", tune, cached);
+    tabcl_context_destroy(b);
+    tt_remove_tree(dir);
+    free(dir);
+  }
+}
+
 /* Every way a cache file can be damaged: each must be rebuilt, not trusted. */
 Test(runtime, corrupt_cache_file_is_rebuilt) {
   char *dir = tt_temp_dir("corrupt");

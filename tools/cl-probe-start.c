@@ -3,7 +3,11 @@
  * the cache the first run filled. The process is cl-probe itself, started
  * again with --first-lookup (not listed in the usage: it is this file's
  * helper), so the figure includes loading the OpenCL platforms, creating
- * the context and building (or loading) what a fit and a lookup need. */
+ * the context and building (or loading) what a fit and a lookup need. The
+ * helper writes the moment its codes are checked to its standard output
+ * (CLOCK_MONOTONIC, which parent and child share); the time to its exit is
+ * shown too, since the context's destroy may still store program binaries
+ * in the disk cache (build.store=2). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
@@ -23,6 +27,12 @@ enum { LABELS = 1000, LABEL_BYTES = 16 };
 
 /* The helper: fit LABELS distinct labels, look them up, check every code.
    0 on success; the error on stderr otherwise. */
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 int first_lookup_main(const char *device, const char *profile) {
   static int64_t off[LABELS + 1];
   static uint8_t data[LABELS * LABEL_BYTES];
@@ -44,15 +54,10 @@ int first_lookup_main(const char *device, const char *profile) {
   for (int i = 0; !s && i < LABELS; i++) wrong += codes[i] != i;
   if (s) fprintf(stderr, "cl-probe --first-lookup: %s: %s\n", tabcl_status_name(s), tabcl_last_error());
   else if (wrong) fprintf(stderr, "cl-probe --first-lookup: %d of %d codes wrong\n", wrong, LABELS);
+  else printf("%.9f\n", now()), fflush(stdout);
   tabcl_category_index_destroy(idx);
   tabcl_context_destroy(ctx);
   return s || wrong ? 1 : 0;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The cache variables the helper gets pointed at an empty folder: tabcl's
@@ -99,9 +104,10 @@ static void free_env(char **env) {
   free(env);
 }
 
-/* Seconds from starting the helper to its exit, or an error in err. */
-static double run_helper(const char *sel, const char *profile, char **env, char *err,
-                         size_t cap) {
+/* Seconds from starting the helper to its first result (*result) and to
+   its exit (the return value), or -1 and an error in err. */
+static double run_helper(const char *sel, const char *profile, char **env, double *result,
+                         char *err, size_t cap) {
   char *argv[6];
   int argc = 0;
   argv[argc++] = "cl-probe";
@@ -112,24 +118,48 @@ static double run_helper(const char *sel, const char *profile, char **env, char 
     argv[argc++] = (char *)profile;
   }
   argv[argc] = NULL;
+  int fd[2];
+  if (pipe(fd) != 0) {
+    snprintf(err, cap, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fd[0]);
   pid_t pid;
   const double t0 = now();
-  int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env);
+  if (rc == 0) rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fd[1]);
   if (rc != 0) {
+    close(fd[0]);
     snprintf(err, cap, "cannot start cl-probe again: %s", strerror(rc));
     return -1;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) {
+      close(fd[0]);
       snprintf(err, cap, "waitpid: %s", strerror(errno));
       return -1;
     }
   const double t = now() - t0;
+  char line[64] = "";
+  ssize_t got = read(fd[0], line, sizeof line - 1);
+  close(fd[0]);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     snprintf(err, cap, "the first lookup failed (its message is above)");
     return -1;
   }
+  char *end = NULL;
+  line[got > 0 ? got : 0] = '\0';
+  const double at = strtod(line, &end);
+  if (end == line || at < t0 || at - t0 > t) {
+    snprintf(err, cap, "the helper gave no time of its result (it wrote \"%.40s\")", line);
+    return -1;
+  }
+  *result = at - t0;
   return t;
 }
 
@@ -152,12 +182,17 @@ int probe_cold_start(const char *sel, const char *profile) {
   char **env = child_env(dir);
   int failures = 0;
   char err[512] = "out of host memory";
-  double cold = env ? run_helper(sel, profile, env, err, sizeof err) : -1;
-  if (cold < 0) row("first lookup, empty caches (s)", err, NULL), failures++;
-  else row("first lookup, empty caches (s)", NULL, "%.2f", cold);
-  double warm = cold < 0 ? -1 : run_helper(sel, profile, env, err, sizeof err);
-  if (cold >= 0 && warm < 0) row("first lookup, warm cache (s)", err, NULL), failures++;
-  else if (warm >= 0) row("first lookup, warm cache (s)", NULL, "%.2f", warm);
+  double cold = 0, warm = 0;
+  const double cold_exit = env ? run_helper(sel, profile, env, &cold, err, sizeof err) : -1;
+  if (cold_exit < 0) row("first lookup, empty caches (s)", err, NULL), failures++;
+  else {
+    row("first lookup, empty caches (s)", NULL, "%.2f", cold);
+    row("  its process to exit (s)", NULL, "%.2f", cold_exit);
+  }
+  const double warm_exit =
+      cold_exit < 0 ? -1 : run_helper(sel, profile, env, &warm, err, sizeof err);
+  if (cold_exit >= 0 && warm_exit < 0) row("first lookup, warm cache (s)", err, NULL), failures++;
+  else if (warm_exit >= 0) row("first lookup, warm cache (s)", NULL, "%.2f", warm);
   free_env(env);
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
   return failures;

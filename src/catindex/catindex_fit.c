@@ -360,7 +360,8 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
             {"catindex_fit_count", &s->kcount},     {"catindex_fit_scan", &s->kscan},
             {"catindex_fit_entries", &s->kentries}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !st && np; i++)
-    st = tabcl__kernel_create(ctx, "catindex", NULL, ks[i].name, ks[i].k);
+    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0), ks[i].name,
+                              ks[i].k);
   return st;
 }
 
@@ -413,7 +414,7 @@ static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   if (sp) {
     tabcl__sort_plan_make(&tg, s->plan.key_bytes / 8, sp);
     const tabcl__program_want w[] = {
-        {"hash", hp.options}, {"sort", sp->extra}, {"catindex", NULL}};
+        {"hash", hp.options}, {"sort", sp->extra}, {"catindex", tabcl__catindex_options(&ctx->tune, 0)}};
     tabcl__programs_prefetch(ctx, (int)(sizeof w / sizeof w[0]), w);
     tabcl__free(sp);
   }
@@ -719,7 +720,8 @@ static tabcl_status take_tables(tabcl_category_index *idx, fit_scratch *s, const
   const cl_int ncols = idx->ncols;
   const cl_long n = (cl_long)ne;
   if (!(st = tabcl__buffer_create_from(ctx, ro, (nc + 1) * 8, s->seg, &seg, "fit column starts")) &&
-      !(st = tabcl__kernel_create(ctx, "catindex", NULL, "catindex_fit_pack", &k)) &&
+      !(st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
+                                      "catindex_fit_pack", &k)) &&
       !(st = TABCL_SET_ARGS(k, "catindex_fit_pack", TABCL_ARG(s->ekeys), TABCL_ARG(s->espans),
                             TABCL_ARG(s->ecodes), TABCL_ARG(seg), TABCL_ARG(idx->ranges),
                             TABCL_ARG(ncols), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(idx->keys),

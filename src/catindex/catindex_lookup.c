@@ -102,7 +102,10 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                           : use_group ? "catindex_probe"
                           : serial    ? "catindex_lookup_serial"
                                       : "catindex_lookup_item";
-      if (!*kp && (st = tabcl__kernel_create(ctx, "catindex", NULL, kname, kp))) break;
+      if (!*kp && (st = tabcl__kernel_create(ctx, "catindex",
+                                             tabcl__catindex_options(&ctx->tune, !serial), kname,
+                                             kp)))
+        break;
       cl_kernel k = *kp;
       /* The plan's group size, lowered where the kernel allows fewer; the
          slice follows the size used. */

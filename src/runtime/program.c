@@ -13,8 +13,12 @@ struct tabcl__program_entry {
   char *name;
   char *extra;
   cl_program program;   /* NULL while a thread builds it (ctx->built says when it is done) */
+  char *store_key;      /* build.store=2: the disk-cache key its binary goes under at destroy */
   tabcl__program_entry *next;
 };
+
+static void store_binary(tabcl_context *ctx, cl_program p, const char *key, char *why,
+                         size_t cap);
 
 void tabcl__count_launch(tabcl_context *ctx) { atomic_fetch_add(&ctx->launches, 1); }
 
@@ -22,6 +26,12 @@ void tabcl__program_cache_clear(tabcl_context *ctx) {
   tabcl__program_entry *e = ctx->programs;
   while (e) {
     tabcl__program_entry *next = e->next;
+    if (e->program && e->store_key) {
+      /* best effort, as after a build; nobody is left to read a refusal */
+      char why[sizeof ctx->cache_refusal];
+      store_binary(ctx, e->program, e->store_key, why, sizeof why);
+    }
+    tabcl__free(e->store_key);
     if (e->program) clReleaseProgram(e->program);
     tabcl__free(e->name);
     tabcl__free(e->extra);
@@ -202,9 +212,14 @@ static void store_binary(tabcl_context *ctx, cl_program p, const char *key, char
 
 /* Builds without touching the context: the caller does not hold ctx->lock
    (other programs build meanwhile), and the disk cache's refusal, if any,
-   goes to why. */
+   goes to why. A program built from source goes into the disk cache now
+   (build.store=1), or its key comes back in *store_key for the context's
+   destroy to store it (build.store=2): asked for its binary, a CPU driver
+   compiles every kernel of the program, which on PoCL cost more than the
+   build itself (bench/RESULTS.md, Tuning: build.store). */
 static tabcl_status build(tabcl_context *ctx, const char *name, const char *extra,
-                          cl_program *out, int *from_cache, char *why, size_t cap) {
+                          cl_program *out, int *from_cache, char **store_key, char *why,
+                          size_t cap) {
   char *source = NULL, *key = NULL, *options = NULL;
   cl_program p = NULL;
   tabcl_status s = tabcl__program_source(ctx, name, &source);
@@ -254,7 +269,9 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
       s = tabcl__cl_fail(err, "clBuildProgram", name);
       goto done;
     }
-    if (key) store_binary(ctx, p, key, why, cap);
+    const int64_t when = tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_STORE, 1);
+    if (key && when == 1) store_binary(ctx, p, key, why, cap);
+    if (key && when == 2) *store_key = key, key = NULL;
   }
   *out = p;
   p = NULL;
@@ -315,12 +332,14 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
   pthread_mutex_unlock(&ctx->lock);
   char why[sizeof ctx->cache_refusal] = "";
   cl_program p = NULL;
+  char *store_key = NULL;
   int cached = 0;
-  tabcl_status s = build(ctx, name, extra, &p, &cached, why, sizeof why);
+  tabcl_status s = build(ctx, name, extra, &p, &cached, &store_key, why, sizeof why);
   pthread_mutex_lock(&ctx->lock);
   if (why[0]) memcpy(ctx->cache_refusal, why, sizeof why);
   if (s == TABCL_OK) {
     e->program = p;
+    e->store_key = store_key;
     if (cached) ctx->stats.programs_from_cache++;
     else ctx->stats.programs_built++;
     *out = p;

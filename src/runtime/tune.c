@@ -66,6 +66,8 @@ static const tune_row table[] = {
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "1", R("upload.threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_BUILD_THREADS, "1", R("build.threads")},
     {"gpu", "nvidia", NULL, NULL, TABCL__TUNE_BUILD_THREADS, "auto", R("build.threads")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_BUILD_STORE, "1", R("build.store")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_BUILD_STORE, "2", R("build.store")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_KEYS, "auto", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_WARPS, "4", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_QMODE, "auto", R("sdpa.mma")},

@@ -59,6 +59,8 @@ struct tabcl__device_desc;
     "host threads filling an upload's staging chunk or mapped buffer (parts of 1 MiB or more)")  \
   X(BUILD_THREADS, "build.threads", INT, 1, 64,                                                \
     "host threads building the programs a call needs side by side on a cold start (1: none)")  \
+  X(BUILD_STORE, "build.store", INT, 0, 2,                                                      \
+    "a built program's binary into the disk cache: 1 after the build, 2 at context destroy, 0 never") \
   X(SDPA_MMA_KEYS, "sdpa.mma.keys", POW2, 16, 64, "keys a tile of the tensor-core kernel")       \
   X(SDPA_MMA_WARPS, "sdpa.mma.warps", POW2, 2, 8, "warps a group of the tensor-core kernel")     \
   X(SDPA_MMA_QMODE, "sdpa.mma.qmode", INT, 0, 2,                                                \
