@@ -105,6 +105,66 @@ Test(catindex_io, round_trip_both_orders) {
   tabcl_context_destroy(ctx);
 }
 
+/* A fit reads the caller's offsets in place where they start at 0 and
+   copies them where they do not; after it the index keeps them on the
+   device only. So a fit from a view that starts past its buffer's first
+   byte, and one whose memory is scribbled over and freed right after the
+   fit, save the same file as a fit from the plain view. */
+Test(catindex_io, index_keeps_no_caller_memory) {
+  tabcl_context *ctx = tt_context();
+  cat_warm(ctx);
+  char *dir = tt_temp_dir("catmem");
+  io_data d;
+  io_data_init(&d, tt_seed("catindex_io/index_keeps_no_caller_memory"));
+  enum { SHIFT = 13 };
+  char want[4096], got[4096];
+  snprintf(want, sizeof want, "%s/want.tabcl", dir);
+  snprintf(got, sizeof got, "%s/got.tabcl", dir);
+  for (int o = 0; o < 2; o++) {
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 3, d.vv, (tabcl_code_order)o, &idx));
+    tt_assert_ok(tabcl_category_index_save(idx, want));
+    tabcl_category_index_destroy(idx);
+    for (int shifted = 0; shifted < 2; shifted++) {
+      tabcl_strings_view v[3];
+      int64_t *offs[3];
+      uint8_t *data[3];
+      for (int c = 0; c < 3; c++) {
+        const tabcl_strings_view *src = &d.vv[c];
+        const int64_t n = src->length, bytes = n ? src->offsets[n] : 0;
+        const int64_t k = shifted ? SHIFT : 0;
+        offs[c] = malloc(((size_t)n + 1) * sizeof *offs[c]);
+        data[c] = malloc((size_t)(bytes + k) + 1);
+        cr_assert(offs[c] && data[c]);
+        memset(data[c], 0xA5, (size_t)k);
+        if (bytes) memcpy(data[c] + k, src->data, (size_t)bytes);
+        for (int64_t i = 0; i <= n; i++) offs[c][i] = (n ? src->offsets[i] : 0) + k;
+        v[c] = (tabcl_strings_view){n, n ? offs[c] : NULL, data[c], src->validity};
+      }
+      tt_assert_ok(tabcl_category_index_fit(ctx, 3, v, (tabcl_code_order)o, &idx));
+      for (int c = 0; c < 3; c++) {
+        const int64_t n = v[c].length;
+        for (int64_t i = 0; i <= n; i++) offs[c][i] = -1 - i;   /* any use shows */
+        free(offs[c]);
+        free(data[c]);
+      }
+      tt_assert_ok(tabcl_category_index_save(idx, got));
+      size_t n1, n2;
+      uint8_t *f1 = tt_slurp(want, &n1), *f2 = tt_slurp(got, &n2);
+      cr_expect(n1 == n2 && !memcmp(f1, f2, n1),
+                "order %d, offsets from %d: the saved index differs", o, shifted ? SHIFT : 0);
+      free(f1);
+      free(f2);
+      cat_expect_lookup(idx, 3, d.vv, (tabcl_code_order)o, d.qv, "after the caller's memory went");
+      tabcl_category_index_destroy(idx);
+    }
+  }
+  io_data_free(&d);
+  tt_remove_tree(dir);
+  free(dir);
+  tabcl_context_destroy(ctx);
+}
+
 /* An index fitted with a 4-bit hash (colliding groups kept) loads into a
    normal context, and the other way round: the file holds no hash. */
 Test(catindex_io, hash_width_is_not_saved) {

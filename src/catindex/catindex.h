@@ -13,7 +13,12 @@
    index's concatenated data at data_base. */
 typedef struct tabcl__catcol {
   int64_t length;       /* labels in the fitted vocabulary, nulls included */
-  int64_t *offsets;     /* length + 1, offsets[0] == 0 */
+  int64_t *offsets;     /* length + 1, offsets[0] == 0, during the fit only: the caller's
+                           own where they start at 0 (offsets_owned 0), else a rebased
+                           copy. NULL after it: the index keeps them in doffs */
+  int offsets_owned;
+  cl_mem doffs;         /* long[length + 1]: offsets + data_base on the device, as the
+                           fit's kernels read them; save reads them back. NULL: length 0 */
   uint8_t *validity;    /* (length + 7) / 8 bytes; NULL = all present */
   int64_t data_base;    /* first byte of this column in the index's data */
   int64_t codes;        /* BY_POSITION: length; BY_VALUE: distinct labels */

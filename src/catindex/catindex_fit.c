@@ -35,7 +35,8 @@ void tabcl_category_index_destroy(tabcl_category_index *idx) {
   if (!idx) return;
   if (idx->cols) {
     for (int c = 0; c < idx->ncols; c++) {
-      tabcl__free(idx->cols[c].offsets);
+      if (idx->cols[c].offsets_owned) tabcl__free(idx->cols[c].offsets);
+      tabcl__buffer_release(idx->cols[c].doffs);
       tabcl__free(idx->cols[c].validity);
     }
   }
@@ -62,8 +63,11 @@ int64_t tabcl_category_index_codes(const tabcl_category_index *idx, int col) {
   return idx->cols[col].codes;
 }
 
-/* The index's host records: offsets rebased to 0, validity; the bytes
-   themselves go to the device only (upload_labels). */
+/* The index's host records: offsets rebased to 0 for the fit, validity;
+   the bytes themselves go to the device only (upload_labels). Offsets that
+   start at 0 are the caller's own, read in place: a copy into fresh memory
+   was most of a small fit's host time (its page faults), and after the fit
+   the index keeps its offsets on the device only. */
 static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_view *v,
                                  const char *fn) {
   int64_t bytes = 0, labels = 0;
@@ -86,19 +90,29 @@ static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_
     tabcl__catcol *col = &idx->cols[c];
     int64_t n = v[c].length;
     col->length = n;
-    col->offsets = tabcl__malloc((size_t)(n + 1) * sizeof *col->offsets);
-    if (!col->offsets)
-      return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                         "%s: column %d: out of host memory for %lld offsets", fn, c,
-                         (long long)n + 1);
-    int64_t first = n ? v[c].offsets[0] : 0, most = 0;
-    col->offsets[0] = 0;
-    /* the longest label in the same pass (a fit of short labels is this
-       loop's time on the host) */
-    for (int64_t i = 1; i <= n; i++) {
-      col->offsets[i] = v[c].offsets[i] - first;
-      int64_t len = v[c].offsets[i] - v[c].offsets[i - 1];
-      if (len > most) most = len;
+    const int64_t first = n ? v[c].offsets[0] : 0;
+    int64_t most = 0;
+    if (!n || first == 0) {
+      static const int64_t zero = 0;
+      col->offsets = n ? (int64_t *)v[c].offsets : (int64_t *)&zero;   /* read only */
+      for (int64_t i = 1; i <= n; i++) {
+        int64_t len = col->offsets[i] - col->offsets[i - 1];
+        if (len > most) most = len;
+      }
+    } else {
+      col->offsets = tabcl__malloc((size_t)(n + 1) * sizeof *col->offsets);
+      if (!col->offsets)
+        return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                           "%s: column %d: out of host memory for %lld offsets", fn, c,
+                           (long long)n + 1);
+      col->offsets_owned = 1;
+      col->offsets[0] = 0;
+      /* the longest label in the same pass */
+      for (int64_t i = 1; i <= n; i++) {
+        col->offsets[i] = v[c].offsets[i] - first;
+        int64_t len = v[c].offsets[i] - v[c].offsets[i - 1];
+        if (len > most) most = len;
+      }
     }
     col->longest = most;
     if (v[c].validity && n) {
@@ -257,15 +271,27 @@ static void scratch_free(fit_scratch *s, int ncols) {
    the whole of vdata; `tmp` holds the longest column's offsets. Created
    from the host in one piece (oclgrind 21.10 loses track of bytes written
    at an offset). */
-static tabcl_status column_offsets(tabcl_category_index *idx, int c, int64_t *tmp, cl_mem *out) {
+static tabcl_status column_offsets(tabcl_category_index *idx, const fit_source *fs, int c,
+                                   int64_t *tmp, cl_mem *out) {
   const tabcl__catcol *col = &idx->cols[c];
+  const size_t bytes = ((size_t)col->length + 1) * sizeof *col->offsets;
+  if (fs->dev && !col->data_base) {
+    /* fit_cl: the caller's offsets (checked to start at 0) are these
+       already; a copy on the device, not an upload of the read-back ones */
+    tabcl_status st = tabcl__buffer_create(idx->ctx, CL_MEM_READ_ONLY, bytes, NULL, out,
+                                           "label offsets");
+    if (st) return st;
+    cl_int err = TABCL_CL(clEnqueueCopyBuffer(idx->ctx->queue, fs->dev[c].offsets, *out, 0, 0,
+                                              bytes, 0, NULL, NULL));
+    return err == CL_SUCCESS ? TABCL_OK
+                             : tabcl__cl_fail(err, "clEnqueueCopyBuffer", "label offsets");
+  }
   const int64_t *src = col->offsets;
   if (col->data_base) {
     for (int64_t i = 0; i <= col->length; i++) tmp[i] = col->offsets[i] + col->data_base;
     src = tmp;
   }
-  return tabcl__buffer_create_from(idx->ctx, CL_MEM_READ_ONLY,
-                                   ((size_t)col->length + 1) * sizeof *src, src, out,
+  return tabcl__buffer_create_from(idx->ctx, CL_MEM_READ_ONLY, bytes, src, out,
                                    "label offsets");
 }
 
@@ -333,7 +359,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     d->bytes = col->data_base + col->offsets[col->length];
     d->max_label = col->longest;
     d->data = idx->vdata;
-    st = column_offsets(idx, c, tmp, &d->offsets);
+    st = column_offsets(idx, src, c, tmp, &d->offsets);
   }
   tabcl__free(tmp);
   if (st) return st;
@@ -795,9 +821,20 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
   if (st) goto done;
   idx->device_bytes = (int64_t)((size_t)idx->entries * 28 + ((size_t)idx->ncols + 1) * 8 +
                                 (size_t)s.plan.vdata_bytes);
+  for (int c = 0; c < ncols; c++)   /* the offsets it keeps (doffs, below) */
+    if (idx->cols[c].length) idx->device_bytes += (idx->cols[c].length + 1) * 8;
   /* the tables are written by commands still queued; the index is ready
      for lookups (same queue) but a failure must show here, not later */
   st = tabcl__finish(ctx);
+  /* the index keeps its offsets on the device only (save reads them back);
+     the host ones may be the caller's, which the index must not hold */
+  for (int c = 0; !st && c < ncols; c++) {
+    tabcl__catcol *col = &idx->cols[c];
+    if (col->offsets_owned) tabcl__free(col->offsets);
+    col->offsets = NULL;
+    col->offsets_owned = 0;
+    if (s.dev) col->doffs = s.dev[c].offsets, s.dev[c].offsets = NULL;
+  }
 done:
   scratch_free(&s, ncols);
   if (st) {

@@ -161,8 +161,10 @@ static void w_u32(writer *w, uint32_t v) {
   w_put(w, le, 4);
 }
 
-/* bytes: the index's labels, read back from its device copy. */
-static void write_index(writer *w, const tabcl_category_index *idx, const uint8_t *bytes) {
+/* bytes and offs: the index's labels and each column's offsets (from
+   offs + label_base + c, rebased to 0), read back from its device copies. */
+static void write_index(writer *w, const tabcl_category_index *idx, const uint8_t *bytes,
+                        const int64_t *offs) {
   w_put(w, MAGIC, 8);
   w_u32(w, FORMAT_VERSION);
   w_u32(w, (uint32_t)idx->order);
@@ -170,12 +172,13 @@ static void write_index(writer *w, const tabcl_category_index *idx, const uint8_
   w_u32(w, 0);
   for (int c = 0; c < idx->ncols && !w->failed; c++) {
     const tabcl__catcol *col = &idx->cols[c];
+    const int64_t *o = offs + col->label_base + c;
     int64_t n = col->length;
     w_u64(w, (uint64_t)n);
-    w_u64(w, (uint64_t)col->offsets[n]);
+    w_u64(w, (uint64_t)o[n]);
     w_u64(w, col->validity ? 1 : 0);
-    for (int64_t i = 0; i <= n; i++) w_u64(w, (uint64_t)col->offsets[i]);
-    w_put(w, bytes + col->data_base, (size_t)col->offsets[n]);
+    for (int64_t i = 0; i <= n; i++) w_u64(w, (uint64_t)o[i]);
+    w_put(w, bytes + col->data_base, (size_t)o[n]);
     if (col->validity) w_put(w, col->validity, (size_t)(n + 7) / 8);
   }
   w_flush(w);
@@ -218,19 +221,30 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
   writer w = {0};
   w.buf = tabcl__malloc(BLOCK);
   w.h = CHECK_SEED;
-  /* the labels live on the device only (catindex_fit.c) */
+  /* the labels and their offsets live on the device only (catindex_fit.c) */
   uint8_t *bytes = tabcl__malloc(idx->data_bytes ? (size_t)idx->data_bytes : 1);
-  if (!tmp || !folder || !w.buf || !bytes) {
+  const size_t noffs = (size_t)idx->labels + (size_t)idx->ncols;
+  int64_t *offs = tabcl__malloc(noffs * sizeof *offs);
+  if (!tmp || !folder || !w.buf || !bytes || !offs) {
     tabcl__free(tmp);
     tabcl__free(folder);
     tabcl__free(w.buf);
     tabcl__free(bytes);
+    tabcl__free(offs);
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
                        "%s: out of host memory for the %zu-byte write buffer, the %lld label "
-                       "bytes and the names of %s's temporary file and folder", fn,
-                       (size_t)BLOCK, (long long)idx->data_bytes, path);
+                       "bytes, their %zu offsets and the names of %s's temporary file and "
+                       "folder", fn, (size_t)BLOCK, (long long)idx->data_bytes, noffs, path);
   }
   tabcl_status st = tabcl__download(idx->ctx, idx->vdata, 0, (size_t)idx->data_bytes, bytes);
+  for (int c = 0; c < idx->ncols && !st; c++) {
+    const tabcl__catcol *col = &idx->cols[c];
+    int64_t *o = offs + col->label_base + c;
+    o[0] = 0;
+    if (!col->length) continue;
+    st = tabcl__download(idx->ctx, col->doffs, 0, ((size_t)col->length + 1) * 8, o);
+    for (int64_t i = 0; !st && i <= col->length; i++) o[i] -= col->data_base;
+  }
   if (st) goto done;
   /* A temporary file in the same folder, renamed over path at the end, so
      no reader ever sees a partial index and a failure leaves nothing. */
@@ -251,7 +265,7 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
     goto done;
   }
   errno = 0;
-  write_index(&w, idx, bytes);
+  write_index(&w, idx, bytes, offs);
   /* fflush is where a full disk usually shows; fsync where quotas on some
      network file systems do. Both pass the injection point. */
   if (!w.failed && (w.failed = tabcl__fault_io()) == 0 && fflush(w.f) != 0)
@@ -284,6 +298,7 @@ done:
   tabcl__free(folder);
   tabcl__free(w.buf);
   tabcl__free(bytes);
+  tabcl__free(offs);
   return st;
 }
 
