@@ -71,12 +71,16 @@ inline int cat_block_of(__global const long *starts, int n, long i) {
 
 // The column's present slots paired with their hashes, from pair 0, for
 // the sort: slots[first ..] where the column has nulls, else (dense) the
-// column's slots base, base + 1, ... themselves.
+// column's slots base, base + 1, ... themselves. The try's first column
+// (reset) clears the collision flag, flags[flag_at], which no command
+// before it in the try reads: one host write fewer a try.
 __kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint *slots,
                                  __global ulong *keys, __global uint *vals, long first, long from,
-                                 long n, uint base, int dense) {
+                                 long n, uint base, int dense, __global int *flags, long flag_at,
+                                 int reset) {
   long j = from + (long)get_global_id(0);
   if (j >= n) return;
+  if (reset && j == 0) flags[flag_at] = 0;
   uint s = dense ? base + (uint)j : slots[first + j];
   keys[j] = hash[s];
   vals[j] = s;
@@ -89,7 +93,9 @@ __kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint
 #define CAT_FIT_CHUNK 65536
 __kernel void catindex_fit_collide(__global const ulong *keys, __global const uint *vals,
                                    __global const ulong *vdata, __global const long *offs,
-                                   uint label_base, long from, long n, __global int *flag) {
+                                   uint label_base, long from, long n, __global int *flags,
+                                   long flag_at) {
+  __global int *flag = flags + flag_at;
   long j = from + (long)get_global_id(0) + 1;
   if (j >= n || keys[j] != keys[j - 1]) return;
   long a = (long)(vals[j - 1] - label_base), b = (long)(vals[j] - label_base);

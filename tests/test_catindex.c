@@ -130,6 +130,38 @@ Test(catindex, random_vocabularies_both_orders) {
   tabcl_context_destroy(ctx);
 }
 
+/* Where transfers are staged (GPUs), the host lookup's codes go from the
+   staging area straight into the caller's arrays when they fit one chunk,
+   and through a copy of the call's own when not: both give the codes. */
+Test(catindex, staged_host_lookup_in_one_chunk_or_many) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/staged_host_lookup_in_one_chunk_or_many")};
+  cat_warm(ctx);
+  tt_strings v[2], q[2];
+  tabcl_strings_view vv[2], qv[2];
+  for (int c = 0; c < 2; c++) {
+    tt_strings_init(&v[c], c);
+    random_vocab(&r, &v[c], 700 + 300 * c, 1 + tt_below(&r, 20), c);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 0);
+    random_queries(&r, &vv[c], &q[c], 2500 + 1000 * c, 20);
+    qv[c] = tt_view(&q[c]);
+  }
+  /* default area: 14,000 bytes of codes in one chunk; 4 KiB: many */
+  const size_t caps[] = {0, 4096};
+  for (int k = 0; k < 2; k++) {
+    tt_staging(ctx, 1, caps[k]);
+    char what[64];
+    snprintf(what, sizeof what, "staging area of %zu bytes", caps[k]);
+    cat_fit_and_expect(ctx, 2, vv, qv, what);
+  }
+  for (int c = 0; c < 2; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- edges ------------------------------------------------------------- */
 
 static tabcl_strings_view labels_view(tt_strings *s, const char *const *labels, int n) {

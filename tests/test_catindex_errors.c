@@ -223,7 +223,9 @@ static void sweep_data_free(sweep_data *d) {
   }
 }
 
-enum { OP_FIT, OP_LOOKUP, OP_ALIGN, OP_LOOKUP_CL, OP_FIT_CL };
+/* OP_LOOKUP_STAGED: the host lookup with every transfer staged (as on
+   GPUs), its codes drained from the staging area into the caller's arrays. */
+enum { OP_FIT, OP_LOOKUP, OP_ALIGN, OP_LOOKUP_CL, OP_FIT_CL, OP_LOOKUP_STAGED };
 
 static cl_mem device_copy(tabcl_context *ctx, const void *p, size_t n) {
   cl_int err;
@@ -238,6 +240,7 @@ static cl_mem device_copy(tabcl_context *ctx, const void *p, size_t n) {
 /* which: 0 host allocations, 1 OpenCL calls. */
 static void sweep(int which, int op) {
   tabcl_context *ctx = tt_context();
+  if (op == OP_LOOKUP_STAGED) tt_staging(ctx, 1, 0);
   cat_warm(ctx);
   sweep_data d;
   sweep_data_init(&d);
@@ -279,7 +282,8 @@ static void sweep(int which, int op) {
     tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
     tabcl_status s;
     if (op == OP_FIT) s = tabcl_category_index_fit(ctx, 2, d.vv, TABCL_CODES_BY_VALUE, &fitted);
-    else if (op == OP_LOOKUP) s = tabcl_category_index_lookup(idx, 2, d.qv, codes);
+    else if (op == OP_LOOKUP || op == OP_LOOKUP_STAGED)
+      s = tabcl_category_index_lookup(idx, 2, d.qv, codes);
     else if (op == OP_ALIGN) s = tabcl_category_index_align(idx, 2, dict, codes);
     else if (op == OP_FIT_CL) {
       cl_event ev = NULL;
@@ -364,6 +368,8 @@ Test(catindex_faults, fit_host_allocations) { sweep(0, OP_FIT); }
 Test(catindex_faults, fit_opencl_calls) { sweep(1, OP_FIT); }
 Test(catindex_faults, lookup_host_allocations) { sweep(0, OP_LOOKUP); }
 Test(catindex_faults, lookup_opencl_calls) { sweep(1, OP_LOOKUP); }
+Test(catindex_faults, staged_lookup_host_allocations) { sweep(0, OP_LOOKUP_STAGED); }
+Test(catindex_faults, staged_lookup_opencl_calls) { sweep(1, OP_LOOKUP_STAGED); }
 Test(catindex_faults, align_host_allocations) { sweep(0, OP_ALIGN); }
 Test(catindex_faults, align_opencl_calls) { sweep(1, OP_ALIGN); }
 Test(catindex_faults, device_lookup_host_allocations) { sweep(0, OP_LOOKUP_CL); }

@@ -234,8 +234,11 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
 
 typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
-  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes, flag;
-  cl_mem totals;             /* long[ncols]: each column's entries, written by its scan */
+  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes;
+  cl_mem totals;             /* long[ncols]: each column's entries, written by its scan; then
+                                the try's collision flag (an int at long ncols), so that a
+                                try reads both back at once */
+  int64_t *htotals;          /* ncols + 1: the last try's totals and flag, read back */
   cl_kernel kpairs, kcollide, kcount, kscan, kentries;
   uint32_t *hslots;          /* the present slots of the columns with nulls, ascending */
   int64_t *seg;              /* ncols + 1: each column's first pair, counted over all columns */
@@ -249,16 +252,20 @@ typedef struct fit_scratch {
   tabcl__fit_plan plan;
 } fit_scratch;
 
-static void scratch_free(fit_scratch *s, int ncols) {
+static void scratch_free(tabcl_context *ctx, fit_scratch *s, int ncols) {
   if (s->dev)
     for (int c = 0; c < ncols; c++) tabcl__buffer_release(s->dev[c].offsets);
   tabcl__free(s->dev);
-  const cl_mem m[] = {s->hash,  s->slots,  s->keys,   s->vals,   s->counts,
-                      s->ekeys, s->espans, s->ecodes, s->totals, s->flag};
+  /* the temporaries go back to the context's pool (their last commands
+     are enqueued: the pool hands them out again once those are done) */
+  const cl_mem pooled[] = {s->hash, s->keys, s->vals, s->counts, s->totals};
+  tabcl__pool_put_n(ctx, (int)(sizeof pooled / sizeof pooled[0]), pooled, 0, NULL);
+  const cl_mem m[] = {s->slots, s->ekeys, s->espans, s->ecodes};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) tabcl__buffer_release(m[i]);
   const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
   tabcl__free(s->hslots);
+  tabcl__free(s->htotals);
   tabcl__free(s->seg);
   tabcl__free(s->sfirst);
   tabcl__free((void *)s->hb);
@@ -363,22 +370,27 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
   }
   tabcl__free(tmp);
   if (st) return st;
+  /* Temporaries from the context's pool: a fresh buffer cost its first
+     use (about 60 us a kernel on the H200, whose driver allocates then)
+     and its release (30-50 us). */
   const cl_mem_flags rw = CL_MEM_READ_WRITE;
-  if ((st = tabcl__buffer_create(ctx, rw, (size_t)p->hash_bytes, NULL, &s->hash, "fit hashes")) ||
-      (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
-                                      (sparse ? (size_t)sparse : 1) * sizeof *s->hslots,
-                                      s->hslots, &s->slots, "fit slots")) ||
-      (st = tabcl__buffer_create(ctx, rw, (size_t)p->key_bytes, NULL, &s->keys, "fit keys")) ||
-      (st = tabcl__buffer_create(ctx, rw, (size_t)p->val_bytes, NULL, &s->vals, "fit values")) ||
-      (st = tabcl__buffer_create(ctx, rw, (size_t)p->run_bytes, NULL, &s->counts,
-                                  "fit run counts")) ||
+  if ((st = tabcl__pool_get(ctx, rw, (size_t)p->hash_bytes, &s->hash, "fit hashes")) ||
+      (sparse && (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
+                                                 (size_t)sparse * sizeof *s->hslots, s->hslots,
+                                                 &s->slots, "fit slots"))) ||
+      (st = tabcl__pool_get(ctx, rw, (size_t)p->key_bytes, &s->keys, "fit keys")) ||
+      (st = tabcl__pool_get(ctx, rw, (size_t)p->val_bytes, &s->vals, "fit values")) ||
+      (st = tabcl__pool_get(ctx, rw, (size_t)p->run_bytes, &s->counts, "fit run counts")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 8, NULL, &s->ekeys, "index keys")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 16, NULL, &s->espans, "index spans")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 4, NULL, &s->ecodes, "index codes")) ||
-      (st = tabcl__buffer_create(ctx, rw, (size_t)idx->ncols * 8, NULL, &s->totals,
-                                  "fit column totals")) ||
-      (st = tabcl__buffer_create(ctx, rw, sizeof(cl_int), NULL, &s->flag, "fit collision flag")))
+      (st = tabcl__pool_get(ctx, rw, ((size_t)idx->ncols + 1) * 8, &s->totals,
+                            "fit column totals and collision flag")))
     return st;
+  s->htotals = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->htotals);
+  if (!s->htotals)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column totals", fn,
+                       idx->ncols);
   const struct {
     const char *name;
     cl_kernel *k;
@@ -477,10 +489,16 @@ static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int 
   const cl_long sfirst = s->sfirst[c] < 0 ? 0 : s->sfirst[c];
   const cl_uint base = (cl_uint)idx->cols[c].label_base;
   const cl_int dense = s->sfirst[c] < 0;
+  /* a dense column reads no slot list (none is made where no column has
+     nulls): any buffer stands in */
+  const cl_mem slots = s->slots ? s->slots : s->hash;
+  const cl_long flag_at = 2 * (cl_long)idx->ncols;   /* in ints */
+  const cl_int reset = first == 0;                    /* the try's first column with pairs */
   if (!st)
-    st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(s->slots),
+    st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(slots),
                         TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(sfirst),
-                        TABCL_ARG(first), TABCL_ARG(n), TABCL_ARG(base), TABCL_ARG(dense));
+                        TABCL_ARG(first), TABCL_ARG(n), TABCL_ARG(base), TABCL_ARG(dense),
+                        TABCL_ARG(s->totals), TABCL_ARG(flag_at), TABCL_ARG(reset));
   if (!st)
     st = launch_sliced(ctx, s->kpairs, "catindex_fit_pairs", p->pairs_wg, n, p->pairs_step, 1, 5);
   if (!st) st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL);
@@ -499,10 +517,12 @@ static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c,
   const cl_uint base = (cl_uint)idx->cols[c].label_base;
   const cl_mem offs = s->dev[c].offsets;
   const cl_int col = c;
+  const cl_long flag_at = 2 * (cl_long)idx->ncols;   /* in ints, after the totals */
   if (n > 1) {
     st = TABCL_SET_ARGS(s->kcollide, "catindex_fit_collide", TABCL_ARG(s->keys),
                         TABCL_ARG(s->vals), TABCL_ARG(idx->vdata), TABCL_ARG(offs),
-                        TABCL_ARG(base), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(s->flag));
+                        TABCL_ARG(base), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(s->totals),
+                        TABCL_ARG(flag_at));
     if (!st)
       st = launch_sliced(ctx, s->kcollide, "catindex_fit_collide", p->pairs_wg, n - 1,
                          p->pairs_step, (size_t)p->chunks, 5);
@@ -540,14 +560,14 @@ static tabcl_status seed_try(tabcl_category_index *idx, fit_scratch *s, uint64_t
                              int *collided) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st;
-  /* written from the host, not filled: oclgrind 21.10's check of
-     uninitialised reads does not see what clEnqueueFillBuffer wrote */
-  static const cl_int zero = 0;
-  if ((st = tabcl__write(ctx, s->flag, 0, sizeof zero, &zero))) return st;
+  /* the flag is cleared by the first column's pairs kernel (the loop runs
+     only where some column has pairs) */
   for (int c = 0; c < idx->ncols; c++)
     if ((st = column_try(idx, s, c, seed))) return st;
-  cl_int flag = 0;
-  if ((st = tabcl__read(ctx, s->flag, 0, sizeof flag, &flag))) return st;
+  const size_t nc = (size_t)idx->ncols;
+  if ((st = tabcl__read(ctx, s->totals, 0, nc * 8 + sizeof(cl_int), s->htotals))) return st;
+  cl_int flag;
+  memcpy(&flag, s->htotals + nc, sizeof flag);
   *collided = flag != 0;
   return TABCL_OK;
 }
@@ -764,19 +784,14 @@ static tabcl_status take_tables(tabcl_category_index *idx, fit_scratch *s, const
    left gaps; BY_VALUE codes are ranked then. */
 static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *src,
                                   fit_scratch *s) {
-  tabcl_context *ctx = idx->ctx;
   const size_t nc = (size_t)idx->ncols;
-  int64_t *range = tabcl__malloc((2 * nc + 1) * sizeof *range);
+  int64_t *range = tabcl__malloc((nc + 1) * sizeof *range);
   if (!range)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column ranges",
                        idx->ncols + 1);
-  int64_t *total = range + nc + 1;
-  tabcl_status st = s->npairs ? tabcl__read(ctx, s->totals, 0, nc * 8, total) : TABCL_OK;
-  if (!s->npairs) memset(total, 0, nc * sizeof *total);
-  if (st) {   /* total holds nothing to add up */
-    tabcl__free(range);
-    return st;
-  }
+  /* the last try's, read back with its flag (zeros where no try ran) */
+  const int64_t *total = s->htotals;
+  tabcl_status st = TABCL_OK;
   int whole = 1;
   range[0] = 0;
   for (size_t c = 0; c < nc; c++) {
@@ -836,7 +851,7 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
     if (s.dev) col->doffs = s.dev[c].offsets, s.dev[c].offsets = NULL;
   }
 done:
-  scratch_free(&s, ncols);
+  scratch_free(ctx, &s, ncols);
   if (st) {
     tabcl_category_index_destroy(idx);
     return st;

@@ -173,6 +173,24 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
   return st;
 }
 
+/* The codes of every column, laid end to end (column c's from off[c]),
+   copied into the caller's arrays. */
+typedef struct code_scatter {
+  int ncols;
+  const tabcl_strings_view *queries;
+  int32_t *const *codes;
+  const int64_t *off;
+} code_scatter;
+
+static void scatter_codes(const void *src, size_t bytes, void *arg) {
+  const code_scatter *sc = arg;
+  const int32_t *all = src;
+  (void)bytes;
+  for (int c = 0; c < sc->ncols; c++)
+    if (sc->queries[c].length)
+      memcpy(sc->codes[c], all + sc->off[c], (size_t)sc->queries[c].length * sizeof *all);
+}
+
 tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
                                          const tabcl_strings_view *queries,
                                          int32_t *const *codes) {
@@ -221,11 +239,13 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
     at += queries[c].length;
   }
   if ((st = tabcl__catindex_lookup_views(idx, views, longest, outs, off, fn))) goto done;
+  /* every step succeeded: only now do the caller's arrays change, straight
+     from the staging area where the codes fit one chunk */
+  const code_scatter sc = {ncols, queries, codes, off};
+  if (tabcl__download_drain(ctx, out, 0, (size_t)rows * 4, scatter_codes, (void *)&sc, &st))
+    goto done;
   if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
-  /* every step succeeded: only now do the caller's arrays change */
-  for (int c = 0; c < ncols; c++)
-    if (queries[c].length)
-      memcpy(codes[c], host + off[c], (size_t)queries[c].length * sizeof *host);
+  scatter_codes(host, (size_t)rows * 4, (void *)&sc);
 done:
   tabcl__buffer_release(out);
   tabcl__free(longest);

@@ -381,6 +381,35 @@ tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t
   return s;
 }
 
+int tabcl__download_drain(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                          tabcl__drain_fn drain, void *arg, tabcl_status *st) {
+  *st = TABCL_OK;
+  if (!bytes || !tabcl__upload_staged(ctx)) return 0;
+  tabcl__staging *sg = &ctx->staging;
+  pthread_mutex_lock(&sg->lock);
+  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
+  const size_t half = (sg->size / 2) & ~(size_t)7;
+  if (!s && bytes > half) {   /* more than one chunk: the caller's own way */
+    pthread_mutex_unlock(&sg->lock);
+    return 0;
+  }
+  if (!s) s = staging_settle(sg, 0);
+  if (!s) {
+    sg->used[0] = half;
+    cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset, bytes, sg->host, 0,
+                                              NULL, &sg->busy[0]));
+    if (err != CL_SUCCESS) {
+      sg->used[0] = 0;
+      s = tabcl__cl_fail(err, "clEnqueueReadBuffer", "download through the staging area");
+    }
+  }
+  if (!s) s = staging_settle(sg, 0);
+  if (!s) drain(sg->host, bytes, arg);
+  pthread_mutex_unlock(&sg->lock);
+  *st = s;
+  return 1;
+}
+
 static void fill_copy(void *dst, size_t at, size_t n, const void *arg) {
   memcpy(dst, (const uint8_t *)arg + at, n);
 }

@@ -420,6 +420,16 @@ int tabcl__upload_staged(tabcl_context *ctx);
    plain tabcl__read elsewhere. On failure dst's content is undefined. */
 tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
                              void *dst);
+/* A download the caller copies out of the staging area itself: where the
+   context stages transfers and bytes fit one staging chunk, reads them
+   there and, only once the whole read succeeded, calls drain(src, bytes,
+   arg); returns 1 with the status in *st. Else returns 0 and does nothing
+   (download into memory of the caller's then). It spares a copy into fresh
+   memory: the host lookup's codes went device -> staging -> a temporary ->
+   the caller's arrays. */
+typedef void (*tabcl__drain_fn)(const void *src, size_t bytes, void *arg);
+int tabcl__download_drain(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                          tabcl__drain_fn drain, void *arg, tabcl_status *st);
 /* tabcl__buffer_create with CL_MEM_COPY_HOST_PTR where uploads map, and a
    plain buffer filled by tabcl__upload where they are staged (a copy from
    pageable memory is as slow as the map on NVIDIA). Nothing is left on failure. */
@@ -450,6 +460,9 @@ tabcl_status tabcl__pool_get(tabcl_context *ctx, cl_mem_flags flags, size_t byte
                              const char *what);
 void tabcl__pool_put(tabcl_context *ctx, cl_mem m);
 void tabcl__pool_put_after(tabcl_context *ctx, cl_mem m, cl_uint nwait, const cl_event *wait);
+/* tabcl__pool_put_after for n buffers (NULLs skipped) behind one marker. */
+void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nwait,
+                       const cl_event *wait);
 /* Idle pooled buffers alive in the process (not in tabcl__mem_live). */
 long tabcl__pool_live(void);
 /* Moves n buffers into (n > 0) or out of tabcl__mem_live's count. */

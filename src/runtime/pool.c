@@ -111,47 +111,61 @@ tabcl_status tabcl__pool_get(tabcl_context *ctx, cl_mem_flags flags, size_t byte
   return tabcl__buffer_create(ctx, flags, bytes, NULL, out, what);
 }
 
-void tabcl__pool_put(tabcl_context *ctx, cl_mem m) { tabcl__pool_put_after(ctx, m, 0, NULL); }
+void tabcl__pool_put(tabcl_context *ctx, cl_mem m) { tabcl__pool_put_n(ctx, 1, &m, 0, NULL); }
 
 void tabcl__pool_put_after(tabcl_context *ctx, cl_mem m, cl_uint nwait, const cl_event *wait) {
-  if (!m) return;
+  tabcl__pool_put_n(ctx, 1, &m, nwait, wait);
+}
+
+void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nwait,
+                       const cl_event *wait) {
   tabcl__pool *p = &ctx->pool;
-  size_t bytes = 0;
-  cl_mem_flags flags = 0;
   cl_event done = NULL;
+  int marked = 0, given = 0;   /* the marker tried; slots holding a reference to it */
   pthread_mutex_lock(&p->lock);
-  int slot = -1;
-  for (int i = 0; p->cap && i < TABCL__POOL_SLOTS && slot < 0; i++)
-    if (!p->slot[i].mem) slot = i;
-  /* Only what is known for sure goes in: its size and flags, and a marker
-     behind every command that may use it. Anything else is released now
-     (OpenCL keeps it alive for commands still using it): put cannot fail,
-     so it has no injected failures either (a call that succeeded must not
-     see one). */
-  if (slot >= 0 &&
-      (clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
-       clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
-       bytes > p->cap))
-    slot = -1;
-  /* Room for it: idle buffers go, in slot order, until it fits. */
-  for (int i = 0; slot >= 0 && i < TABCL__POOL_SLOTS && p->held + bytes > p->cap; i++)
-    if (i != slot) slot_drop(p, i);
-  /* flushed, or a lazily submitting driver (Mesa's rusticl) might never
-     run the marker, and the buffer would never be handed out again */
-  if (slot >= 0 && (clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, &done) != CL_SUCCESS ||
-                    clFlush(ctx->queue) != CL_SUCCESS)) {
-    if (done) clReleaseEvent(done);
-    done = NULL;
-    slot = -1;
+  for (int k = 0; k < n; k++) {
+    cl_mem m = mems[k];
+    if (!m) continue;
+    size_t bytes = 0;
+    cl_mem_flags flags = 0;
+    int slot = -1;
+    for (int i = 0; p->cap && i < TABCL__POOL_SLOTS && slot < 0; i++)
+      if (!p->slot[i].mem) slot = i;
+    /* Only what is known for sure goes in: its size and flags, and a marker
+       behind every command that may use it. Anything else is released now
+       (OpenCL keeps it alive for commands still using it): put cannot fail,
+       so it has no injected failures either (a call that succeeded must not
+       see one). */
+    if (slot >= 0 &&
+        (clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) != CL_SUCCESS ||
+         clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS ||
+         bytes > p->cap))
+      slot = -1;
+    /* Room for it: idle buffers go, in slot order, until it fits. */
+    for (int i = 0; slot >= 0 && i < TABCL__POOL_SLOTS && p->held + bytes > p->cap; i++)
+      if (i != slot) slot_drop(p, i);
+    /* One marker for every buffer of the call, flushed, or a lazily
+       submitting driver (Mesa's rusticl) might never run it, and the
+       buffers would never be handed out again. */
+    if (slot >= 0 && !marked) {
+      marked = 1;
+      if (clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, &done) != CL_SUCCESS ||
+          clFlush(ctx->queue) != CL_SUCCESS) {
+        if (done) clReleaseEvent(done);
+        done = NULL;
+      }
+    }
+    if (slot >= 0 && done && given && clRetainEvent(done) != CL_SUCCESS) slot = -1;
+    if (slot < 0 || !done) {
+      tabcl__buffer_release(m);
+      continue;
+    }
+    given++;
+    p->slot[slot] = (tabcl__pool_slot){m, bytes, flags, done};
+    p->held += bytes;
+    atomic_fetch_add(&live_pooled, 1);
+    tabcl__mem_count(-1);
   }
-  if (slot < 0) {
-    pthread_mutex_unlock(&p->lock);
-    tabcl__buffer_release(m);
-    return;
-  }
-  p->slot[slot] = (tabcl__pool_slot){m, bytes, flags, done};
-  p->held += bytes;
-  atomic_fetch_add(&live_pooled, 1);
-  tabcl__mem_count(-1);
+  if (done && !given) clReleaseEvent(done);
   pthread_mutex_unlock(&p->lock);
 }
