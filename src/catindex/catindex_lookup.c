@@ -45,8 +45,10 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   cl_mem qhash = NULL, cand = NULL;
   cl_kernel kitem = NULL, kgroup = NULL, kprobe = NULL;
   cl_event ev = NULL;
-  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &qhash,
-                                         "query hashes");
+  /* temporaries from the context's pool: a fresh buffer costs its first
+     use and its release (tens of microseconds each on the H200) */
+  tabcl_status st = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, &qhash,
+                                    "query hashes");
   int64_t hoff = 0;
   for (int c = 0; c < ncols && !st; c++) {
     if (!q[c].length) continue;
@@ -91,7 +93,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     const int use_group = lp.grouped, serial = lp.serial;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */
-      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, NULL, &cand, "candidates");
+      st = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, &cand, "candidates");
       if (st) break;
     }
     /* the group path: a probe (one work-item per row), then the comparison */
@@ -136,11 +138,12 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     }
   }
   tabcl__kernel_release(kprobe);
-  tabcl__buffer_release(cand);
   tabcl__kernel_release(kitem);
   tabcl__kernel_release(kgroup);
-  /* Released right after enqueueing: OpenCL frees it once the kernels using it are done. */
-  tabcl__buffer_release(qhash);
+  /* Given back right after enqueueing: the pool hands them out again once
+     the kernels using them are done. */
+  const cl_mem temps[] = {qhash, cand};
+  tabcl__pool_put_n(ctx, 2, temps, 0, NULL);
   if (!st && last) {
     if (ev) {
       *last = ev;
@@ -229,7 +232,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
                      fn, (long long)rows, ncols);
     goto done;
   }
-  if ((st = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, NULL, &out, "codes")))
+  if ((st = tabcl__pool_get(ctx, CL_MEM_WRITE_ONLY, (size_t)rows * 4, &out, "codes")))
     goto done;
   int64_t at = 0;
   for (int c = 0; c < ncols; c++) {
@@ -247,7 +250,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
   scatter_codes(host, (size_t)rows * 4, (void *)&sc);
 done:
-  tabcl__buffer_release(out);
+  tabcl__pool_put(ctx, out);
   tabcl__free(longest);
   tabcl__free(views);
   tabcl__free(outs);
