@@ -22,6 +22,8 @@
 typedef struct fit_source {
   const tabcl_strings_view *v;   /* ncols; data is not read when dev is set */
   const tabcl_strings_cl *dev;   /* ncols, or NULL */
+  const int64_t *longest;        /* ncols: each column's longest label, from its check; or
+                                    NULL (the fit finds them) */
 } fit_source;
 
 static int bytes_cmp(const uint8_t *a, int64_t na, const uint8_t *b, int64_t nb) {
@@ -68,8 +70,9 @@ int64_t tabcl_category_index_codes(const tabcl_category_index *idx, int col) {
    start at 0 are the caller's own, read in place: a copy into fresh memory
    was most of a small fit's host time (its page faults), and after the fit
    the index keeps its offsets on the device only. */
-static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_view *v,
+static tabcl_status copy_columns(tabcl_category_index *idx, const fit_source *src,
                                  const char *fn) {
+  const tabcl_strings_view *v = src->v;
   int64_t bytes = 0, labels = 0;
   for (int c = 0; c < idx->ncols; c++) {
     if (v[c].length > INT32_MAX - 1)
@@ -95,7 +98,8 @@ static tabcl_status copy_columns(tabcl_category_index *idx, const tabcl_strings_
     if (!n || first == 0) {
       static const int64_t zero = 0;
       col->offsets = n ? (int64_t *)v[c].offsets : (int64_t *)&zero;   /* read only */
-      for (int64_t i = 1; i <= n; i++) {
+      if (src->longest) most = src->longest[c];
+      for (int64_t i = 1; !src->longest && i <= n; i++) {
         int64_t len = col->offsets[i] - col->offsets[i - 1];
         if (len > most) most = len;
       }
@@ -823,7 +827,7 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
                      ncols);
     goto done;
   }
-  if ((st = copy_columns(idx, src->v, fn)) || (st = scratch_init(idx, src, &s, fn))) goto done;
+  if ((st = copy_columns(idx, src, fn)) || (st = scratch_init(idx, src, &s, fn))) goto done;
   prefetch_programs(ctx, &s);
   /* Seed 0, 1, 2, ... until no column has two distinct labels of equal hash;
      past the bound the last seed stays and lookups confirm every candidate. */
@@ -863,7 +867,7 @@ done:
 tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
                                    tabcl_code_order order, const char *fn,
                                    tabcl_category_index **out) {
-  const fit_source src = {v, NULL};
+  const fit_source src = {v, NULL, NULL};
   return build(ctx, ncols, &src, order, fn, out);
 }
 
@@ -886,10 +890,20 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
   static const char fn[] = "tabcl_category_index_fit";
   tabcl_status st = check_fit_call(ctx, ncols, vocabularies, order, out, fn);
   if (st) return st;
-  for (int c = 0; c < ncols; c++)
-    if ((st = tabcl__strings_validate(&vocabularies[c], fn, c, NULL))) return st;
-  tabcl__clear_error();
-  return tabcl__catindex_build(ctx, ncols, vocabularies, order, fn, out);
+  /* the check finds each column's longest label on its way */
+  int64_t *longest = tabcl__malloc((size_t)ncols * sizeof *longest);
+  if (!longest)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
+  for (int c = 0; c < ncols && !st; c++)
+    st = tabcl__strings_validate(&vocabularies[c], fn, c, &longest[c]);
+  if (!st) {
+    tabcl__clear_error();
+    const fit_source src = {vocabularies, NULL, longest};
+    st = build(ctx, ncols, &src, order, fn, out);
+  }
+  tabcl__free(longest);
+  return st;
 }
 
 /* ---- fit from device columns ---------------------------------------------- */
@@ -899,7 +913,8 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
    are: the index keeps them on the host, and they must hold. */
 static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl *d, int c,
                                      cl_uint nwait, const cl_event *wait, int64_t **offs,
-                                     uint8_t **valid, tabcl_strings_view *v, const char *fn) {
+                                     uint8_t **valid, tabcl_strings_view *v, int64_t *longest,
+                                     const char *fn) {
   int64_t n = d->length;
   *offs = tabcl__malloc(((size_t)n + 1) * sizeof **offs);
   *valid = d->validity ? tabcl__malloc((size_t)(n + 7) / 8) : NULL;
@@ -926,7 +941,7 @@ static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl 
      pointer passes that, and nothing reads it */
   static const uint8_t none = 0;
   *v = (tabcl_strings_view){n, *offs, &none, *valid};
-  return tabcl__strings_validate(v, fn, c, NULL);
+  return tabcl__strings_validate(v, fn, c, longest);
 }
 
 tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
@@ -951,7 +966,8 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
   tabcl_strings_view *v = tabcl__calloc((size_t)ncols, sizeof *v);
   int64_t **offs = tabcl__calloc((size_t)ncols, sizeof *offs);
   uint8_t **valid = tabcl__calloc((size_t)ncols, sizeof *valid);
-  if (!v || !offs || !valid)
+  int64_t *longest = tabcl__calloc((size_t)ncols, sizeof *longest);   /* 0: empty column */
+  if (!v || !offs || !valid || !longest)
     st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                      ncols);
   /* the first read waits for the caller's events; the queue is in order */
@@ -959,7 +975,7 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
   for (int c = 0; c < ncols && !st; c++) {
     if (!vocabularies[c].length) continue;
     st = read_back_column(ctx, &vocabularies[c], c, waited ? 0 : nwait, waited ? NULL : wait,
-                          &offs[c], &valid[c], &v[c], fn);
+                          &offs[c], &valid[c], &v[c], &longest[c], fn);
     waited = 1;
   }
   /* a fit of empty columns only reads nothing: the caller's events are
@@ -970,7 +986,7 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
   }
   tabcl_category_index *idx = NULL;
   if (!st) {
-    const fit_source src = {v, vocabularies};
+    const fit_source src = {v, vocabularies, longest};
     st = build(ctx, ncols, &src, order, fn, &idx);
   }
   if (!st && ev) {
@@ -985,6 +1001,7 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
   for (int c = 0; valid && c < ncols; c++) tabcl__free(valid[c]);
   tabcl__free(offs);
   tabcl__free(valid);
+  tabcl__free(longest);
   tabcl__free(v);
   if (!st) *out = idx;
   return st;
