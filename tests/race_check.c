@@ -9,6 +9,8 @@
  *  - one context and one index, used by 8 threads at once for lookups,
  *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
  *    and a failing call each (tabcl_last_error is per thread);
+ *  - then host lookups of 200,000 rows from 8 threads on a context whose
+ *    uploads are staged and filled by 3 threads (its parked fill threads);
  *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
  *    at once.
  * Every result must equal the same call's result from one thread. The
@@ -161,6 +163,36 @@ static void *first_use(void *arg) {
 }
 
 /* The folders made here hold only files. */
+/* Host lookups of many rows on one context whose uploads are staged and
+   filled by 3 threads: the fills of several callers meet on the context's
+   parked fill threads (one fill at a time; the others start their own). */
+#define NBIG 200000
+static tabcl_context *staged_ctx;
+static tabcl_category_index *staged_idx;
+static int64_t boff[NBIG + 1];
+static uint8_t bdata[NBIG * 16];
+
+static void *staged_work(void *arg) {
+  long id = (long)arg;
+  int32_t *codes = malloc(NBIG * sizeof *codes);
+  const tabcl_strings_view q = {NBIG, boff, bdata, NULL};
+  for (int r = 0; codes && r < ROUNDS; r++) {
+    int32_t *out = codes;
+    if (tabcl_category_index_lookup(staged_idx, 1, &q, &out)) {
+      problem("staged lookup", id);
+      continue;
+    }
+    for (int i = 0; i < NBIG; i++)
+      if (codes[i] != want_lookup[i % NQUERY]) {
+        problem("staged lookup codes", id);
+        break;
+      }
+  }
+  if (!codes) problem("out of memory", id);
+  free(codes);
+  return NULL;
+}
+
 static void remove_flat(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
@@ -205,6 +237,24 @@ int main(void) {
   int ok = run_threads(shared_work, ids);
   tabcl_category_index_destroy(shared_idx);
   tabcl_context_destroy(shared_ctx);
+
+  /* the queries of the first part, over and over */
+  for (int i = 0; i < NBIG; i++) {
+    const int k = i % NQUERY;
+    const int64_t len = qoff[k + 1] - qoff[k];
+    memcpy(bdata + boff[i], qdata + qoff[k], (size_t)len);
+    boff[i + 1] = boff[i] + len;
+  }
+  tabcl_options so = {0};
+  so.tune = "upload.staging=1;upload.threads=3";
+  if (tabcl_context_create(&so, &staged_ctx) ||
+      tabcl_category_index_fit(staged_ctx, 1, &v, TABCL_CODES_BY_VALUE, &staged_idx)) {
+    problem("the staged context", -1);
+  } else {
+    ok = run_threads(staged_work, ids) && ok;
+  }
+  tabcl_category_index_destroy(staged_idx);
+  tabcl_context_destroy(staged_ctx);
 
   char cache[300];
   snprintf(cache, sizeof cache, "%s/cache", folder);

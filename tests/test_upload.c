@@ -2,6 +2,7 @@
  * through it (tabcl__download) and buffers made from host memory
  * (tabcl__buffer_create_from) equal plain transfers for every area size,
  * offset and length, and fail cleanly under injected failures. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,10 +93,12 @@ Test(upload, thread_rule_by_size) {
 
 /* An upload filled by several host threads (upload.threads) has the bytes
    of one filled by one, mapped or staged, whole or in chunks, for sizes
-   around the 1 MiB parts and thread counts that do not divide them. */
+   around the parts (256 KiB on the context's parked threads, 1 MiB on
+   threads a call starts) and thread counts that do not divide them. */
 Test(upload, filled_by_several_threads) {
   tt_rng r = {tt_seed("upload/filled_by_several_threads")};
-  static const size_t sizes[] = {(1u << 20) - 8, (1u << 20) + 8, (3u << 20) + 24, (9u << 20) + 5};
+  static const size_t sizes[] = {(256u << 10) + 8, (768u << 10) - 8, (1u << 20) + 8,
+                                 (9u << 20) + 5};
   static const int threads[] = {1, 2, 3, 7};
   static const struct { int on; size_t cap; } ways[] = {{-1, 0}, {1, 0}, {1, 2u << 20}};
   const size_t most = sizes[3];
@@ -122,6 +125,55 @@ Test(upload, filled_by_several_threads) {
     }
   free(src);
   free(got);
+}
+
+/* Several callers filling uploads on one context at once: one fill has the
+   context's parked threads, the others start threads of their own (or fill
+   alone); every buffer holds its own caller's bytes. */
+typedef struct caller_job {
+  tabcl_context *ctx;
+  const uint8_t *src;
+  size_t bytes;
+  int bad;
+} caller_job;
+
+static void *caller_uploads(void *arg) {
+  caller_job *j = arg;
+  uint8_t *got = malloc(j->bytes);
+  for (int round = 0; got && round < 6; round++) {
+    cl_mem m = NULL;
+    if (tabcl__buffer_create_from(j->ctx, CL_MEM_READ_ONLY, j->bytes, j->src, &m, "test") ||
+        tabcl__read(j->ctx, m, 0, j->bytes, got) || memcmp(got, j->src, j->bytes))
+      j->bad++;
+    tabcl__buffer_release(m);
+  }
+  if (!got) j->bad++;
+  free(got);
+  return NULL;
+}
+
+Test(upload, fills_from_several_callers_at_once) {
+  tt_rng r = {tt_seed("upload/fills_from_several_callers_at_once")};
+  enum { CALLERS = 4 };
+  tabcl_context *ctx = context_staged(1, 0);
+  tt_tune(ctx, "upload.threads=3");
+  caller_job job[CALLERS];
+  pthread_t tid[CALLERS];
+  for (int i = 0; i < CALLERS; i++) {
+    const size_t bytes = ((size_t)(i + 1) << 20) + 8 * (size_t)i;
+    uint8_t *src = malloc(bytes);
+    cr_assert(src);
+    for (size_t k = 0; k < bytes; k++) src[k] = (uint8_t)tt_next(&r);
+    job[i] = (caller_job){ctx, src, bytes, 0};
+  }
+  for (int i = 0; i < CALLERS; i++)
+    cr_assert_eq(pthread_create(&tid[i], NULL, caller_uploads, &job[i]), 0);
+  for (int i = 0; i < CALLERS; i++) pthread_join(tid[i], NULL);
+  for (int i = 0; i < CALLERS; i++) {
+    cr_expect_eq(job[i].bad, 0, "caller %d: %d uploads wrong", i, job[i].bad);
+    free((void *)job[i].src);
+  }
+  tabcl_context_destroy(ctx);
 }
 
 /* Uploads and downloads taking turns on one small area: each must wait

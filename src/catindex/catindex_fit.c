@@ -189,7 +189,7 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (h == MAP_FAILED) return 0;
   const label_fill f = {idx, src->v};
-  tabcl__fill_parallel_n(tabcl__fill_threads_for(ctx, (size_t)padded), fill_labels, h, 0,
+  tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, (size_t)padded), fill_labels, h, 0,
                          (size_t)padded, &f);
   *st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, (size_t)padded, h,
                              &idx->vdata, "index bytes");

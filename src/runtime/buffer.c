@@ -296,7 +296,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       sg->next = h;
     }
     uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
-    tabcl__fill_parallel_n(threads, fill, p, at, n, arg);
+    tabcl__fill_parallel_n(ctx, threads, fill, p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
     if (err != CL_SUCCESS) {
@@ -324,7 +324,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
   else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
-  tabcl__fill_parallel_n(tabcl__fill_threads_for(ctx, bytes), fill, p, 0, bytes, arg);
+  tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, bytes), fill, p, 0, bytes, arg);
   int injected = tabcl__fault_cl();
   /* An injected failure still unmaps, so the buffer is never released mapped. */
   err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);

@@ -25,6 +25,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 }
 
 static void destroy(tabcl_context *ctx) {
+  tabcl__fill_workers_destroy(ctx);
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__pool_destroy(ctx);      /* releases events of the queue: before it goes */
   tabcl__program_cache_clear(ctx);
@@ -73,6 +74,14 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
     pthread_mutex_destroy(&ctx->lock);
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;
+  }
+  if (tabcl__fill_workers_init(ctx) != 0) {
+    tabcl__pool_destroy(ctx);
+    tabcl__staging_destroy(ctx);
+    pthread_cond_destroy(&ctx->built);
+    pthread_mutex_destroy(&ctx->lock);
+    tabcl__free(ctx);
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_context_create: cannot create a mutex");
   }
   atomic_init(&ctx->launches, 0);
   ctx->hash_bits = 64;

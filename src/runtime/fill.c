@@ -6,19 +6,29 @@
  * pinned, tabcl-bench copy), and on a CPU device the "upload" is that copy
  * alone. A fill produces any range of an upload independently of the others
  * (tabcl__fill_fn), so a chunk can be cut into parts filled side by side.
- * Threads are started per chunk and joined before the chunk is handed to the
- * device: nothing outlives the call, and a thread that cannot be started is
- * replaced by the calling thread (never a failure). */
+ *
+ * The threads are the context's own: started by the first fill that wants
+ * them, parked on a condition variable between fills, joined when the
+ * context is destroyed. Starting threads per chunk cost tens of
+ * microseconds each, so parts had to be 1 MiB or more, and a host call's
+ * 1.6 MB of offsets was filled by one thread (125 us on the H200's host,
+ * bench/RESULTS.md); parked threads take parts of 256 KiB. One fill uses
+ * them at a time: a fill that finds them busy (another thread's call on
+ * the same context) starts threads of its own for parts of 1 MiB, as
+ * before. Every part is done before the fill returns, and a thread that
+ * cannot be started is replaced by the calling thread (never a failure). */
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "runtime/internal.h"
 
-/* Below this a part is not worth a thread. */
+/* Below this a part is not worth a thread started for it; of a parked one. */
 #define FILL_PART_MIN ((size_t)1 << 20)
-#define FILL_THREADS_MAX 64
+#define FILL_PART_MIN_PARKED ((size_t)256 << 10)
+#define FILL_THREADS_MAX (TABCL__FILL_WORKERS_MAX + 1)
 
-typedef struct fill_part {
+typedef struct tabcl__fill_part {
   tabcl__fill_fn fill;
   uint8_t *dst;
   size_t at, n;
@@ -60,15 +70,121 @@ int tabcl__fill_threads_for(const tabcl_context *ctx, size_t bytes) {
   return bytes >= TABCL__FILL_LARGE ? rule_threads_large : rule_threads;
 }
 
-void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
+void tabcl__fill_parallel(tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
                           size_t n, const void *arg) {
-  tabcl__fill_parallel_n(tabcl__fill_threads(ctx), fill, dst, at, n, arg);
+  tabcl__fill_parallel_n(ctx, tabcl__fill_threads(ctx), fill, dst, at, n, arg);
 }
 
-void tabcl__fill_parallel_n(int nthreads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
-                            const void *arg) {
+/* ---- the context's parked threads ---------------------------------------- */
+
+int tabcl__fill_workers_init(tabcl_context *ctx) {
+  tabcl__fill_workers *w = &ctx->workers;
+  memset(w, 0, sizeof *w);
+  if (pthread_mutex_init(&w->job, NULL) != 0) return -1;
+  if (pthread_mutex_init(&w->lock, NULL) != 0) goto no_lock;
+  if (pthread_cond_init(&w->work, NULL) != 0) goto no_work;
+  if (pthread_cond_init(&w->done, NULL) != 0) goto no_done;
+  return 0;
+no_done:
+  pthread_cond_destroy(&w->work);
+no_work:
+  pthread_mutex_destroy(&w->lock);
+no_lock:
+  pthread_mutex_destroy(&w->job);
+  return -1;
+}
+
+void tabcl__fill_workers_destroy(tabcl_context *ctx) {
+  tabcl__fill_workers *w = &ctx->workers;
+  pthread_mutex_lock(&w->lock);
+  w->stop = 1;
+  pthread_cond_broadcast(&w->work);
+  pthread_mutex_unlock(&w->lock);
+  for (int i = 0; i < w->threads; i++) pthread_join(w->tid[i], NULL);
+  pthread_cond_destroy(&w->done);
+  pthread_cond_destroy(&w->work);
+  pthread_mutex_destroy(&w->lock);
+  pthread_mutex_destroy(&w->job);
+}
+
+/* Takes parts while there are any; w->lock is held on entry and on return. */
+static void take_parts(tabcl__fill_workers *w) {
+  while (w->next < w->parts) {
+    const fill_part *f = &w->part[w->next++];
+    pthread_mutex_unlock(&w->lock);
+    f->fill(f->dst, f->at, f->n, f->arg);
+    pthread_mutex_lock(&w->lock);
+    if (--w->left == 0) pthread_cond_broadcast(&w->done);
+  }
+}
+
+static void *worker_main(void *arg) {
+  tabcl__fill_workers *w = arg;
+  pthread_mutex_lock(&w->lock);
+  while (!w->stop) {
+    take_parts(w);
+    if (!w->stop) pthread_cond_wait(&w->work, &w->lock);
+  }
+  pthread_mutex_unlock(&w->lock);
+  return NULL;
+}
+
+/* Cuts [at, at + n) into `parts` parts of whole 64-byte lines (fills of
+   8-byte elements never split one); returns how many it made. */
+static size_t cut(fill_part *part, size_t parts, tabcl__fill_fn fill, void *dst, size_t at,
+                  size_t n, const void *arg) {
+  const size_t each = tabcl__round_up(n / parts, 64);
+  size_t off = 0, k = 0;
+  for (; k < parts && off < n; k++) {
+    const size_t len = k + 1 == parts || n - off < each ? n - off : each;
+    part[k] = (fill_part){fill, (uint8_t *)dst + off, at + off, len, arg};
+    off += len;
+  }
+  return k;
+}
+
+/* The fill on the parked threads, started here up to threads - 1 of them;
+   0 where they are busy (the caller then starts its own). */
+static int fill_parked(tabcl_context *ctx, size_t threads, tabcl__fill_fn fill, void *dst,
+                       size_t at, size_t n, const void *arg) {
+  tabcl__fill_workers *w = &ctx->workers;
+  size_t parts = n / FILL_PART_MIN_PARKED;
+  if (parts > threads) parts = threads;
+  if (parts < 2) {
+    fill(dst, at, n, arg);
+    return 1;
+  }
+  if (pthread_mutex_trylock(&w->job) != 0) return 0;
+  fill_part part[FILL_THREADS_MAX];
+  parts = cut(part, parts, fill, dst, at, n, arg);
+  pthread_mutex_lock(&w->lock);
+  while ((size_t)w->threads + 1 < parts &&
+         pthread_create(&w->tid[w->threads], NULL, worker_main, w) == 0)
+    w->threads++;
+  w->part = part;
+  w->parts = parts;
+  w->next = 0;
+  w->left = parts;
+  pthread_cond_broadcast(&w->work);
+  take_parts(w);   /* the caller fills too (all of it, where no thread started) */
+  while (w->left) pthread_cond_wait(&w->done, &w->lock);
+  w->part = NULL;
+  w->parts = w->next = 0;
+  pthread_mutex_unlock(&w->lock);
+  pthread_mutex_unlock(&w->job);
+  return 1;
+}
+
+void tabcl__fill_parallel_n(tabcl_context *ctx, int nthreads, tabcl__fill_fn fill, void *dst,
+                            size_t at, size_t n, const void *arg) {
   const size_t threads = nthreads < 1 ? 1 : nthreads > FILL_THREADS_MAX ? FILL_THREADS_MAX
                                                                           : (size_t)nthreads;
+  if (threads < 2) {
+    fill(dst, at, n, arg);
+    return;
+  }
+  if (fill_parked(ctx, threads, fill, dst, at, n, arg)) return;
+  /* the parked threads are busy: threads of this call's own */
   size_t parts = n / FILL_PART_MIN;
   if (parts > threads) parts = threads;
   if (parts < 2) {
@@ -78,15 +194,7 @@ void tabcl__fill_parallel_n(int nthreads, tabcl__fill_fn fill, void *dst, size_t
   fill_part part[FILL_THREADS_MAX];
   pthread_t tid[FILL_THREADS_MAX];
   int started[FILL_THREADS_MAX];
-  /* parts of whole 64-byte lines (fills of 8-byte elements never split one) */
-  const size_t each = tabcl__round_up(n / parts, 64);
-  size_t off = 0, k = 0;
-  for (; k < parts && off < n; k++) {
-    const size_t len = k + 1 == parts || n - off < each ? n - off : each;
-    part[k] = (fill_part){fill, (uint8_t *)dst + off, at + off, len, arg};
-    off += len;
-  }
-  parts = k;
+  parts = cut(part, parts, fill, dst, at, n, arg);
   for (size_t i = 1; i < parts; i++)
     started[i] = pthread_create(&tid[i], NULL, fill_run, &part[i]) == 0;
   fill_run(&part[0]);

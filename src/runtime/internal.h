@@ -145,6 +145,22 @@ const char *tabcl__device_profile_source(int i);  /* the dumps its values come f
 
 typedef struct tabcl__program_entry tabcl__program_entry;
 
+/* A context's fill threads (fill.c): started on the first fill that wants
+   them, parked between fills, joined when the context is destroyed. One
+   fill uses them at a time (job); a fill that finds them busy starts
+   threads of its own. */
+#define TABCL__FILL_WORKERS_MAX 63
+struct tabcl__fill_part;
+typedef struct tabcl__fill_workers {
+  pthread_mutex_t job;        /* held by the fill that uses the threads */
+  pthread_mutex_t lock;       /* guards the rest */
+  pthread_cond_t work, done;
+  pthread_t tid[TABCL__FILL_WORKERS_MAX];
+  int threads, stop;
+  struct tabcl__fill_part *part;
+  size_t parts, next, left;   /* parts [next, parts) not taken yet; left not finished */
+} tabcl__fill_workers;
+
 /* A context's pool of device buffers for host calls' temporaries (pool.c). */
 #define TABCL__POOL_SLOTS 16
 typedef struct tabcl__pool_slot {
@@ -203,6 +219,7 @@ struct tabcl_context {
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
   tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
   tabcl__pool pool;            /* host calls' temporaries (pool.c) */
+  tabcl__fill_workers workers; /* uploads' fill threads (fill.c) */
 };
 
 /* The context's transfer queue (in order, profiling on), created the first
@@ -398,12 +415,16 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fi
 /* Fills bytes [at, at + n) of an upload into dst with up to
    tabcl__fill_threads(ctx) host threads (runtime/fill.c), each a part of
    1 MiB or more; the threads are joined before it returns. */
-void tabcl__fill_parallel(const tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
+void tabcl__fill_parallel(tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
                           size_t n, const void *arg);
 /* tabcl__fill_parallel with up to `threads` threads (an upload's count,
    tabcl__fill_threads_for). */
-void tabcl__fill_parallel_n(int threads, tabcl__fill_fn fill, void *dst, size_t at, size_t n,
-                            const void *arg);
+void tabcl__fill_parallel_n(tabcl_context *ctx, int threads, tabcl__fill_fn fill, void *dst,
+                            size_t at, size_t n, const void *arg);
+/* The context's fill threads (fill.c): init at create (0 or an error),
+   destroy joins them. */
+int tabcl__fill_workers_init(tabcl_context *ctx);
+void tabcl__fill_workers_destroy(tabcl_context *ctx);
 /* The upload.threads tuning, or its rule (the online cores, at most 8). */
 int tabcl__fill_threads(const tabcl_context *ctx);
 /* The threads that fill an upload of `bytes` in all: the tuning where it
