@@ -50,10 +50,11 @@ struct tabcl_category_index {
   int64_t device_bytes; /* sum of the sizes above */
 };
 
-/* Fits from validated views (load uses it with the file's vocabularies). */
+/* Fits from validated views (load uses it with the file's vocabularies);
+   longest (ncols, or NULL) gives each column's longest label. */
 tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
-                                   tabcl_code_order order, const char *fn,
-                                   tabcl_category_index **out);
+                                   const int64_t *longest, tabcl_code_order order,
+                                   const char *fn, tabcl_category_index **out);
 
 /* Enqueues the lookup of queries (ncols == idx->ncols) into out[c] starting
    at element out_off[c]. Every query must already be on the device; nothing

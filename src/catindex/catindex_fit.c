@@ -865,9 +865,9 @@ done:
 }
 
 tabcl_status tabcl__catindex_build(tabcl_context *ctx, int ncols, const tabcl_strings_view *v,
-                                   tabcl_code_order order, const char *fn,
-                                   tabcl_category_index **out) {
-  const fit_source src = {v, NULL, NULL};
+                                   const int64_t *longest, tabcl_code_order order,
+                                   const char *fn, tabcl_category_index **out) {
+  const fit_source src = {v, NULL, longest};
   return build(ctx, ncols, &src, order, fn, out);
 }
 

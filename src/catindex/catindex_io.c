@@ -386,11 +386,58 @@ static tabcl_status corrupt(const char *path, const char *why) {
   return tabcl__fail(TABCL_CORRUPT_DATA, "tabcl_category_index_load: %s: %s", path, why);
 }
 
-/* Parses the columns into views pointing at freshly decoded offsets and at
-   the file's bytes. Every size is checked against what is left of the file
-   before anything is allocated for it. */
+/* A column's offsets as int64: the file's own bytes where they are aligned
+   on a little-endian host (a load of short labels was mostly this decode:
+   a byte loop per offset into fresh memory), else decoded into *own. NULL
+   when out of memory. */
+static const int64_t *column_offsets(const uint8_t *at, uint64_t n, int64_t **own) {
+  *own = NULL;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if ((uintptr_t)at % _Alignof(int64_t) == 0) return (const int64_t *)(const void *)at;
+#endif
+  int64_t *off = tabcl__malloc((size_t)n * sizeof *off);
+  if (!off) return NULL;
+  reader r = {at, (size_t)n * 8};
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t o = 0;
+    r_u64(&r, &o);
+    off[i] = (int64_t)o;
+  }
+  *own = off;
+  return off;
+}
+
+/* Whether offsets o[0 .. len] run from 0 to bytes without decreasing, in
+   one pass without branches (unsigned: a value past INT64_MAX is no
+   offset); *longest gets the longest label. */
+static int offsets_ok(const int64_t *o, uint64_t len, uint64_t bytes, int64_t *longest) {
+  const uint64_t *u = (const uint64_t *)(const void *)o;
+  uint64_t most = 0, down = 0;
+  for (uint64_t i = 0; i < len; i++) {
+    const uint64_t d = u[i + 1] - u[i];
+    down |= u[i + 1] < u[i];
+    most = d > most ? d : most;
+  }
+  *longest = (int64_t)most;
+  return u[0] == 0 && !down && u[len] == bytes;
+}
+
+/* Frees the views' offsets that are not the file's own bytes. */
+static void free_views(tabcl_strings_view *views, uint32_t n, const uint8_t *file, size_t size) {
+  for (uint32_t i = 0; views && i < n; i++) {
+    const uint8_t *p = (const uint8_t *)(const void *)views[i].offsets;
+    if (p && !(p >= file && p < file + size)) tabcl__free((void *)views[i].offsets);
+  }
+  tabcl__free(views);
+}
+
+/* Parses the columns into views pointing at the file's offsets (or decoded
+   ones) and at its bytes, with each column's longest label. Every size is
+   checked against what is left of the file before anything is allocated
+   for it. */
 static tabcl_status parse(const char *path, const uint8_t *file, size_t size, int *ncols_out,
-                          tabcl_code_order *order_out, tabcl_strings_view **views_out) {
+                          tabcl_code_order *order_out, tabcl_strings_view **views_out,
+                          int64_t **longest_out) {
   static const size_t HEADER = 8 + 16;
   if (size < HEADER + 8) return corrupt(path, "too short to be a saved index");
   if (memcmp(file, MAGIC, 8) != 0) return corrupt(path, "not a tabcl index file (bad magic)");
@@ -417,9 +464,13 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
   /* each column takes at least 32 bytes, which bounds the count before allocating */
   if (ncols < 1 || ncols > r.left / 32) return corrupt(path, "bad column count");
   tabcl_strings_view *views = tabcl__calloc(ncols, sizeof *views);
-  if (!views)
+  int64_t *longest = tabcl__calloc(ncols, sizeof *longest);
+  if (!views || !longest) {
+    tabcl__free(views);
+    tabcl__free(longest);
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
                        "tabcl_category_index_load: out of host memory for %u column views", ncols);
+  }
   tabcl_status st = TABCL_OK;
   uint32_t c;
   for (c = 0; c < ncols; c++) {
@@ -432,7 +483,8 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
       st = corrupt(path, "bad column header");
       break;
     }
-    int64_t *off = tabcl__malloc((size_t)(len + 1) * sizeof *off);
+    int64_t *own;
+    const int64_t *off = column_offsets(r.p, len + 1, &own);
     if (!off) {
       st = tabcl__fail(TABCL_OUT_OF_MEMORY,
                        "tabcl_category_index_load: column %u: out of host memory for %llu offsets",
@@ -441,19 +493,14 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
     }
     views[c].offsets = off;
     views[c].length = (int64_t)len;
-    uint64_t prev = 0;
-    for (uint64_t i = 0; i <= len; i++) {
-      uint64_t o = 0;
-      r_u64(&r, &o);
-      if ((i == 0 && o != 0) || o < prev || o > bytes) {
-        st = corrupt(path, "bad offsets");
-        break;
-      }
-      off[i] = (int64_t)o;
-      prev = o;
+    r.p += (len + 1) * 8;
+    r.left -= (len + 1) * 8;
+    const uint64_t last = (uint64_t)off[len];
+    if (!offsets_ok(off, len, last, &longest[c])) {
+      st = corrupt(path, "bad offsets");
+      break;
     }
-    if (st) break;
-    if (prev != bytes || bytes > r.left) {
+    if (last != bytes || bytes > r.left) {
       st = corrupt(path, "label data cut short or offsets disagree with it");
       break;
     }
@@ -473,13 +520,14 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
   }
   if (!st && r.left != 0) st = corrupt(path, "bytes after the last column");
   if (st) {
-    for (uint32_t i = 0; i < ncols; i++) tabcl__free((void *)views[i].offsets);
-    tabcl__free(views);
+    free_views(views, ncols, file, size);
+    tabcl__free(longest);
     return st;
   }
   *ncols_out = (int)ncols;
   *order_out = (tabcl_code_order)order;
   *views_out = views;
+  *longest_out = longest;
   return TABCL_OK;
 }
 
@@ -496,12 +544,13 @@ tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
   int ncols = 0;
   tabcl_code_order order = TABCL_CODES_BY_POSITION;
   tabcl_strings_view *views = NULL;
-  st = parse(path, file, size, &ncols, &order, &views);
+  int64_t *longest = NULL;
+  st = parse(path, file, size, &ncols, &order, &views, &longest);
   if (!st) {
     tabcl__clear_error();
-    st = tabcl__catindex_build(ctx, ncols, views, order, fn, out);
-    for (int c = 0; c < ncols; c++) tabcl__free((void *)views[c].offsets);
-    tabcl__free(views);
+    st = tabcl__catindex_build(ctx, ncols, views, longest, order, fn, out);
+    free_views(views, (uint32_t)ncols, file, size);
+    tabcl__free(longest);
   }
   tabcl__free(file);
   return st;

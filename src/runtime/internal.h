@@ -413,8 +413,10 @@ typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
 tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                            const void *arg, const char *what);
 /* Fills bytes [at, at + n) of an upload into dst with up to
-   tabcl__fill_threads(ctx) host threads (runtime/fill.c), each a part of
-   1 MiB or more; the threads are joined before it returns. */
+   tabcl__fill_threads(ctx) host threads (runtime/fill.c): the context's
+   parked ones, parts of 256 KiB or more, or where another fill has them,
+   threads of its own, parts of 1 MiB or more. Every part is done when it
+   returns. */
 void tabcl__fill_parallel(tabcl_context *ctx, tabcl__fill_fn fill, void *dst, size_t at,
                           size_t n, const void *arg);
 /* tabcl__fill_parallel with up to `threads` threads (an upload's count,

@@ -56,7 +56,7 @@ struct tabcl__device_desc;
   X(UPLOAD_POOL, "upload.pool", INT, 0, 1099511627776LL,                                        \
     "bytes of idle device buffers a context keeps for host calls' uploads (0: none)")            \
   X(UPLOAD_THREADS, "upload.threads", INT, 1, 64,                                               \
-    "host threads filling an upload's staging chunk or mapped buffer (parts of 1 MiB or more)")  \
+    "host threads filling an upload's staging chunk or mapped buffer (parts of 256 KiB up)")  \
   X(BUILD_THREADS, "build.threads", INT, 1, 64,                                                \
     "host threads building the programs a call needs side by side on a cold start (1: none)")  \
   X(BUILD_STORE, "build.store", INT, 0, 2,                                                      \
