@@ -42,15 +42,16 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
        whether any offset is negative or any label shorter than nothing;    \
        only then the loop below, which finds the first fault for the      \
        message (it was most of a host call's time: 2 ns an offset) */     \
-    int64_t most_ = 0, least_ = 0, sign_ = (int64_t)o_[0];                                    \
+    uint64_t most_ = 0; /* unsigned: the difference of bad offsets may not fit */            \
+    int bad_ = 0;                                                                             \
     for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
-      const int64_t d_ = (int64_t)o_[i_ + 1] - (int64_t)o_[i_];                               \
+      const int64_t a_ = (int64_t)o_[i_], b_ = (int64_t)o_[i_ + 1];                           \
+      const uint64_t d_ = (uint64_t)b_ - (uint64_t)a_;                                        \
+      bad_ |= b_ < a_; /* o_[0] >= 0, so a first negative offset is a decrease */             \
       most_ = d_ > most_ ? d_ : most_;                                                        \
-      least_ = d_ < least_ ? d_ : least_;                                                     \
-      sign_ |= (int64_t)o_[i_ + 1];                                                           \
     }                                                                                         \
-    if (least_ == 0 && sign_ >= 0 && ((data) || most_ == 0)) {                                \
-      if (max_out) *(int64_t *)(max_out) = most_;                                             \
+    if (!bad_ && ((data) || most_ == 0)) {                                                    \
+      if (max_out) *(int64_t *)(max_out) = (int64_t)most_;                                    \
       return TABCL_OK;                                                                        \
     }                                                                                         \
     for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
