@@ -4,6 +4,7 @@
  * GPU path's staging area forced on the CPU device (whole and in chunks of
  * a tiny area), with lookups and threads sharing it. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,16 @@ Test(strings, validation_messages) {
   int64_t negoff[] = {0, 2, -1, 3};
   tabcl_strings_view negv = {3, negoff, data, NULL};
   expect_invalid(&negv, 3, "offset 2 is negative", "(-1)");
+  /* offsets at both ends of int64: their differences do not fit one (the
+     fuzzer's find; UBSan flags any signed overflow in the check) */
+  int64_t wide[] = {0, INT64_MAX, INT64_MIN, 4};
+  tabcl_strings_view widev = {3, wide, data, NULL};
+  expect_invalid(&widev, 5, "offset 2 is negative", NULL);
+  int64_t wide_up[] = {0, 1, INT64_MAX};
+  tabcl_strings_view wideu = {2, wide_up, data, NULL};
+  int64_t longest = -1;
+  tt_assert_ok(tabcl__strings_validate(&wideu, "f", 0, &longest));
+  cr_expect_eq(longest, INT64_MAX - 1);
   int64_t negfirst[] = {-2, 2};
   tabcl_strings_view negf = {1, negfirst, data, NULL};
   expect_invalid(&negf, 0, "offset 0 is negative", NULL);
