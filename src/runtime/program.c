@@ -13,7 +13,8 @@ struct tabcl__program_entry {
   char *name;
   char *extra;
   cl_program program;   /* NULL while a thread builds it (ctx->built says when it is done) */
-  char *store_key;      /* build.store=2: the disk-cache key its binary goes under at destroy */
+  char *store_key;      /* build.store=2: the disk-cache key its binary goes under at destroy
+                           (plain malloc, as the disk cache's own allocations) */
   tabcl__program_entry *next;
 };
 
@@ -31,7 +32,7 @@ void tabcl__program_cache_clear(tabcl_context *ctx) {
       char why[sizeof ctx->cache_refusal];
       store_binary(ctx, e->program, e->store_key, why, sizeof why);
     }
-    tabcl__free(e->store_key);
+    free(e->store_key);
     if (e->program) clReleaseProgram(e->program);
     tabcl__free(e->name);
     tabcl__free(e->extra);
@@ -271,7 +272,10 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
     }
     const int64_t when = tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_STORE, 1);
     if (key && when == 1) store_binary(ctx, p, key, why, cap);
-    if (key && when == 2) *store_key = key, key = NULL;
+    /* plain malloc, as the disk cache allocates: a store is best effort,
+       so its memory is no failure path to test (none: nothing is stored) */
+    if (key && when == 2 && (*store_key = malloc(strlen(key) + 1)))
+      memcpy(*store_key, key, strlen(key) + 1);
   }
   *out = p;
   p = NULL;
