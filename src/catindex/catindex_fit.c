@@ -22,8 +22,7 @@
 typedef struct fit_source {
   const tabcl_strings_view *v;   /* ncols; data is not read when dev is set */
   const tabcl_strings_cl *dev;   /* ncols, or NULL */
-  const int64_t *longest;        /* ncols: each column's longest label, from its check; or
-                                    NULL (the fit finds them) */
+  const int64_t *longest;        /* ncols: each column's longest label, from its check */
 } fit_source;
 
 static int bytes_cmp(const uint8_t *a, int64_t na, const uint8_t *b, int64_t nb) {
@@ -94,15 +93,9 @@ static tabcl_status copy_columns(tabcl_category_index *idx, const fit_source *sr
     int64_t n = v[c].length;
     col->length = n;
     const int64_t first = n ? v[c].offsets[0] : 0;
-    int64_t most = 0;
     if (!n || first == 0) {
       static const int64_t zero = 0;
       col->offsets = n ? (int64_t *)v[c].offsets : (int64_t *)&zero;   /* read only */
-      if (src->longest) most = src->longest[c];
-      for (int64_t i = 1; !src->longest && i <= n; i++) {
-        int64_t len = col->offsets[i] - col->offsets[i - 1];
-        if (len > most) most = len;
-      }
     } else {
       col->offsets = tabcl__malloc((size_t)(n + 1) * sizeof *col->offsets);
       if (!col->offsets)
@@ -110,15 +103,9 @@ static tabcl_status copy_columns(tabcl_category_index *idx, const fit_source *sr
                            "%s: column %d: out of host memory for %lld offsets", fn, c,
                            (long long)n + 1);
       col->offsets_owned = 1;
-      col->offsets[0] = 0;
-      /* the longest label in the same pass */
-      for (int64_t i = 1; i <= n; i++) {
-        col->offsets[i] = v[c].offsets[i] - first;
-        int64_t len = v[c].offsets[i] - v[c].offsets[i - 1];
-        if (len > most) most = len;
-      }
+      for (int64_t i = 0; i <= n; i++) col->offsets[i] = v[c].offsets[i] - first;
     }
-    col->longest = most;
+    col->longest = src->longest[c];
     if (v[c].validity && n) {
       size_t vb = (size_t)(n + 7) / 8;
       col->validity = tabcl__malloc(vb);
@@ -480,6 +467,12 @@ static tabcl_status launch_sliced(tabcl_context *ctx, cl_kernel k, const char *n
   return st;
 }
 
+/* Where the try's collision flag sits in the totals buffer, in ints: after
+   the ncols column totals (longs). */
+static cl_long collision_flag_at(const tabcl_category_index *idx) {
+  return 2 * (cl_long)idx->ncols;
+}
+
 /* Column c under seed: its pairs, sorted, in keys/vals [0, n). */
 static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int c, uint64_t seed,
                                  int64_t *n_out) {
@@ -496,7 +489,7 @@ static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int 
   /* a dense column reads no slot list (none is made where no column has
      nulls): any buffer stands in */
   const cl_mem slots = s->slots ? s->slots : s->hash;
-  const cl_long flag_at = 2 * (cl_long)idx->ncols;   /* in ints */
+  const cl_long flag_at = collision_flag_at(idx);
   const cl_int reset = first == 0;                    /* the try's first column with pairs */
   if (!st)
     st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(slots),
@@ -521,7 +514,7 @@ static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c,
   const cl_uint base = (cl_uint)idx->cols[c].label_base;
   const cl_mem offs = s->dev[c].offsets;
   const cl_int col = c;
-  const cl_long flag_at = 2 * (cl_long)idx->ncols;   /* in ints, after the totals */
+  const cl_long flag_at = collision_flag_at(idx);
   if (n > 1) {
     st = TABCL_SET_ARGS(s->kcollide, "catindex_fit_collide", TABCL_ARG(s->keys),
                         TABCL_ARG(s->vals), TABCL_ARG(idx->vdata), TABCL_ARG(offs),
@@ -571,7 +564,7 @@ static tabcl_status seed_try(tabcl_category_index *idx, fit_scratch *s, uint64_t
   const size_t nc = (size_t)idx->ncols;
   if ((st = tabcl__read(ctx, s->totals, 0, nc * 8 + sizeof(cl_int), s->htotals))) return st;
   cl_int flag;
-  memcpy(&flag, s->htotals + nc, sizeof flag);
+  memcpy(&flag, (const cl_int *)(const void *)s->htotals + collision_flag_at(idx), sizeof flag);
   *collided = flag != 0;
   return TABCL_OK;
 }
