@@ -407,21 +407,6 @@ static const int64_t *column_offsets(const uint8_t *at, uint64_t n, int64_t **ow
   return off;
 }
 
-/* Whether offsets o[0 .. len] run from 0 to bytes without decreasing, in
-   one pass without branches (unsigned: a value past INT64_MAX is no
-   offset); *longest gets the longest label. */
-static int offsets_ok(const int64_t *o, uint64_t len, uint64_t bytes, int64_t *longest) {
-  const uint64_t *u = (const uint64_t *)(const void *)o;
-  uint64_t most = 0, down = 0;
-  for (uint64_t i = 0; i < len; i++) {
-    const uint64_t d = u[i + 1] - u[i];
-    down |= u[i + 1] < u[i];
-    most = d > most ? d : most;
-  }
-  *longest = (int64_t)most;
-  return u[0] == 0 && !down && u[len] == bytes;
-}
-
 /* Frees the views' offsets that are not the file's own bytes. */
 static void free_views(tabcl_strings_view *views, uint32_t n, const uint8_t *file, size_t size) {
   for (uint32_t i = 0; views && i < n; i++) {
@@ -496,7 +481,11 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
     r.p += (len + 1) * 8;
     r.left -= (len + 1) * 8;
     const uint64_t last = (uint64_t)off[len];
-    if (!offsets_ok(off, len, last, &longest[c])) {
+    /* the check of a caller's view (an offset past INT64_MAX reads as
+       negative), which finds the longest label too; its message is
+       replaced by the file's */
+    views[c].data = r.p;
+    if (off[0] != 0 || tabcl__strings_validate(&views[c], NULL, -1, &longest[c])) {
       st = corrupt(path, "bad offsets");
       break;
     }
@@ -504,7 +493,6 @@ static tabcl_status parse(const char *path, const uint8_t *file, size_t size, in
       st = corrupt(path, "label data cut short or offsets disagree with it");
       break;
     }
-    views[c].data = r.p;
     r.p += bytes;
     r.left -= bytes;
     if (hasv) {

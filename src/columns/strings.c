@@ -16,7 +16,6 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
 #define CHECK_OFFSETS(T, length, offsets, data, fn, col, max_out)                              \
   do {                                                                                        \
     char at_[160];                                                                            \
-    int64_t longest_ = 0;                                                                     \
     if ((length) < 0) {                                                                       \
       where(at_, sizeof at_, fn, col);                                                        \
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "%snegative length %lld", at_,               \
@@ -37,11 +36,11 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "%soffset 0 is negative (%lld)", at_,  \
                          (long long)o_[0]);                                                   \
     }                                                                                         \
-    int64_t first_bytes_ = -1;                                                                \
     /* the common case first, without branches: the longest label, and     \
        whether any offset is negative or any label shorter than nothing;    \
        only then the loop below, which finds the first fault for the      \
-       message (it was most of a host call's time: 2 ns an offset) */     \
+       message (it was most of a host call's time: 2 ns an offset), and   \
+       so always fails */                                                 \
     uint64_t most_ = 0; /* unsigned: the difference of bad offsets may not fit */            \
     int bad_ = 0;                                                                             \
     for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
@@ -54,6 +53,7 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
       if (max_out) *(int64_t *)(max_out) = (int64_t)most_;                                    \
       return TABCL_OK;                                                                        \
     }                                                                                         \
+    int64_t first_bytes_ = -1;                                                                \
     for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
       int64_t a_ = (int64_t)o_[i_], b_ = (int64_t)o_[i_ + 1];                                 \
       if (b_ < 0) {                                                                           \
@@ -67,7 +67,6 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
                            "%soffsets decrease at label %lld (%lld < %lld)", at_,             \
                            (long long)i_, (long long)b_, (long long)a_);                      \
       }                                                                                       \
-      if (b_ - a_ > longest_) longest_ = b_ - a_;                                             \
       if (b_ > a_ && first_bytes_ < 0) first_bytes_ = i_;                                     \
     }                                                                                         \
     if (!(data) && first_bytes_ >= 0) {                                                       \
@@ -77,7 +76,7 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
                          (long long)first_bytes_,                                             \
                          (long long)((int64_t)o_[first_bytes_ + 1] - (int64_t)o_[first_bytes_])); \
     }                                                                                         \
-    if (max_out) *(int64_t *)(max_out) = longest_;                                            \
+    if (max_out) *(int64_t *)(max_out) = (int64_t)most_;                                      \
     return TABCL_OK;                                                                          \
   } while (0)
 
