@@ -185,10 +185,11 @@ typedef struct code_scatter {
   const int64_t *off;
 } code_scatter;
 
-static void scatter_codes(const void *src, size_t bytes, void *arg) {
+/* drain of all the codes at once (at 0, every byte). */
+static void scatter_codes(const void *src, size_t at, size_t n, void *arg) {
   const code_scatter *sc = arg;
   const int32_t *all = src;
-  (void)bytes;
+  (void)at, (void)n;
   for (int c = 0; c < sc->ncols; c++)
     if (sc->queries[c].length)
       memcpy(sc->codes[c], all + sc->off[c], (size_t)sc->queries[c].length * sizeof *all);
@@ -248,7 +249,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   if (tabcl__download_drain(ctx, out, 0, (size_t)rows * 4, scatter_codes, (void *)&sc, &st))
     goto done;
   if ((st = tabcl__download(ctx, out, 0, (size_t)rows * 4, host))) goto done;
-  scatter_codes(host, (size_t)rows * 4, (void *)&sc);
+  scatter_codes(host, 0, (size_t)rows * 4, (void *)&sc);
 done:
   tabcl__pool_put(ctx, out);
   tabcl__free(longest);

@@ -341,16 +341,14 @@ tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fi
 
 /* ---- downloads and filled buffers through the same area ----------------- */
 
-tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
-                             void *dst) {
-  if (!bytes) return TABCL_OK;
-  if (!tabcl__upload_staged(ctx)) return tabcl__read(ctx, m, offset, bytes, dst);
+/* Bytes [offset, offset + bytes) of m through the staging area, whose
+   halves are `half` bytes: chunk i is read into half i % 2 while chunk
+   i - 1 is handed to drain(src, at, n, arg). sg->lock is held. */
+static tabcl_status staged_read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                                size_t half, tabcl__drain_fn drain, void *arg) {
   tabcl__staging *sg = &ctx->staging;
-  pthread_mutex_lock(&sg->lock);
-  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
-  size_t half = (sg->size / 2) & ~(size_t)7;
-  size_t chunks = s ? 0 : (bytes + half - 1) / half;
-  /* chunk i reads into half i % 2 while chunk i - 1 is copied out of the other */
+  const size_t chunks = (bytes + half - 1) / half;
+  tabcl_status s = TABCL_OK;
   for (size_t i = 0; !s && i <= chunks; i++) {
     if (i < chunks) {
       int h = (int)(i & 1);
@@ -374,9 +372,24 @@ tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t
       int h = (int)((i - 1) & 1);
       size_t at = (i - 1) * half, n = bytes - at < half ? bytes - at : half;
       if ((s = staging_settle(sg, h))) break;
-      memcpy((uint8_t *)dst + at, sg->host + (size_t)h * half, n);
+      drain(sg->host + (size_t)h * half, at, n, arg);
     }
   }
+  return s;
+}
+
+static void copy_out(const void *src, size_t at, size_t n, void *dst) {
+  memcpy((uint8_t *)dst + at, src, n);
+}
+
+tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
+                             void *dst) {
+  if (!bytes) return TABCL_OK;
+  if (!tabcl__upload_staged(ctx)) return tabcl__read(ctx, m, offset, bytes, dst);
+  tabcl__staging *sg = &ctx->staging;
+  pthread_mutex_lock(&sg->lock);
+  tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
+  if (!s) s = staged_read(ctx, m, offset, bytes, (sg->size / 2) & ~(size_t)7, copy_out, dst);
   pthread_mutex_unlock(&sg->lock);
   return s;
 }
@@ -393,18 +406,8 @@ int tabcl__download_drain(tabcl_context *ctx, cl_mem m, size_t offset, size_t by
     pthread_mutex_unlock(&sg->lock);
     return 0;
   }
-  if (!s) s = staging_settle(sg, 0);
-  if (!s) {
-    sg->used[0] = half;
-    cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, m, CL_FALSE, offset, bytes, sg->host, 0,
-                                              NULL, &sg->busy[0]));
-    if (err != CL_SUCCESS) {
-      sg->used[0] = 0;
-      s = tabcl__cl_fail(err, "clEnqueueReadBuffer", "download through the staging area");
-    }
-  }
-  if (!s) s = staging_settle(sg, 0);
-  if (!s) drain(sg->host, bytes, arg);
+  /* one chunk: drain runs once, after the whole read succeeded */
+  if (!s) s = staged_read(ctx, m, offset, bytes, half, drain, arg);
   pthread_mutex_unlock(&sg->lock);
   *st = s;
   return 1;

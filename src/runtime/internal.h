@@ -449,8 +449,9 @@ tabcl_status tabcl__download(tabcl_context *ctx, cl_mem m, size_t offset, size_t
    arg); returns 1 with the status in *st. Else returns 0 and does nothing
    (download into memory of the caller's then). It spares a copy into fresh
    memory: the host lookup's codes went device -> staging -> a temporary ->
-   the caller's arrays. */
-typedef void (*tabcl__drain_fn)(const void *src, size_t bytes, void *arg);
+   the caller's arrays. drain gets bytes [at, at + n) of the download (at
+   is 0 and n is bytes here). */
+typedef void (*tabcl__drain_fn)(const void *src, size_t at, size_t n, void *arg);
 int tabcl__download_drain(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
                           tabcl__drain_fn drain, void *arg, tabcl_status *st);
 /* tabcl__buffer_create with CL_MEM_COPY_HOST_PTR where uploads map, and a

@@ -274,8 +274,8 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
     if (key && when == 1) store_binary(ctx, p, key, why, cap);
     /* plain malloc, as the disk cache allocates: a store is best effort,
        so its memory is no failure path to test (none: nothing is stored) */
-    if (key && when == 2 && (*store_key = malloc(strlen(key) + 1)))
-      memcpy(*store_key, key, strlen(key) + 1);
+    const size_t klen = key ? strlen(key) + 1 : 0;
+    if (key && when == 2 && (*store_key = malloc(klen))) memcpy(*store_key, key, klen);
   }
   *out = p;
   p = NULL;
