@@ -72,17 +72,43 @@ inline ulong xxh_join(ulong a, ulong b, uint rbits) {
   return (a >> rbits) | ((b << 1) << (63 - rbits));
 }
 
+#ifdef HASH_SERIAL_ONLY
+// The CPU build reads 8 bytes at any byte through a pointer whose type
+// says alignment 1: a CPU does that in one instruction (a compiler for a
+// target that cannot emits byte loads, still correct), where the join below
+// costs two loads and three shifts a word (a 64-byte label took three times
+// libxxhash's time on one core of PoCL with the join).
+inline ulong xxh_ld64(__global const ulong *w, ulong pos) {
+  typedef ulong __attribute__((aligned(1))) xxh_ulong_u;
+  return *(__global const xxh_ulong_u *)((__global const uchar *)w + pos);
+}
+#else
 inline ulong xxh_ld64(__global const ulong *w, ulong pos) {
   ulong q = pos >> 3;
   return xxh_join(w[q], w[q + 1], (uint)(pos & 7) * 8);
 }
+#endif
 
 // The default secret read at any byte offset (the short paths use it so).
 inline ulong xxh_ksec(uint off) {
   return xxh_join(xxh_secret[off >> 3], xxh_secret[(off >> 3) + 1], (off & 7) * 8);
 }
 
+// The 128-bit product of a and b, its halves folded. In the CPU build,
+// where the compiler's target has a 128-bit integer type (clang defines
+// __SIZEOF_INT128__ for x86-64, PoCL's CPU target, and not for spir), the
+// product is one multiply instruction; PoCL's mul_hi of 64-bit operands is
+// four 32-bit products, and the 17..128-byte path does two folds in every
+// 16 bytes. (Not in the GPU kernels: PoCL's work-group vectorizer took
+// minutes over them with 128-bit products.)
+#if defined(HASH_SERIAL_ONLY) && defined(__SIZEOF_INT128__)
+inline ulong xxh_fold(ulong a, ulong b) {
+  const unsigned __int128 p = (unsigned __int128)a * b;
+  return (ulong)p ^ (ulong)(p >> 64);
+}
+#else
 inline ulong xxh_fold(ulong a, ulong b) { return (a * b) ^ mul_hi(a, b); }
+#endif
 
 inline ulong xxh64_avalanche(ulong h) {
   h ^= h >> 33;
@@ -193,79 +219,71 @@ inline ulong xxh_scramble(ulong a, ulong key) {
 // paths as above and the long one with all eight accumulators in the
 // work-item, the derived secret in private memory.
 
+// One 64-byte stripe as a vector of eight words, from any byte: straight
+// (unaligned) loads in the CPU build, else each word joined from two.
+inline ulong8 xxh_ld512(__global const ulong *w, ulong pos) {
+#ifdef HASH_SERIAL_ONLY
+  typedef ulong8 __attribute__((aligned(1))) xxh_ulong8_u;
+  return *(__global const xxh_ulong8_u *)((__global const uchar *)w + pos);
+#else
+  return (ulong8)(xxh_ld64(w, pos), xxh_ld64(w, pos + 8), xxh_ld64(w, pos + 16),
+                  xxh_ld64(w, pos + 24), xxh_ld64(w, pos + 32), xxh_ld64(w, pos + 40),
+                  xxh_ld64(w, pos + 48), xxh_ld64(w, pos + 56));
+#endif
+}
+
+// The accumulators through one stripe v keyed by key: a stripe is one
+// ulong8 load and its key one more, the accumulators one ulong8, so a CPU
+// compiler keeps each in a vector register (one 512-bit register with
+// AVX-512) rather than leaving the lane swap and the 32-bit products of a
+// scalar loop to its auto-vectorizer.
+inline ulong8 xxh_accumulate(ulong8 acc, ulong8 v, ulong8 key) {
+  const ulong8 d = v ^ key;
+  return acc + v.s10325476 + (d & (ulong8)(0xFFFFFFFFUL)) * (d >> 32);
+}
+
+// What hash_serial derives from the seed once for all its labels: the
+// secret words, the last stripe's key and the eight keys of the final merge
+// (both at byte offsets that are not whole words, so each is joined once
+// here rather than once a label).
+typedef struct xxh_keys {
+  ulong sec[24];
+  ulong8 last, merge;
+} xxh_keys;
+
 // The derived secret (see xxh_derive) read at any byte offset.
 inline ulong xxh_psec(const ulong *sec, uint off) {
   return xxh_join(sec[off >> 3], sec[(off >> 3) + 1], (off & 7) * 8);
 }
 
-// The eight accumulators through the data words v of one stripe, keyed by
-// key[0..7] (stripe s of a block: the secret from word s).
-inline void xxh_acc8(const ulong *v, const ulong *key, ulong *acc) {
+inline void xxh_keys_init(xxh_keys *k, ulong seed) {
+  for (uint i = 0; i < 24; i++) k->sec[i] = xxh_secret[i] + ((i & 1) ? (ulong)0 - seed : seed);
+  ulong l[8], m[8];
   for (uint i = 0; i < 8; i++) {
-    ulong d = v[i] ^ key[i];
-    acc[i ^ 1] += v[i];
-    acc[i] += (ulong)(uint)d * (ulong)(uint)(d >> 32);
+    l[i] = xxh_psec(k->sec, 121 + 8 * i);
+    m[i] = xxh_psec(k->sec, (i & 1 ? 19 : 11) + 16 * (i >> 1));
   }
-}
-
-// One stripe at byte `pos`: straight loads where it starts on a word (every
-// stripe of a label that does), else each word joined from two.
-inline void xxh_stripe8(__global const ulong *w, ulong pos, const ulong *key, ulong *acc) {
-  ulong q = pos >> 3, v[8];
-  uint r = (uint)(pos & 7) * 8;
-  if (r == 0) {
-    for (uint i = 0; i < 8; i++) v[i] = w[q + i];
-  } else {
-    for (uint i = 0; i < 8; i++) v[i] = (w[q + i] >> r) | (w[q + i + 1] << (64 - r));
-  }
-  xxh_acc8(v, key, acc);
-}
-
-// The whole blocks of a label that starts on a word, as 8-lane vectors: a
-// stripe is one ulong8 load, its keys one more (kept for the block), and
-// the accumulators one ulong8, so a CPU compiler keeps each in a vector
-// register (one 512-bit register with AVX-512) where the scalar loop above
-// leaves the lane swap and the 32-bit products to its auto-vectorizer.
-inline void xxh_blocks_vec(__global const ulong *w, const ulong *sec, ulong q, ulong blocks,
-                           ulong *acc_out) {
-  ulong8 acc = (ulong8)(acc_out[0], acc_out[1], acc_out[2], acc_out[3], acc_out[4], acc_out[5],
-                        acc_out[6], acc_out[7]);
-  const ulong8 scr = vload8(0, sec + 16);
-  const ulong8 lo32 = (ulong8)(0xFFFFFFFFUL);
-  for (ulong b = 0; b < blocks; b++) {
-    __global const ulong *blk = w + q + b * (XXH_BLOCK / 8);
-    for (uint s = 0; s < 16; s++) {
-      const ulong8 v = vload8(s, blk);
-      const ulong8 d = v ^ vload8(0, sec + s);
-      acc += v.s10325476 + (d & lo32) * (d >> 32);
-    }
-    acc = (acc ^ (acc >> 47) ^ scr) * (ulong8)(XXH_P32_1);
-  }
-  vstore8(acc, 0, acc_out);
+  k->last = vload8(0, l);
+  k->merge = vload8(0, m);
 }
 
 // XXH3-64 of a label of more than 240 bytes, in one work-item.
-ulong xxh_long_serial(__global const ulong *w, const ulong *sec, ulong pos, ulong len) {
-  ulong acc[8];
-  for (uint i = 0; i < 8; i++) acc[i] = xxh_init[i];
-  ulong blocks = (len - 1) / XXH_BLOCK;
-  if ((pos & 7) == 0) {
-    xxh_blocks_vec(w, sec, pos >> 3, blocks, acc);
-  } else {
-    for (ulong b = 0; b < blocks; b++) {
-      for (uint s = 0; s < 16; s++) xxh_stripe8(w, pos + b * XXH_BLOCK + 64 * s, sec + s, acc);
-      for (uint i = 0; i < 8; i++) acc[i] = xxh_scramble(acc[i], sec[16 + i]);
-    }
+ulong xxh_long_serial(__global const ulong *w, const xxh_keys *k, ulong pos, ulong len) {
+  ulong8 acc = vload8(0, xxh_init);
+  const ulong8 scr = vload8(0, k->sec + 16);
+  const ulong blocks = (len - 1) / XXH_BLOCK;
+  for (ulong b = 0; b < blocks; b++) {
+    const ulong at = pos + b * XXH_BLOCK;
+    for (uint s = 0; s < 16; s++) acc = xxh_accumulate(acc, xxh_ld512(w, at + 64 * s), vload8(0, k->sec + s));
+    acc = (acc ^ (acc >> 47) ^ scr) * (ulong8)(XXH_P32_1);
   }
-  uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
-  for (uint s = 0; s < tail; s++) xxh_stripe8(w, pos + blocks * XXH_BLOCK + 64 * s, sec + s, acc);
-  ulong last[8];
-  for (uint i = 0; i < 8; i++) last[i] = xxh_psec(sec, 121 + 8 * i);
-  xxh_stripe8(w, pos + len - 64, last, acc);
-  ulong h = len * XXH_P64_1;
-  for (uint i = 0; i < 4; i++)
-    h += xxh_fold(acc[2 * i] ^ xxh_psec(sec, 11 + 16 * i), acc[2 * i + 1] ^ xxh_psec(sec, 19 + 16 * i));
-  return xxh3_avalanche(h);
+  const ulong at = pos + blocks * XXH_BLOCK;
+  const uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
+  for (uint s = 0; s < tail; s++) acc = xxh_accumulate(acc, xxh_ld512(w, at + 64 * s), vload8(0, k->sec + s));
+  acc = xxh_accumulate(acc, xxh_ld512(w, pos + len - 64), k->last);
+  const ulong8 x = acc ^ k->merge;
+  return xxh3_avalanche(len * XXH_P64_1 + xxh_fold(x.s0, x.s1) + xxh_fold(x.s2, x.s3) +
+                        xxh_fold(x.s4, x.s5) + xxh_fold(x.s6, x.s7));
 }
 
 __kernel void hash_serial(__global const ulong *w, __global const long *offsets, ulong base,
@@ -274,13 +292,13 @@ __kernel void hash_serial(__global const ulong *w, __global const long *offsets,
   uint first = (uint)get_global_id(0) * run;
   if (first >= count) return;
   uint end = count - first < run ? count : first + run;
-  ulong sec[24];
-  for (uint i = 0; i < 24; i++) sec[i] = xxh_secret[i] + ((i & 1) ? (ulong)0 - seed : seed);
+  xxh_keys keys;
+  xxh_keys_init(&keys, seed);
   for (uint i = first; i < end; i++) {
     ulong len;
     ulong pos = xxh_span(offsets, base + i, nbytes, &len);
     ulong h = len <= XXH_SHORT_MAX ? xxh_short(w, pos, (uint)len, seed)
-                                   : xxh_long_serial(w, sec, pos, len);
+                                   : xxh_long_serial(w, &keys, pos, len);
     out[out_off + base + i] = h & mask;
   }
 }

@@ -709,6 +709,32 @@ Test(oclgrind_hash, tiny) {
   tabcl_context_destroy(ctx);
 }
 
+/* The CPU plan (hash_serial) at tiny shapes: every length class, each
+   label at every byte alignment in turn, so that its unaligned loads (one
+   ulong or a whole 64-byte stripe at any byte) and the 1 KiB blocks of a
+   long label run where oclgrind sees every byte they touch. */
+Test(oclgrind_hash, serial_every_alignment) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/serial_every_alignment")};
+  tt_strings s;
+  tt_strings_init(&s, 9);
+  size_t lens[] = {0, 3, 8, 9, 16, 17, 33, 64, 65, 128, 129, 240, 241, 255, 256, 1024, 1025, 2300};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint8_t *b = random_bytes(&r, lens[i]);
+    tt_strings_push(&s, b, lens[i]);
+    /* i % 8 bytes after it: the next label starts at another alignment */
+    tt_strings_push(&s, b, i % 8);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  const int64_t serial = ctx->tune.value[TABCL__TUNE_HASH_SERIAL];
+  tt_tune(ctx, "hash.serial=2");
+  check_device_once(ctx, &v, 1, 2, ~0ULL, 0);
+  tt_tune(ctx, "hash.serial=%lld", (long long)serial);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
 /* The selectable kernels at tiny shapes: hash_team_all and
    hash_team_all_flat over every length class (several rounds a group),
    hash_big listed and direct with more units than a pass holds. */

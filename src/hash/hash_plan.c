@@ -14,12 +14,13 @@
    longest label has, up to this many lanes. */
 #define BIG_WG_MAX 128
 
-/* Loop iterations of one label in hash_serial, as cl/hash.cl writes its
-   loops (a loop the compiler unrolls counts as if it did not): the short
-   paths at most 24; the long path 9 to start, each 64-byte stripe 19 (its
-   loads, its accumulators and their trips), each 1 KiB block 12 more (the
-   scrambles), the last stripe and the merge 48; one for the label's own
-   trip. A work-item adds SERIAL_ITEM_LOOPS (the secret). */
+/* Loop iterations of one label in hash_serial, at most (a loop the
+   compiler unrolls counts as if it did not): the short paths at most 24;
+   the long path 9 to start, each 64-byte stripe 19, each 1 KiB block 12
+   more, the last stripe and the merge 48; one for the label's own trip.
+   These counted the scalar stripe loops of an earlier long path; the
+   vector one (a trip a stripe, a trip a block) stays well inside them.
+   A work-item adds SERIAL_ITEM_LOOPS (the keys derived from the seed). */
 #define SERIAL_ITEM_LOOPS 32
 static uint64_t serial_label_loops(int64_t len) {
   if (len <= 240) return 1 + 24;
