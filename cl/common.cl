@@ -51,7 +51,7 @@ inline ushort f32_to_bf16(float f) {
 #define SDPA_GROUP_SETUP(T, VW)                                        \
   const long b = b0 + (long)get_group_id(0);                           \
   const int h = h0 + (int)get_group_id(1);                             \
-  const int qt = qt0 + (int)get_group_id(2);                           \
+  const int qt = qt0 + SDPA_QT_ORDER((int)get_group_id(2));            \
   const int kh = h / (hq / hkv);                                       \
   const int q0 = qt * BQ;                                              \
   const int qn = min(BQ, lq - q0);                                     \
@@ -62,6 +62,10 @@ inline ushort f32_to_bf16(float f) {
   __global const T *vb = v + (b * lk * hkv + kh) * (long)d;            \
   long mbase = 0;                                                      \
   if (mask_kind) mbase = SDPA_MASK_BASE(b, h)
+
+// The launch's query tile of group id g in dim 2: in order here; a kernel
+// may redefine it to another order of the same tiles (sdpa_mma.cl).
+#define SDPA_QT_ORDER(g) (g)
 
 // Top-left aligned causality: no row of the query tile sees keys past its
 // last query, so the pass over the keys ends here.

@@ -54,6 +54,15 @@
 #ifndef MMA_QMODE
 #define MMA_QMODE 0
 #endif
+#ifndef MMA_PIPE
+#define MMA_PIPE 0
+#endif
+#ifndef MMA_MT
+#define MMA_MT 1
+#endif
+#ifndef MMA_PSPLIT
+#define MMA_PSPLIT (MMA_DTYPE == 2 ? 3 : 2)
+#endif
 #define QLOCAL (MMA_DTYPE == 0 && MMA_QMODE == 1)
 #define QRAW (MMA_DTYPE == 0 && MMA_QMODE == 2)
 
@@ -61,7 +70,8 @@
 
 #define NW MMA_NW
 #define NT (NW * 32)
-#define BQ (NW * 16)
+#define MT MMA_MT            /* 16-query tiles a warp (MMA_PIPE; else 1) */
+#define BQ (NW * 16 * MT)
 #define BK MMA_BK
 #define DP MMA_DP
 #define RS (DP + VECN)       /* local row stride in elements: rows 16 bytes apart more */
@@ -82,11 +92,11 @@ typedef uint elem_t;         /* f32 bits */
 #elif MMA_DTYPE == 1
 typedef ushort elem_t;
 #define MMA_T "f16"
-#define NSPLIT 2
+#define NSPLIT MMA_PSPLIT
 #else
 typedef ushort elem_t;
 #define MMA_T "bf16"
-#define NSPLIT 3
+#define NSPLIT MMA_PSPLIT
 #endif
 #define VECN (16 / (int)sizeof(elem_t))   /* elements in 16 bytes */
 
@@ -202,6 +212,19 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
 // elements c and c + 1).
 #define W32(tile, r, c) (*(__local const uint *)((tile) + (r) * RS + (c)))
 
+// The exponential of the softmax. The pipelined 16-bit kernel takes the
+// hardware's approximation (native_exp2: ex2.approx, a relative error near
+// 2^-22, far below the 2^-11 or 2^-8 to which P is then rounded): at head
+// dim 64 the exponentials cost about as much SM time as the MMAs of the
+// same scores. The other builds keep exp2 (f32 is held to 1e-5).
+#ifndef SM_EXP2
+#if MMA_PIPE && MMA_DTYPE != 0
+#define SM_EXP2 native_exp2
+#else
+#define SM_EXP2 exp2
+#endif
+#endif
+
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
 // S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
 // maxima and partial sums move on; returns the factors (alpha) that rescale
@@ -239,13 +262,13 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   // A row with nothing attendable yet keeps m = -inf; exponents then use 0
   // so that masked entries give exp2(-inf) = 0 instead of NaN.
   const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-  const float a0 = exp2(m_run[0] - mu0), a1 = exp2(m_run[1] - mu1);
+  const float a0 = SM_EXP2(m_run[0] - mu0), a1 = SM_EXP2(m_run[1] - mu1);
   m_run[0] = mn0, m_run[1] = mn1;
   float sum0 = 0, sum1 = 0;
   #pragma unroll
   for (int j = 0; j < NSN; j++) {
-    s[j][0] = exp2(s[j][0] - mu0), s[j][1] = exp2(s[j][1] - mu0);
-    s[j][2] = exp2(s[j][2] - mu1), s[j][3] = exp2(s[j][3] - mu1);
+    s[j][0] = SM_EXP2(s[j][0] - mu0), s[j][1] = SM_EXP2(s[j][1] - mu0);
+    s[j][2] = SM_EXP2(s[j][2] - mu1), s[j][3] = SM_EXP2(s[j][3] - mu1);
     sum0 += s[j][0] + s[j][1];
     sum1 += s[j][2] + s[j][3];
   }
@@ -253,6 +276,276 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   l_run[1] = l_run[1] * a1 + sum1;
   return (float2)(a0, a1);
 }
+
+#if MMA_PIPE && MMA_DTYPE != 0
+// ---- The pipelined 16-bit kernel (MMA_PIPE) ----------------------------
+//
+// The same work split as the kernel below (a warp owns 16 queries, the
+// online softmax in registers), with the operand traffic of
+// FlashAttention-2 (Dao, arXiv 2307.08691):
+//   - K and V tiles move from global to local memory with cp.async, two
+//     stages: tile j + 1 is on its way while tile j is used, one barrier a
+//     tile;
+//   - fragments come out of local memory with ldmatrix: one x4 load gives
+//     the B operands of two MMAs (K as it is, V with .trans), where the
+//     kernel below reads 16-bit words one or two at a time;
+//   - Q's A fragments are loaded once (ldmatrix) and stay in registers, and
+//     P goes from S's accumulators into the second product's A operand in
+//     registers, in MMA_PSPLIT 16-bit parts (1: P rounded to the dtype, as
+//     cuDNN and FlashAttention do).
+// Local rows are DP + 8 elements (16 bytes more than a row): the eight
+// 16-byte rows that one 8 x 8 matrix of ldmatrix reads then fall in eight
+// different bank groups. The local array is aligned to 16 bytes, which
+// ldmatrix and cp.async need (NVIDIA's compiler otherwise aligns it to 4).
+// A head dim that is not a multiple of 8 leaves rows off 16 bytes: those
+// calls load tiles with plain loads, one stage, as the kernel below does.
+#define PRS (DP + 8)                       /* local row stride, elements */
+#define STAGE (2 * BK * PRS)               /* one stage: K then V */
+#define CHUNKS (DP / 8)                    /* 16-byte chunks a row */
+
+inline uint lds_addr(__local const elem_t *p) { return (uint)(size_t)p; }
+
+// Causal calls take their query tiles last first: the GPU starts groups
+// in order of their ids, and the last tiles have the most keys, so the
+// longest groups start first rather than end the launch alone.
+#undef SDPA_QT_ORDER
+#define SDPA_QT_ORDER(g) (causal ? (int)get_num_groups(2) - 1 - (g) : (g))
+
+// 16 bytes from src into local dst, or zeros where bytes is 0.
+inline void cp_async16(__local elem_t *dst, __global const elem_t *src, int bytes) {
+  __asm__ volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                   :
+                   : "r"(lds_addr(dst)), "l"(src), "r"(bytes)
+                   : "memory");
+}
+inline void cp_async_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
+inline void cp_async_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+#define LDSM_X4(r, addr)                                                              \
+  __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"      \
+                   : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3])             \
+                   : "r"(addr)                                                          \
+                   : "memory")
+#define LDSM_X4_T(r, addr)                                                            \
+  __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" \
+                   : "=r"((r)[0]), "=r"((r)[1]), "=r"((r)[2]), "=r"((r)[3])             \
+                   : "r"(addr)                                                          \
+                   : "memory")
+
+// Rows [0, n) of a tile (rows `stride` elements apart, `avail` of them
+// real) into local rows of PRS elements with cp.async, whole rows of DP:
+// rows past avail and columns past d are zero-filled by the copy itself.
+inline void issue_tile(__local elem_t *dst, __global const elem_t *src, long stride, int n,
+                       int avail, int d, int t) {
+  for (int idx = t; idx < n * CHUNKS; idx += NT) {
+    const int r = idx / CHUNKS, c = (idx - r * CHUNKS) * 8;
+    const int ok = r < avail && c < d;
+    cp_async16(dst + r * PRS + c, ok ? src + r * stride + c : src, ok ? 16 : 0);
+  }
+}
+
+// The same with plain loads (head dims that are not a multiple of 8).
+inline void plain_tile(__local elem_t *dst, __global const elem_t *src, long stride, int n,
+                       int avail, int d, int t) {
+  for (int idx = t; idx < n * DP; idx += NT) {
+    const int r = idx / DP, c = idx - r * DP;
+    dst[r * PRS + c] = r < avail && c < d ? src[r * stride + c] : (elem_t)0;
+  }
+}
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
+              __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
+              int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
+              int h0, int qt0) {
+  __local uint4 smem4[2 * STAGE / 8] __attribute__((aligned(16)));
+  __local elem_t *smem = (__local elem_t *)smem4;
+
+  const int t = (int)get_local_id(0);
+  const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
+  SDPA_GROUP_SETUP(elem_t, 8);
+
+  // Q through local memory (the whole area: BQ <= 4 BK rows, sdpa_mma.c),
+  // into registers once.
+  if (vec) {
+    issue_tile(smem, qb, qstride, BQ, qn, d, t);
+    cp_async_commit();
+    cp_async_wait_all();
+  } else {
+    plain_tile(smem, qb, qstride, BQ, qn, d, t);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  // Warp w owns query rows [16 MT w, 16 MT (w + 1)), MT tiles of 16: each
+  // K and V fragment then feeds MT MMAs of each product.
+  uint qa[MT][NKC][4];
+  #pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    // ldmatrix x4: lanes 0-7 name rows 0-7 of matrix 0 (rows 0-7, columns
+    // 0-7 of the chunk), 8-15 matrix 1 (rows 8-15), 16-23 matrix 2
+    // (columns 8-15), 24-31 matrix 3: registers a0..a3 of the A fragment.
+    const int r = (w * MT + mt) * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
+    const int c = (lane >> 4) << 3;
+    #pragma unroll
+    for (int kc = 0; kc < NKC; kc++) LDSM_X4(qa[mt][kc], lds_addr(smem + r * PRS + kc * 16 + c));
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+
+  float o[MT][NON][4], m_run[MT][2], l_run[MT][2];
+  #pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    #pragma unroll
+    for (int n = 0; n < NON; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0;
+    m_run[mt][0] = m_run[mt][1] = -INFINITY;
+    l_run[mt][0] = l_run[mt][1] = 0;
+  }
+  const int r0 = w * MT * 16 + g;   /* row of this lane in the warp's first tile */
+  const int kv_end = SDPA_KV_END;
+  const int ntiles = (kv_end + BK - 1) / BK;
+
+  if (vec && ntiles > 0) {
+    issue_tile(smem, kb, kstride, BK, lk, d, t);
+    issue_tile(smem + BK * PRS, vb, kstride, BK, lk, d, t);
+    cp_async_commit();
+  }
+  // This lane's ldmatrix rows: for K (x4: keys 0-7 and 8-15 of a 16-key
+  // pair of tiles, head-dim columns 0-7 and 8-15 of a chunk) and for V
+  // (.trans: keys 0-7 and 8-15 of a chunk, columns 0-7 and 8-15 of a pair
+  // of O's tiles).
+  const int kr = (lane & 7) + ((lane >> 4) << 3), kc8 = ((lane >> 3) & 1) << 3;
+  const int vr = (lane & 7) + (((lane >> 3) & 1) << 3), vc8 = (lane >> 4) << 3;
+
+  for (int j = 0; j < ntiles; j++) {
+    const int k0 = j * BK, kn = min(BK, lk - k0);
+    __local elem_t *ks = smem + (j & 1) * STAGE, *vs = ks + BK * PRS;
+    if (vec) {
+      // Tile j has landed (this work-item's copies, then everyone's), and
+      // everyone is done with the other stage (tile j - 1): tile j + 1 may
+      // go there while this one is used.
+      cp_async_wait_all();
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (j + 1 < ntiles) {
+        __local elem_t *nk = smem + ((j + 1) & 1) * STAGE;
+        const long at = (long)(k0 + BK) * kstride;
+        issue_tile(nk, kb + at, kstride, BK, lk - k0 - BK, d, t);
+        issue_tile(nk + BK * PRS, vb + at, kstride, BK, lk - k0 - BK, d, t);
+        cp_async_commit();
+      }
+    } else {
+      barrier(CLK_LOCAL_MEM_FENCE);
+      plain_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, t);
+      plain_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, t);
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    // S = Q K^T: head-dim chunks outside, pairs of 8-key tiles inside
+    // (consecutive MMAs add into different accumulators).
+    float s[MT][NSN][4];
+    #pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      #pragma unroll
+      for (int jj = 0; jj < NSN; jj++) s[mt][jj][0] = s[mt][jj][1] = s[mt][jj][2] = s[mt][jj][3] = 0;
+    }
+    #pragma unroll
+    for (int kc = 0; kc < NKC; kc++) {
+      #pragma unroll
+      for (int jp = 0; jp < NSN / 2; jp++) {
+        if (jp * 16 >= kn) continue;   /* uniform: keys past the last stay zero */
+        uint kf[4];
+        LDSM_X4(kf, lds_addr(ks + (jp * 16 + kr) * PRS + kc * 16 + kc8));
+        #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          MMA(s[mt][2 * jp], qa[mt][kc][0], qa[mt][kc][1], qa[mt][kc][2], qa[mt][kc][3], kf[0], kf[1]);
+          MMA(s[mt][2 * jp + 1], qa[mt][kc][0], qa[mt][kc][1], qa[mt][kc][2], qa[mt][kc][3], kf[2], kf[3]);
+        }
+      }
+    }
+
+    const int plain = SDPA_TILE_PLAIN(k0);
+    #pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      const int qi0 = q0 + r0 + 16 * mt, qi1 = qi0 + 8;
+      const float2 alpha = softmax_tile(s[mt], m_run[mt], l_run[mt], k0, qi0, qi1, tq, lq, lk,
+                                        causal, mask_kind, mask, mbase, scale2, plain);
+      #pragma unroll
+      for (int n = 0; n < NON; n++)
+        o[mt][n][0] *= alpha.x, o[mt][n][1] *= alpha.x, o[mt][n][2] *= alpha.y, o[mt][n][3] *= alpha.y;
+    }
+
+    // O += P V over 16-key chunks: S's tiles 2pc and 2pc + 1 are the A
+    // fragment of chunk pc, in NSPLIT 16-bit parts (each the remainder of
+    // the last); one ldmatrix.trans gives V's B operands for two of O's
+    // column tiles.
+    #pragma unroll
+    for (int pc = 0; pc < NPC; pc++) {
+      if (pc * 16 >= kn) continue;   /* uniform; those p are all zero */
+      uint pa[MT][NSPLIT][4];
+      #pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        float pr[8] = {s[mt][2 * pc][0],     s[mt][2 * pc][1],     s[mt][2 * pc][2],
+                       s[mt][2 * pc][3],     s[mt][2 * pc + 1][0], s[mt][2 * pc + 1][1],
+                       s[mt][2 * pc + 1][2], s[mt][2 * pc + 1][3]};
+        #pragma unroll
+        for (int sp = 0; sp < NSPLIT; sp++) {
+          #pragma unroll
+          for (int u = 0; u < 4; u++) {
+            pa[mt][sp][u] = pack2(pr[2 * u], pr[2 * u + 1]);
+            if (sp + 1 < NSPLIT) {
+              const float2 back = unpack2(pa[mt][sp][u]);
+              pr[2 * u] -= back.x, pr[2 * u + 1] -= back.y;
+            }
+          }
+        }
+      }
+      #pragma unroll
+      for (int np = 0; np < NON / 2; np++) {
+        uint vf[4];
+        LDSM_X4_T(vf, lds_addr(vs + (pc * 16 + vr) * PRS + np * 16 + vc8));
+        #pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          #pragma unroll
+          for (int sp = 0; sp < NSPLIT; sp++) {
+            const uint *a = pa[mt][sp];
+            MMA(o[mt][2 * np], a[0], a[1], a[2], a[3], vf[0], vf[1]);
+            MMA(o[mt][2 * np + 1], a[0], a[1], a[2], a[3], vf[2], vf[3]);
+          }
+        }
+      }
+    }
+  }
+
+  __global elem_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
+  const int vec2 = (d & 1) == 0;
+  #pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    float l0 = l_run[mt][0], l1 = l_run[mt][1];
+    l0 += shfl_xor(l0, 1);
+    l0 += shfl_xor(l0, 2);
+    l1 += shfl_xor(l1, 1);
+    l1 += shfl_xor(l1, 2);
+    const float li0 = l0 > 0 ? 1.f / l0 : 0.f, li1 = l1 > 0 ? 1.f / l1 : 0.f;
+    #pragma unroll
+    for (int half_row = 0; half_row < 2; half_row++) {
+      const int r = r0 + 16 * mt + 8 * half_row;
+      if (r >= qn) continue;
+      const float li = half_row ? li1 : li0;
+      __global elem_t *orow = ob + r * qstride;
+      #pragma unroll
+      for (int n = 0; n < NON; n++) {
+        const int c = n * 8 + 2 * tq;
+        if (c >= d) continue;
+        const uint x = pack2(o[mt][n][2 * half_row] * li, o[mt][n][2 * half_row + 1] * li);
+        if (vec2) {
+          *(__global uint *)(orow + c) = x;
+        } else {
+          orow[c] = (ushort)x;
+          if (c + 1 < d) orow[c + 1] = (ushort)(x >> 16);
+        }
+      }
+    }
+  }
+}
+
+#else  // the kernel for f32, and for 16-bit types without MMA_PIPE
 
 // Same grid as sdpa_fused (SDPA_GROUP_SETUP in common.cl): dim 0 batch
 // entries, dim 1 heads, dim 2 query tiles.
@@ -513,5 +806,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     }
   }
 }
+
+#endif  // MMA_PIPE
 
 #endif

@@ -1099,6 +1099,27 @@ Test(sdpa, tensor_core_path) {
         if (n % 11 == 4) d.scale = 0.3;
         tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_MMA, "tensor cores"));
       }
+  /* The 16-bit kernel's other builds (sdpa.mma.*: the kernel without the
+     cp.async pipeline, one 16-query tile a warp, P in two and three parts,
+     eight warps) on shapes that cross key tiles, with and without a head
+     dim that is a multiple of 8. */
+  static const char *const variants[] = {"sdpa.mma.pipe=0", "sdpa.mma.mtiles=1",
+                                         "sdpa.mma.psplit=2", "sdpa.mma.psplit=3",
+                                         "sdpa.mma.warps=8"};
+  for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
+    tt_tune(ctx, "%s", variants[vi]);
+    for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++)
+      for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        tabcl_sdpa_desc d = desc_of(2, 129, 200, 4, 2, dims[di], (tabcl_dtype)dt);
+        d.causal = di % 2;
+        d.mask = (tabcl_mask_kind)(di % 3);
+        tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_MMA, variants[vi]));
+      }
+    tt_tune(ctx, "sdpa.mma.pipe=auto");
+    tt_tune(ctx, "sdpa.mma.mtiles=auto");
+    tt_tune(ctx, "sdpa.mma.psplit=auto");
+    tt_tune(ctx, "sdpa.mma.warps=4");
+  }
 
   /* The automatic choice is this kernel: same bits as forcing it; and
      slices of 7 batch entries give the same bits as one launch. */

@@ -119,6 +119,9 @@ typedef struct tabcl__sdpa_mma_shape {
   int nw;   /* warps per work-group, 16 queries each */
   int qmode;   /* f32: where Q lives for the pass (MMA_QMODE) */
   int batch;   /* a tile's global loads issued together (MMA_BATCH) */
+  int pipe;    /* 16-bit: cp.async stages and ldmatrix fragments (MMA_PIPE) */
+  int psplit;  /* 16-bit: parts of P in the second product (MMA_PSPLIT) */
+  int mt;      /* 16-query tiles a warp (MMA_MT; 1 but with pipe) */
 } tabcl__sdpa_mma_shape;
 /* Key rows the tensor-core kernel takes in f32 (sdpa_mma.c says why). */
 #define TABCL__SDPA_MMA_F32_KEYS 1024

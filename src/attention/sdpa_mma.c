@@ -12,8 +12,42 @@
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
    32 (bench/RESULTS.md, Tuning: sdpa.mma). */
-static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp) {
+static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pipe) {
+  /* The pipelined 16-bit kernel: 32 at every head dim (head dim 64 on the
+     H200, 4 x 32 heads x 4,096 tokens: 3.29 ms against 4.33 with 64; the
+     tabular shape 5.77 against 7.43). */
+  if (pipe) return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, 32);
   return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
+}
+
+/* f16: P in one 16-bit part, rounded to f16 as cuDNN and FlashAttention
+   do; the outputs stay inside the tolerances the tests and the device
+   check hold f16 outputs to. bf16: two parts (about 16 bits of P): one
+   bf16 part (8 bits) failed the device check's element tolerance on the
+   H200 (0.00507 for 0.00487), though not the tests' norm tolerance. */
+static int p_parts(const tabcl__tuning *t, tabcl_dtype dt) {
+  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_PSPLIT, dt == TABCL_BF16 ? 2 : 1);
+}
+
+/* One 16-query tile a warp. Two (each K and V fragment then feeds two
+   MMAs) ran slower on the H200 at head dim 64, 4.58 against 4.33 ms at
+   4 x 32 heads x 4,096 tokens and twice the time at 54 tokens, whose
+   queries fill half of a group's 128 rows; at 128 the second tile's Q and
+   O do not fit beside S. */
+static int m_tiles(const tabcl__tuning *t, int dp) {
+  (void)dp;
+  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_MTILES, 1);
+}
+
+/* Local bytes of the kernel as built with shape m for element size es. */
+static size_t local_bytes(const tabcl__sdpa_mma_shape *m, size_t es) {
+  if (m->pipe) /* two stages of a K and a V tile, rows 16 bytes longer */
+    return es * 2 * 2 * (size_t)m->bk * (size_t)(m->dp + 8);
+  /* Q passes through the V tile unless it has its own or stays out of
+     local memory. */
+  const int vrows = m->qmode || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
+  return es * (size_t)(m->dp + 16 / es) *
+         (size_t)(m->bk + vrows + (m->qmode == 1 ? 16 * m->nw : 0));
 }
 
 /* f32's Q: a local tile up to head dim 64 (sdpa.mma.qmode's measurement);
@@ -41,7 +75,8 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   if (d->dtype == TABCL_F32 && d->kv_len > TABCL__SDPA_MMA_F32_KEYS) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
-  m->bk = keys_per_tile(tg->tune, d->dtype, m->dp);
+  m->pipe = d->dtype != TABCL_F32 && tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_PIPE, 1);
+  m->bk = keys_per_tile(tg->tune, d->dtype, m->dp, m->pipe);
   m->nw = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_WARPS, 4);
   m->qmode = q_mode(tg->tune, d->dtype, m->dp);
   /* Both TF32 parts of Q in registers take 2 x dp / 4 a lane beside O's
@@ -49,12 +84,16 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   if (m->qmode == 0 && d->dtype == TABCL_F32 && m->dp > 64) return 0;
   /* Loads issued a tile at a time help f32 and cost f16 (sdpa.mma.batch). */
   m->batch = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_BATCH, d->dtype == TABCL_F32);
-  /* Q passes through the V tile unless it has its own or stays out of
-     local memory. */
-  const int vrows = m->qmode || m->bk > 16 * m->nw ? m->bk : 16 * m->nw;
-  const size_t local = es * (size_t)(m->dp + 16 / es) *
-                       (size_t)(m->bk + vrows + (m->qmode == 1 ? 16 * m->nw : 0));
-  return local <= dev->local_mem_size && (size_t)(32 * m->nw) <= dev->max_work_group_size;
+  /* 16-bit types: the pipelined kernel (cp.async, ldmatrix), unless the
+     table says otherwise; its Q passes through all of its local memory,
+     so a group's queries must fit four key tiles' rows. */
+  m->mt = m->pipe ? m_tiles(tg->tune, m->dp) : 1;
+  if (m->pipe && 16 * m->nw * m->mt > 4 * m->bk) m->mt = 1;
+  if (m->pipe && 16 * m->nw > 4 * m->bk) m->pipe = 0;
+  m->psplit = d->dtype == TABCL_F32 ? 0 : m->pipe ? p_parts(tg->tune, d->dtype)
+                                                  : (d->dtype == TABCL_BF16 ? 3 : 2);
+  return local_bytes(m, es) <= dev->local_mem_size &&
+         (size_t)(32 * m->nw) <= dev->max_work_group_size;
 }
 
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
@@ -66,12 +105,17 @@ int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
 
 void tabcl__sdpa_mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, char *buf,
                              size_t cap) {
-  snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
-           "-DMMA_QMODE=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qmode);
+  if (dt == TABCL_F32)
+    snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
+             "-DMMA_QMODE=%d", (int)dt, m->dp, m->bk, m->nw, m->batch, m->qmode);
+  else
+    snprintf(buf, cap, "-DMMA_DTYPE=%d -DMMA_DP=%d -DMMA_BK=%d -DMMA_NW=%d -DMMA_BATCH=%d "
+             "-DMMA_QMODE=%d -DMMA_PIPE=%d -DMMA_PSPLIT=%d -DMMA_MT=%d", (int)dt, m->dp, m->bk,
+             m->nw, m->batch, m->qmode, m->pipe, m->psplit, m->mt);
 }
 
 static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {
-  return (d->q_len + 16 * m->nw - 1) / (16 * m->nw);
+  return (d->q_len + 16 * m->nw * m->mt - 1) / (16 * m->nw * m->mt);
 }
 
 int64_t tabcl__sdpa_mma_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,

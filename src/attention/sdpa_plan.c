@@ -22,7 +22,7 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->program = "sdpa_mma";
   tabcl__sdpa_mma_options(d->dtype, &p->mma, p->options, sizeof p->options);
   p->group = (size_t)(32 * p->mma.nw);
-  p->query_tiles = (d->q_len + 16 * p->mma.nw - 1) / (16 * p->mma.nw);
+  p->query_tiles = (d->q_len + 16 * p->mma.nw * p->mma.mt - 1) / (16 * p->mma.nw * p->mma.mt);
   p->launch_step = tabcl__sdpa_mma_slice(t, d, &p->mma);
   return 1;
 }
@@ -196,8 +196,9 @@ void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
     snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu",
              TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound);
   else if (p->path == TABCL__SDPA_MMA)
-    snprintf(shape, sizeof shape, "%d keys a tile, %d warps, qmode %d, batch %d", p->mma.bk,
-             p->mma.nw, p->mma.qmode, p->mma.batch);
+    snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, pipe %d, "
+             "P in %d parts", p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch,
+             p->mma.pipe, p->mma.psplit);
   else snprintf(shape, sizeof shape, "softmax groups of %zu", p->group);
   snprintf(buf, cap,
            "%s (%s): %lld query tiles, %lld batch entries a launch, %lld an upload "

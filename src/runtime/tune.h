@@ -67,6 +67,12 @@ struct tabcl__device_desc;
     "f32 Q in the tensor-core kernel: 0 TF32 parts in registers, 1 local tile, 2 words")         \
   X(SDPA_MMA_BATCH, "sdpa.mma.batch", INT, 0, 1,                                                \
     "tensor-core kernel: 1 issues a tile's global loads together")                               \
+  X(SDPA_MMA_PIPE, "sdpa.mma.pipe", INT, 0, 1,                                                  \
+    "16-bit tensor-core kernel: 1 cp.async stages and ldmatrix fragments, 0 the plain loads")    \
+  X(SDPA_MMA_PSPLIT, "sdpa.mma.psplit", INT, 1, 3,                                              \
+    "16-bit tensor-core kernel: the 16-bit parts P enters the second product in")               \
+  X(SDPA_MMA_MTILES, "sdpa.mma.mtiles", INT, 1, 2,                                              \
+    "16-bit tensor-core kernel with pipe: 16-query tiles a warp")                                \
   X(SDPA_GROUPS_YZ, "sdpa.groups_yz", INT, 1, 65535,                                            \
     "work-groups an attention launch puts in NDRange dims 1 and 2")                              \
   X(SDPA_GEMM_INDEX, "sdpa.gemm.index_limit", INT, 64, 2147483647,                              \

@@ -172,14 +172,14 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   static const int tab_dims[] = {32, 64};
   for (int bi = 0; bi < 2; bi++)
     for (int di = 0; di < 2; di++)
-      for (int dt = 0; dt < 2; dt++) {
+      for (int dt = 0; dt < 3; dt++) {
         att_case *c = &cases[n++];
         memset(c, 0, sizeof *c);
         int64_t batch = a->quick ? tab_batches[bi] / 2000 : tab_batches[bi];
         c->d.batch = batch, c->d.q_len = c->d.kv_len = 54;
         c->d.q_heads = c->d.kv_heads = 8;
         c->d.head_dim = tab_dims[di];
-        c->d.dtype = dt ? TABCL_F16 : TABCL_F32;
+        c->d.dtype = dt == 2 ? TABCL_BF16 : dt ? TABCL_F16 : TABCL_F32;
         snprintf(c->name, sizeof c->name, "tab_b%lld_l54_h8_d%d_%s", (long long)batch,
                  tab_dims[di], dtype_name(c->d.dtype));
       }
@@ -188,7 +188,7 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   for (int li = 0; li < 2; li++)
     for (int di = 0; di < 2; di++)
       for (int causal = 0; causal < 2; causal++)
-        for (int dt = 0; dt < 2; dt++) {
+        for (int dt = 0; dt < 3; dt++) {
           att_case *c = &cases[n++];
           memset(c, 0, sizeof *c);
           int64_t b = a->quick ? 1 : 4;
@@ -197,7 +197,7 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
           c->d.q_heads = c->d.kv_heads = h;
           c->d.head_dim = long_dims[di];
           c->d.causal = causal;
-          c->d.dtype = dt ? TABCL_F16 : TABCL_F32;
+          c->d.dtype = dt == 2 ? TABCL_BF16 : dt ? TABCL_F16 : TABCL_F32;
           snprintf(c->name, sizeof c->name, "long_b%lld_h%d_l%d_d%d%s_%s", (long long)b, h, l,
                    long_dims[di], causal ? "_causal" : "", dtype_name(c->d.dtype));
         }
