@@ -1100,12 +1100,13 @@ Test(sdpa, tensor_core_path) {
         tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_MMA, "tensor cores"));
       }
   /* The 16-bit kernel's other builds (sdpa.mma.*: the kernel without the
-     cp.async pipeline, one 16-query tile a warp, P in two and three parts,
-     eight warps) on shapes that cross key tiles, with and without a head
-     dim that is a multiple of 8. */
-  static const char *const variants[] = {"sdpa.mma.pipe=0", "sdpa.mma.mtiles=1",
-                                         "sdpa.mma.psplit=2", "sdpa.mma.psplit=3",
-                                         "sdpa.mma.warps=8"};
+     cp.async pipeline, two 16-query tiles a warp, P in one, two and three
+     parts, eight warps, other key tiles) on shapes that cross key tiles,
+     with and without a head dim that is a multiple of 8. */
+  static const char *const variants[] = {"sdpa.mma.pipe=0",   "sdpa.mma.mtiles=2",
+                                         "sdpa.mma.psplit=1", "sdpa.mma.psplit=2",
+                                         "sdpa.mma.psplit=3", "sdpa.mma.warps=8",
+                                         "sdpa.mma.keys=16",  "sdpa.mma.keys=32"};
   for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
     tt_tune(ctx, "%s", variants[vi]);
     for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++)
@@ -1119,6 +1120,7 @@ Test(sdpa, tensor_core_path) {
     tt_tune(ctx, "sdpa.mma.mtiles=auto");
     tt_tune(ctx, "sdpa.mma.psplit=auto");
     tt_tune(ctx, "sdpa.mma.warps=4");
+    tt_tune(ctx, "sdpa.mma.keys=auto");
   }
 
   /* The automatic choice is this kernel: same bits as forcing it; and

@@ -13,10 +13,11 @@
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
    32 (bench/RESULTS.md, Tuning: sdpa.mma). */
 static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pipe) {
-  /* The pipelined 16-bit kernel: 32 at every head dim (head dim 64 on the
-     H200, 4 x 32 heads x 4,096 tokens: 3.29 ms against 4.33 with 64; the
-     tabular shape 5.77 against 7.43). */
-  if (pipe) return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, 32);
+  /* The pipelined 16-bit kernel: 32 up to head dim 64, 16 above (H200,
+     4 x 32 heads x 4,096 tokens, f16: head dim 64 3.28 ms with 32, 4.33
+     with 64, 3.94 with 16, and the tabular shape 5.80, 7.43, 6.53; head dim
+     128 6.63 ms with 16, 6.91 with 32). */
+  if (pipe) return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= 64 ? 32 : 16);
   return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
 }
 
