@@ -55,6 +55,34 @@ def _pandas_object(col):
     return pd is not None and isinstance(col, (pd.Series, pd.Index, pd.Categorical))
 
 
+def _arrow_backed_array(col):
+    """The pyarrow array under a pandas Series or Index whose dtype keeps its
+    labels in Arrow (pd.ArrowDtype of a string or binary type, "string[pyarrow]",
+    pandas 3's "str"), as one array (chunks joined); else None. Its nulls are
+    the labels to_numpy(dtype=object) would give as None or NaN, so lookup
+    reads the same labels and nulls without a Python object a row."""
+    pa = sys.modules.get("pyarrow")
+    pd = _pandas()
+    if pa is None or pd is None or not isinstance(col, (pd.Series, pd.Index)):
+        return None
+    dtype = col.dtype
+    arrow_dtype = getattr(pd, "ArrowDtype", None)
+    if not ((arrow_dtype is not None and isinstance(dtype, arrow_dtype)) or
+            (isinstance(dtype, pd.StringDtype) and str(dtype.storage).startswith("pyarrow"))):
+        return None
+    arr = getattr(col.array, "__arrow_array__", None)
+    if arr is None:
+        return None
+    arr = arr()
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    t = arr.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or
+            pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        return None
+    return arr if hasattr(arr, "__arrow_c_array__") else None
+
+
 def _labels_sequence(col, c):
     """A Python sequence of labels for the C conversion."""
     if isinstance(col, (list, tuple)):
@@ -81,6 +109,10 @@ def to_strings(col, c):
     if isinstance(col, _tabcl.Strings):
         return col
     caps = _arrow_capsules(col)
+    if caps is None:
+        arr = _arrow_backed_array(col)
+        if arr is not None:
+            caps = arr.__arrow_c_array__()
     if caps is not None:
         return _tabcl.Strings.from_arrow(*caps)
     seq = _labels_sequence(col, c)
