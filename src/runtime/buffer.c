@@ -417,6 +417,11 @@ static void fill_copy(void *dst, size_t at, size_t n, const void *arg) {
   memcpy(dst, (const uint8_t *)arg + at, n);
 }
 
+tabcl_status tabcl__upload_copy(tabcl_context *ctx, cl_mem m, size_t bytes, const void *src,
+                                const char *what) {
+  return tabcl__upload(ctx, m, bytes, fill_copy, src, what);
+}
+
 tabcl_status tabcl__buffer_create_from(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
                                        const void *src, cl_mem *out, const char *what) {
   if (!tabcl__upload_staged(ctx) || !bytes)

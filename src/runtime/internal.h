@@ -412,6 +412,9 @@ typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
    through one whole-buffer map. On failure m's content is undefined. */
 tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
                            const void *arg, const char *what);
+/* tabcl__upload of bytes [0, bytes) of src. */
+tabcl_status tabcl__upload_copy(tabcl_context *ctx, cl_mem m, size_t bytes, const void *src,
+                                const char *what);
 /* Fills bytes [at, at + n) of an upload into dst with up to
    tabcl__fill_threads(ctx) host threads (runtime/fill.c): the context's
    parked ones, parts of 256 KiB or more, or where another fill has them,
