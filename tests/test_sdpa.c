@@ -360,6 +360,40 @@ Test(sdpa, empty_calls_write_nothing) {
 
 /* ---- slicing and program reuse ---- */
 
+/* The host call's transfers: through the staging area in chunks far
+   smaller than a tensor (each upload and the download in many pieces), by
+   a whole-buffer map, and as the device's default; the same bits every
+   way, and right against the reference. */
+Test(sdpa, host_transfers_staged_or_mapped_bit_for_bit) {
+  tt_rng r = {tt_seed("sdpa.host_transfers")};
+  tabcl_context *ctx = tt_context();
+  for (int dt = TABCL_F32; dt <= TABCL_BF16; dt++) {
+    tabcl_sdpa_desc d = desc_of(5, 37, 70, 4, 2, 24, (tabcl_dtype)dt);
+    d.mask = dt == TABCL_F32 ? TABCL_MASK_ADD : TABCL_MASK_BOOL;
+    d.causal = dt == TABCL_F16;
+    sdpa_case c;
+    case_fill(&c, &d, &r);
+    const size_t bytes = c.nq * esize(d.dtype);
+    unsigned char *got[3];
+    for (int way = 0; way < 3; way++) {
+      got[way] = xalloc(bytes);
+      memset(got[way], 0x7F, bytes);
+      if (way == 0) tt_staging(ctx, 1, 1000);   /* halves of 500 bytes */
+      if (way == 1) tt_staging(ctx, -1, 0);
+      if (way == 2) tt_tune(ctx, "upload.staging=auto");
+      tt_assert_ok(tabcl_sdpa_host(ctx, &d, c.q, c.k, c.v, c.mask, got[way]));
+    }
+    cr_expect_eq(memcmp(got[0], got[1], bytes), 0, "dtype %d: staged and mapped differ", dt);
+    cr_expect_eq(memcmp(got[0], got[2], bytes), 0, "dtype %d: staged and default differ", dt);
+    memcpy(c.out, got[0], bytes);
+    case_reference(&c);
+    case_check(&c, "staged transfers");
+    for (int way = 0; way < 3; way++) free(got[way]);
+    case_free(&c);
+  }
+  tabcl_context_destroy(ctx);
+}
+
 Test(sdpa, sliced_equals_unsliced_bit_for_bit) {
   tt_rng r = {tt_seed("sdpa.sliced_equals_unsliced_bit_for_bit")};
   tabcl_context *whole = tt_context();
