@@ -18,6 +18,37 @@
 
 int tabcl__sdpa_clblast_available(void) { return 1; }
 
+/* CLBlast keeps the programs it compiles in a process-wide cache, which
+   holds a reference to each OpenCL context it has seen until the process
+   exits and releases them from a static destructor then, when another
+   runtime may already be torn down: under oclgrind, valgrind showed that
+   release writing into oclgrind's freed thread-local state (CI's oclgrind
+   step crashed at the exit of oclgrind_sdpa/softmax_and_conversions). The
+   cache is emptied when the last live context that called CLBlast is
+   destroyed, which also lets go of those contexts' OpenCL objects. */
+static pthread_mutex_t blast_users_lock = PTHREAD_MUTEX_INITIALIZER;
+static long blast_users;   /* live contexts that have called CLBlast */
+
+static void blast_user_gone(tabcl_context *ctx) {
+  (void)ctx;
+  pthread_mutex_lock(&blast_users_lock);
+  if (--blast_users == 0) CLBlastClearCache();
+  pthread_mutex_unlock(&blast_users_lock);
+}
+
+/* Counts ctx among CLBlast's users, once. */
+static void blast_user(tabcl_context *ctx) {
+  pthread_mutex_lock(&ctx->lock);
+  const int first = ctx->destroy_hook != blast_user_gone;
+  if (first) ctx->destroy_hook = blast_user_gone;
+  if (first) {
+    pthread_mutex_lock(&blast_users_lock);
+    blast_users++;
+    pthread_mutex_unlock(&blast_users_lock);
+  }
+  pthread_mutex_unlock(&ctx->lock);
+}
+
 static size_t score_size(tabcl_dtype dt) { return dt == TABCL_F64 ? 8 : 4; }
 static int widened(tabcl_dtype dt) { return dt == TABCL_F16 || dt == TABCL_BF16; }
 
@@ -187,6 +218,7 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
                hkv = (size_t)d->kv_heads, n = (size_t)nb, group = hq / hkv;
   const size_t qe = lq * hq * D, ke = lk * hkv * D;   /* elements per batch entry */
   tabcl_status s = TABCL_OK;
+  blast_user(ctx);
   /* CLBlast takes no wait list: a marker holds back the in-order queue instead. */
   if (nwait) {
     cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, NULL));

@@ -25,6 +25,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 }
 
 static void destroy(tabcl_context *ctx) {
+  if (ctx->destroy_hook) ctx->destroy_hook(ctx);
   tabcl__fill_workers_destroy(ctx);
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__pool_destroy(ctx);      /* releases events of the queue: before it goes */

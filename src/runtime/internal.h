@@ -220,6 +220,9 @@ struct tabcl_context {
   tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
   tabcl__pool pool;            /* host calls' temporaries (pool.c) */
   tabcl__fill_workers workers; /* uploads' fill threads (fill.c) */
+  /* Set (under lock) by an upper layer that keeps process-wide state per
+     context (attention's CLBlast users); called first by the destroy. */
+  void (*destroy_hook)(tabcl_context *ctx);
 };
 
 /* The context's transfer queue (in order, profiling on), created the first
