@@ -214,9 +214,10 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
 
 // The exponential of the softmax. The pipelined 16-bit kernel takes the
 // hardware's approximation (native_exp2: ex2.approx, a relative error near
-// 2^-22, far below the 2^-11 or 2^-8 to which P is then rounded): at head
-// dim 64 the exponentials cost about as much SM time as the MMAs of the
-// same scores. The other builds keep exp2 (f32 is held to 1e-5).
+// 2^-22, far below the 2^-11 or 2^-8 to which P is then rounded); against
+// exp2 it measured no faster on the H200 (4.33 against 4.30 ms at 4 x 32
+// heads x 4,096 tokens, head dim 64), so it is a choice of no weight. The
+// other builds keep exp2 (f32 is held to 1e-5).
 #ifndef SM_EXP2
 #if MMA_PIPE && MMA_DTYPE != 0
 #define SM_EXP2 native_exp2
@@ -293,15 +294,14 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
 //     P goes from S's accumulators into the second product's A operand in
 //     registers, in MMA_PSPLIT 16-bit parts (1: P rounded to the dtype, as
 //     cuDNN and FlashAttention do).
-// Local rows are DP + 8 elements (16 bytes more than a row): the eight
-// 16-byte rows that one 8 x 8 matrix of ldmatrix reads then fall in eight
-// different bank groups. The local array is aligned to 16 bytes, which
-// ldmatrix and cp.async need (NVIDIA's compiler otherwise aligns it to 4).
-// A head dim that is not a multiple of 8 leaves rows off 16 bytes: those
-// calls load tiles with plain loads, one stage, as the kernel below does.
-#define PRS (DP + 8)                       /* local row stride, elements */
-#define STAGE (2 * BK * PRS)               /* one stage: K then V */
-#define CHUNKS (DP / 8)                    /* 16-byte chunks a row */
+// Local rows are RS = DP + 8 elements (16 bytes more than a row), as in
+// the kernel below: the eight 16-byte rows that one 8 x 8 matrix of
+// ldmatrix reads then fall in eight different bank groups. The local array
+// is aligned to 16 bytes, which ldmatrix and cp.async need (NVIDIA's
+// compiler otherwise aligns it to 4). A head dim that is not a multiple of
+// 8 leaves rows off 16 bytes: those calls load tiles with load_tile's plain
+// loads, one stage, as the kernel below does.
+#define STAGE (2 * BK * RS)                /* one stage: K then V */
 
 inline uint lds_addr(__local const elem_t *p) { return (uint)(size_t)p; }
 
@@ -333,23 +333,14 @@ inline void cp_async_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" 
                    : "memory")
 
 // Rows [0, n) of a tile (rows `stride` elements apart, `avail` of them
-// real) into local rows of PRS elements with cp.async, whole rows of DP:
+// real) into local rows of RS elements with cp.async, whole rows of DP:
 // rows past avail and columns past d are zero-filled by the copy itself.
 inline void issue_tile(__local elem_t *dst, __global const elem_t *src, long stride, int n,
                        int avail, int d, int t) {
-  for (int idx = t; idx < n * CHUNKS; idx += NT) {
-    const int r = idx / CHUNKS, c = (idx - r * CHUNKS) * 8;
+  for (int idx = t; idx < n * TILE_U4; idx += NT) {
+    const int r = idx / TILE_U4, c = (idx - r * TILE_U4) * VECN;
     const int ok = r < avail && c < d;
-    cp_async16(dst + r * PRS + c, ok ? src + r * stride + c : src, ok ? 16 : 0);
-  }
-}
-
-// The same with plain loads (head dims that are not a multiple of 8).
-inline void plain_tile(__local elem_t *dst, __global const elem_t *src, long stride, int n,
-                       int avail, int d, int t) {
-  for (int idx = t; idx < n * DP; idx += NT) {
-    const int r = idx / DP, c = idx - r * DP;
-    dst[r * PRS + c] = r < avail && c < d ? src[r * stride + c] : (elem_t)0;
+    cp_async16(dst + r * RS + c, ok ? src + r * stride + c : src, ok ? 16 : 0);
   }
 }
 
@@ -372,7 +363,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     cp_async_commit();
     cp_async_wait_all();
   } else {
-    plain_tile(smem, qb, qstride, BQ, qn, d, t);
+    load_tile(smem, qb, qstride, BQ, qn, d, 0, t);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   // Warp w owns query rows [16 MT w, 16 MT (w + 1)), MT tiles of 16: each
@@ -386,7 +377,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     const int r = (w * MT + mt) * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
     const int c = (lane >> 4) << 3;
     #pragma unroll
-    for (int kc = 0; kc < NKC; kc++) LDSM_X4(qa[mt][kc], lds_addr(smem + r * PRS + kc * 16 + c));
+    for (int kc = 0; kc < NKC; kc++) LDSM_X4(qa[mt][kc], lds_addr(smem + r * RS + kc * 16 + c));
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -404,7 +395,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
   if (vec && ntiles > 0) {
     issue_tile(smem, kb, kstride, BK, lk, d, t);
-    issue_tile(smem + BK * PRS, vb, kstride, BK, lk, d, t);
+    issue_tile(smem + BK * RS, vb, kstride, BK, lk, d, t);
     cp_async_commit();
   }
   // This lane's ldmatrix rows: for K (x4: keys 0-7 and 8-15 of a 16-key
@@ -416,7 +407,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
   for (int j = 0; j < ntiles; j++) {
     const int k0 = j * BK, kn = min(BK, lk - k0);
-    __local elem_t *ks = smem + (j & 1) * STAGE, *vs = ks + BK * PRS;
+    __local elem_t *ks = smem + (j & 1) * STAGE, *vs = ks + BK * RS;
     if (vec) {
       // Tile j has landed (this work-item's copies, then everyone's), and
       // everyone is done with the other stage (tile j - 1): tile j + 1 may
@@ -427,13 +418,13 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
         __local elem_t *nk = smem + ((j + 1) & 1) * STAGE;
         const long at = (long)(k0 + BK) * kstride;
         issue_tile(nk, kb + at, kstride, BK, lk - k0 - BK, d, t);
-        issue_tile(nk + BK * PRS, vb + at, kstride, BK, lk - k0 - BK, d, t);
+        issue_tile(nk + BK * RS, vb + at, kstride, BK, lk - k0 - BK, d, t);
         cp_async_commit();
       }
     } else {
       barrier(CLK_LOCAL_MEM_FENCE);
-      plain_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, t);
-      plain_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, t);
+      load_tile(ks, kb + k0 * kstride, kstride, BK, kn, d, 0, t);
+      load_tile(vs, vb + k0 * kstride, kstride, BK, kn, d, 0, t);
       barrier(CLK_LOCAL_MEM_FENCE);
     }
 
@@ -451,7 +442,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       for (int jp = 0; jp < NSN / 2; jp++) {
         if (jp * 16 >= kn) continue;   /* uniform: keys past the last stay zero */
         uint kf[4];
-        LDSM_X4(kf, lds_addr(ks + (jp * 16 + kr) * PRS + kc * 16 + kc8));
+        LDSM_X4(kf, lds_addr(ks + (jp * 16 + kr) * RS + kc * 16 + kc8));
         #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
           MMA(s[mt][2 * jp], qa[mt][kc][0], qa[mt][kc][1], qa[mt][kc][2], qa[mt][kc][3], kf[0], kf[1]);
@@ -499,7 +490,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       #pragma unroll
       for (int np = 0; np < NON / 2; np++) {
         uint vf[4];
-        LDSM_X4_T(vf, lds_addr(vs + (pc * 16 + vr) * PRS + np * 16 + vc8));
+        LDSM_X4_T(vf, lds_addr(vs + (pc * 16 + vr) * RS + np * 16 + vc8));
         #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
           #pragma unroll

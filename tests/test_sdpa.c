@@ -1150,11 +1150,8 @@ Test(sdpa, tensor_core_path) {
         d.mask = (tabcl_mask_kind)(di % 3);
         tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_MMA, variants[vi]));
       }
-    tt_tune(ctx, "sdpa.mma.pipe=auto");
-    tt_tune(ctx, "sdpa.mma.mtiles=auto");
-    tt_tune(ctx, "sdpa.mma.psplit=auto");
-    tt_tune(ctx, "sdpa.mma.warps=4");
-    tt_tune(ctx, "sdpa.mma.keys=auto");
+    tt_tune(ctx, "sdpa.mma.pipe=auto;sdpa.mma.mtiles=auto;sdpa.mma.psplit=auto;"
+                 "sdpa.mma.warps=4;sdpa.mma.keys=auto");
   }
 
   /* The automatic choice is this kernel: same bits as forcing it; and

@@ -123,6 +123,9 @@ typedef struct tabcl__sdpa_mma_shape {
   int psplit;  /* 16-bit: parts of P in the second product (MMA_PSPLIT) */
   int mt;      /* 16-query tiles a warp (MMA_MT; 1 but with pipe) */
 } tabcl__sdpa_mma_shape;
+/* Query tiles of a call on the tensor-core kernel with shape m (16 rows a
+   warp's tile, mt tiles a warp, nw warps a group). */
+int64_t tabcl__sdpa_mma_query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m);
 /* Key rows the tensor-core kernel takes in f32 (sdpa_mma.c says why). */
 #define TABCL__SDPA_MMA_F32_KEYS 1024
 /* Pure: 1 and fills m when the kernel may run this call on target t

@@ -39,9 +39,8 @@ static void blast_user_gone(tabcl_context *ctx) {
 /* Counts ctx among CLBlast's users, once. */
 static void blast_user(tabcl_context *ctx) {
   pthread_mutex_lock(&ctx->lock);
-  const int first = ctx->destroy_hook != blast_user_gone;
-  if (first) ctx->destroy_hook = blast_user_gone;
-  if (first) {
+  if (ctx->destroy_hook != blast_user_gone) {
+    ctx->destroy_hook = blast_user_gone;
     pthread_mutex_lock(&blast_users_lock);
     blast_users++;
     pthread_mutex_unlock(&blast_users_lock);

@@ -35,8 +35,7 @@ static int p_parts(const tabcl__tuning *t, tabcl_dtype dt) {
    4 x 32 heads x 4,096 tokens and twice the time at 54 tokens, whose
    queries fill half of a group's 128 rows; at 128 the second tile's Q and
    O do not fit beside S. */
-static int m_tiles(const tabcl__tuning *t, int dp) {
-  (void)dp;
+static int m_tiles(const tabcl__tuning *t) {
   return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_MTILES, 1);
 }
 
@@ -88,7 +87,7 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   /* 16-bit types: the pipelined kernel (cp.async, ldmatrix), unless the
      table says otherwise; its Q passes through all of its local memory,
      so a group's queries must fit four key tiles' rows. */
-  m->mt = m->pipe ? m_tiles(tg->tune, m->dp) : 1;
+  m->mt = m->pipe ? m_tiles(tg->tune) : 1;
   if (m->pipe && 16 * m->nw * m->mt > 4 * m->bk) m->mt = 1;
   if (m->pipe && 16 * m->nw > 4 * m->bk) m->pipe = 0;
   m->psplit = d->dtype == TABCL_F32 ? 0 : m->pipe ? p_parts(tg->tune, d->dtype)
@@ -115,13 +114,15 @@ void tabcl__sdpa_mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, cha
              m->nw, m->batch, m->qmode, m->pipe, m->psplit, m->mt);
 }
 
-static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {
-  return (d->q_len + 16 * m->nw * m->mt - 1) / (16 * m->nw * m->mt);
+int64_t tabcl__sdpa_mma_query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_mma_shape *m) {
+  const int64_t rows = 16 * (int64_t)m->nw * m->mt;
+  return (d->q_len + rows - 1) / rows;
 }
 
 int64_t tabcl__sdpa_mma_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,
                               const tabcl__sdpa_mma_shape *m) {
-  return tabcl__slice_items(tg, 0, (uint64_t)(32 * m->nw) * (uint64_t)query_tiles(d, m) *
+  return tabcl__slice_items(tg, 0, (uint64_t)(32 * m->nw) *
+                                       (uint64_t)tabcl__sdpa_mma_query_tiles(d, m) *
                                        (uint64_t)d->q_heads);
 }
 
@@ -132,7 +133,6 @@ tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
   char opts[160];
   tabcl__sdpa_mma_options(d->dtype, m, opts, sizeof opts);
   return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
-                                 (size_t)(32 * m->nw), (int)query_tiles(d, m), NULL, NULL, b0,
-                                 nb, nwait,
-                                 wait, ev, NULL);
+                                 (size_t)(32 * m->nw), (int)tabcl__sdpa_mma_query_tiles(d, m),
+                                 NULL, NULL, b0, nb, nwait, wait, ev, NULL);
 }

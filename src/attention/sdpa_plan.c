@@ -22,7 +22,7 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->program = "sdpa_mma";
   tabcl__sdpa_mma_options(d->dtype, &p->mma, p->options, sizeof p->options);
   p->group = (size_t)(32 * p->mma.nw);
-  p->query_tiles = (d->q_len + 16 * p->mma.nw * p->mma.mt - 1) / (16 * p->mma.nw * p->mma.mt);
+  p->query_tiles = tabcl__sdpa_mma_query_tiles(d, &p->mma);
   p->launch_step = tabcl__sdpa_mma_slice(t, d, &p->mma);
   return 1;
 }
