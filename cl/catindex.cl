@@ -36,6 +36,43 @@ inline int cat_chunks_equal(__global const ulong *A, long a, __global const ulon
   return 1;
 }
 
+#ifdef CAT_SERIAL_ONLY
+// The CPU build reads query labels as bytes from any address (cat_qdata):
+// a host lookup may hand the caller's own memory to a CPU device in place
+// (upload.in_place), which starts anywhere and ends at the last label's
+// last byte. 8 bytes at any byte, through a pointer whose type says
+// alignment 1 (one instruction on a CPU).
+typedef uchar cat_qdata;
+inline ulong cat_ld64(__global const uchar *p) {
+  typedef ulong __attribute__((aligned(1))) cat_ulong_u;
+  return *(__global const cat_ulong_u *)p;
+}
+
+// Whether bytes [a, a + n) of A equal bytes [b, b + n) of B, for one
+// work-item (the CPU plan), reading no byte outside either: four words a
+// step with one branch, then a word a step, then the last 8 bytes (they
+// may overlap the words before), or bytes where the label is shorter.
+inline int cat_bytes_equal(__global const void *A_, long a, __global const void *B_, long b,
+                           long n) {
+  __global const uchar *x = (__global const uchar *)A_ + a, *y = (__global const uchar *)B_ + b;
+  if (n < 8) {
+    uint d = 0;
+    for (long k = 0; k < n; k++) d |= x[k] ^ y[k];
+    return d == 0;
+  }
+  long k = 0;
+  for (; k + 32 <= n; k += 32)
+    if ((cat_ld64(x + k) ^ cat_ld64(y + k)) | (cat_ld64(x + k + 8) ^ cat_ld64(y + k + 8)) |
+        (cat_ld64(x + k + 16) ^ cat_ld64(y + k + 16)) | (cat_ld64(x + k + 24) ^ cat_ld64(y + k + 24)))
+      return 0;
+  for (; k + 8 <= n; k += 8)
+    if (cat_ld64(x + k) != cat_ld64(y + k)) return 0;
+  return k == n || cat_ld64(x + n - 8) == cat_ld64(y + n - 8);
+}
+#else
+// The GPU kernels read whole aligned words of a copy padded past its end.
+typedef ulong cat_qdata;
+
 // cat_chunks_equal for one work-item (the CPU plan): where both labels
 // start on a word, four words a step with straight loads and one branch;
 // else, and for the rest, chunk by chunk.
@@ -52,6 +89,7 @@ inline int cat_bytes_equal(__global const ulong *A, long a, __global const ulong
   }
   return cat_chunks_equal(A, a + k, B, b + k, n - k, 0, 1);
 }
+#endif
 
 // The block i falls in: the last b < n with starts[b] <= i (starts
 // ascending, starts[0] <= i). Fit's pack and align's gather find columns so.
@@ -202,7 +240,7 @@ __kernel void catindex_fit_pack(__global const ulong *ekeys, __global const long
 // buffers), each with its own data, offsets, validity and output buffer.
 // Their rows are laid end to end: rows.s0 of slot 0, then rows.s1 of slot 1...
 #define CAT_QARGS(n)                                                                 \
-  __global const ulong *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
+  __global const cat_qdata *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
       __global int *out##n
 
 #define CAT_ARGS                                                                          \
@@ -215,7 +253,7 @@ __kernel void catindex_fit_pack(__global const ulong *ekeys, __global const long
 // Everything one query row needs: where its bytes are, its hash, its column
 // and where its code goes.
 typedef struct cat_row {
-  __global const ulong *qd;
+  __global const cat_qdata *qd;
   __global int *out;
   long qs, len;       // query bytes [qs, qs + len) in qd
   long out_at;

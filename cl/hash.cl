@@ -73,16 +73,27 @@ inline ulong xxh_join(ulong a, ulong b, uint rbits) {
 }
 
 #ifdef HASH_SERIAL_ONLY
-// The CPU build reads 8 bytes at any byte through a pointer whose type
-// says alignment 1: a CPU does that in one instruction (a compiler for a
-// target that cannot emits byte loads, still correct), where the join below
-// costs two loads and three shifts a word (a 64-byte label took three times
-// libxxhash's time on one core of PoCL with the join).
-inline ulong xxh_ld64(__global const ulong *w, ulong pos) {
+// The CPU build reads its labels as bytes (xxh_data), from any address: a
+// host lookup may hand the caller's own memory to a CPU device in place
+// (upload.in_place), which starts anywhere and ends at the last label's
+// last byte, so this build reads no byte outside a label. It reads 8 bytes
+// at any byte through a pointer whose type says alignment 1: a CPU does
+// that in one instruction (a compiler for a target that cannot emits byte
+// loads, still correct), where the join below costs two loads and three
+// shifts a word (a 64-byte label took three times libxxhash's time on one
+// core of PoCL with the join).
+typedef uchar xxh_data;
+inline ulong xxh_ld64(__global const xxh_data *w, ulong pos) {
   typedef ulong __attribute__((aligned(1))) xxh_ulong_u;
-  return *(__global const xxh_ulong_u *)((__global const uchar *)w + pos);
+  return *(__global const xxh_ulong_u *)(w + pos);
+}
+inline uint xxh_ld32(__global const xxh_data *w, ulong pos) {
+  typedef uint __attribute__((aligned(1))) xxh_uint_u;
+  return *(__global const xxh_uint_u *)(w + pos);
 }
 #else
+// The GPU kernels read whole aligned words of a copy padded past its end.
+typedef ulong xxh_data;
 inline ulong xxh_ld64(__global const ulong *w, ulong pos) {
   ulong q = pos >> 3;
   return xxh_join(w[q], w[q + 1], (uint)(pos & 7) * 8);
@@ -132,7 +143,7 @@ inline ulong xxh_rrmxmx(ulong h, ulong len) {
   return h ^ (h >> 28);
 }
 
-inline ulong xxh_mix16(__global const ulong *w, ulong pos, uint soff, ulong seed) {
+inline ulong xxh_mix16(__global const xxh_data *w, ulong pos, uint soff, ulong seed) {
   ulong lo = xxh_ld64(w, pos), hi = xxh_ld64(w, pos + 8);
   return xxh_fold(lo ^ (xxh_ksec(soff) + seed), hi ^ (xxh_ksec(soff + 8) - seed));
 }
@@ -154,7 +165,7 @@ inline ulong xxh_swap64(ulong x) {
 #endif
 
 // XXH3-64 of a label of at most 240 bytes starting at byte `pos`.
-XXH_SHORT_FN xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed) {
+XXH_SHORT_FN xxh_short(__global const xxh_data *w, ulong pos, uint len, ulong seed) {
   if (len <= 16) {
     if (len > 8) {
       ulong lo = xxh_ld64(w, pos) ^ ((xxh_secret[3] ^ xxh_secret[4]) + seed);
@@ -162,7 +173,18 @@ XXH_SHORT_FN xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed)
       return xxh3_avalanche((ulong)len + xxh_swap64(lo) + hi + xxh_fold(lo, hi));
     }
     if (len == 0) return xxh64_avalanche(seed ^ xxh_secret[7] ^ xxh_secret[8]);
-    // A label of 1..8 bytes lies inside the 8 bytes from its start.
+#ifdef HASH_SERIAL_ONLY
+    // The first and last 4 bytes (they overlap below 8), or single bytes:
+    // nothing past the label's end.
+    if (len >= 4) {
+      ulong s = seed ^ ((ulong)xxh_swap32((uint)seed) << 32);
+      ulong in = (ulong)xxh_ld32(w, pos + len - 4) + ((ulong)xxh_ld32(w, pos) << 32);
+      return xxh_rrmxmx(in ^ ((xxh_secret[1] ^ xxh_secret[2]) - s), len);
+    }
+    uint c1 = w[pos], c2 = w[pos + (len >> 1)], c3 = w[pos + len - 1];
+#else
+    // A label of 1..8 bytes lies inside the 8 bytes from its start (the
+    // padded copy has them).
     ulong v = xxh_ld64(w, pos);
     if (len >= 4) {
       ulong s = seed ^ ((ulong)xxh_swap32((uint)seed) << 32);
@@ -171,6 +193,7 @@ XXH_SHORT_FN xxh_short(__global const ulong *w, ulong pos, uint len, ulong seed)
     }
     uint c1 = (uint)v & 0xFFu, c2 = (uint)(v >> ((len >> 1) * 8)) & 0xFFu;
     uint c3 = (uint)(v >> ((len - 1) * 8)) & 0xFFu;
+#endif
     uint combined = (c1 << 16) | (c2 << 24) | c3 | (len << 8);
     ulong bitflip = ((xxh_secret[0] & 0xFFFFFFFFUL) ^ (xxh_secret[0] >> 32)) + seed;
     return xxh64_avalanche((ulong)combined ^ bitflip);
@@ -229,10 +252,10 @@ inline ulong xxh_scramble(ulong a, ulong key) {
 
 // One 64-byte stripe as a vector of eight words, from any byte: straight
 // (unaligned) loads in the CPU build, else each word joined from two.
-inline ulong8 xxh_ld512(__global const ulong *w, ulong pos) {
+inline ulong8 xxh_ld512(__global const xxh_data *w, ulong pos) {
 #ifdef HASH_SERIAL_ONLY
   typedef ulong8 __attribute__((aligned(1))) xxh_ulong8_u;
-  return *(__global const xxh_ulong8_u *)((__global const uchar *)w + pos);
+  return *(__global const xxh_ulong8_u *)(w + pos);
 #else
   return (ulong8)(xxh_ld64(w, pos), xxh_ld64(w, pos + 8), xxh_ld64(w, pos + 16),
                   xxh_ld64(w, pos + 24), xxh_ld64(w, pos + 32), xxh_ld64(w, pos + 40),
@@ -276,7 +299,7 @@ inline void xxh_keys_init(xxh_keys *k, ulong seed) {
 }
 
 // XXH3-64 of a label of more than 240 bytes, in one work-item.
-ulong xxh_long_serial(__global const ulong *w, const xxh_keys *k, ulong pos, ulong len) {
+ulong xxh_long_serial(__global const xxh_data *w, const xxh_keys *k, ulong pos, ulong len) {
   ulong8 acc = vload8(0, xxh_init);
   const ulong8 scr = vload8(0, k->sec + 16);
   const ulong blocks = (len - 1) / XXH_BLOCK;
@@ -294,7 +317,7 @@ ulong xxh_long_serial(__global const ulong *w, const xxh_keys *k, ulong pos, ulo
                         xxh_fold(x.s4, x.s5) + xxh_fold(x.s6, x.s7));
 }
 
-__kernel void hash_serial(__global const ulong *w, __global const long *offsets, ulong base,
+__kernel void hash_serial(__global const xxh_data *w, __global const long *offsets, ulong base,
                           uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
                           ulong nbytes, uint run) {
   uint first = (uint)get_global_id(0) * run;

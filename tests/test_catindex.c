@@ -2,7 +2,10 @@
  * on random and edge-case vocabularies, forced hash collisions, four
  * columns at once, align, the device-resident lookup, slicing, threads and
  * the one-compile rule. */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -1184,6 +1187,176 @@ Test(catindex, device_resident_fit) {
   tabcl_context_destroy(ctx);
 }
 
+/* ---- queries handed over in place (upload.in_place) ------------------- */
+
+/* n bytes whose last one lies just before a page the process may not
+   touch: a read past them faults (on a CPU device that uses the caller's
+   memory in place, as PoCL does, the kernel's own read). */
+typedef struct guarded {
+  uint8_t *map;
+  size_t map_bytes;
+  uint8_t *p;
+} guarded;
+
+static guarded guarded_alloc(size_t n) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  guarded g;
+  g.map_bytes = (n + page - 1) / page * page + page;
+  g.map = mmap(NULL, g.map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  cr_assert(g.map != MAP_FAILED);
+  cr_assert_eq(mprotect(g.map + g.map_bytes - page, page, PROT_NONE), 0);
+  g.p = g.map + g.map_bytes - page - n;
+  return g;
+}
+
+static void guarded_free(guarded *g) { munmap(g->map, g->map_bytes); }
+
+/* A view of s whose bytes, offsets and validity each end at a guard page,
+   the bytes from s's own offsets[0] (a slice of a longer array). */
+typedef struct guarded_view {
+  guarded data, offsets, validity;
+  tabcl_strings_view v;
+} guarded_view;
+
+static void guarded_view_make(guarded_view *g, const tt_strings *s) {
+  const tabcl_strings_view src = tt_view(s);
+  const size_t bytes = (size_t)src.offsets[src.length];
+  g->data = guarded_alloc(bytes);
+  memcpy(g->data.p, src.data, bytes);
+  g->offsets = guarded_alloc(((size_t)src.length + 1) * sizeof(int64_t));
+  memcpy(g->offsets.p, src.offsets, ((size_t)src.length + 1) * sizeof(int64_t));
+  g->v.length = src.length;
+  g->v.offsets = (const int64_t *)g->offsets.p;
+  g->v.data = g->data.p;
+  g->v.validity = NULL;
+  if (src.validity) {
+    g->validity = guarded_alloc(((size_t)src.length + 7) / 8);
+    memcpy(g->validity.p, src.validity, ((size_t)src.length + 7) / 8);
+    g->v.validity = g->validity.p;
+  }
+}
+
+static void guarded_view_free(guarded_view *g) {
+  guarded_free(&g->data);
+  guarded_free(&g->offsets);
+  if (g->v.validity) guarded_free(&g->validity);
+}
+
+/* A CPU device may read a host lookup's queries where the caller keeps
+   them (CL_MEM_USE_HOST_PTR), which start at any byte and end at the last
+   label's last byte: its hash and lookup kernels must read no byte past a
+   label. Each column's last label ends at a guard page, with every length
+   class of the hash (0, 1-3, 4-8, 9-16, 17-128, 129-240, longer) in turn,
+   at every alignment; the codes must equal the reference's, in place and
+   copied, and with the GPU kernels (which then get a padded copy). Before
+   the CPU kernels read exactly, labels of 1 to 7 bytes at the end faulted
+   here on PoCL. */
+Test(catindex, lookup_reads_queries_in_place_to_their_last_byte) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/lookup_reads_queries_in_place_to_their_last_byte")};
+  static const size_t lens[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 128, 129, 240, 241, 700};
+  enum { NLENS = sizeof lens / sizeof lens[0], VOCAB = 40 };
+  uint8_t bytes[700];
+  /* the vocabulary: labels of every length class, one null */
+  tt_strings v;
+  tt_strings_init(&v, 0);
+  for (int i = 0; i < VOCAB; i++) {
+    if (i == 7) {
+      tt_strings_push_null(&v);
+      continue;
+    }
+    size_t n = lens[tt_below(&r, NLENS)];
+    for (size_t k = 0; k < n; k++) bytes[k] = (uint8_t)tt_below(&r, 4);  /* near misses */
+    tt_strings_push(&v, bytes, n);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  catref ref;
+  catref_build(&ref, &vv, TABCL_CODES_BY_POSITION);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  static const char *const tunings[] = {
+      "upload.in_place=auto;hash.serial=auto;lookup.serial=auto",  /* the device's own */
+      "upload.in_place=1;hash.serial=2;lookup.serial=2",           /* in place, CPU kernels */
+      "upload.in_place=0;hash.serial=2;lookup.serial=2",           /* copied, CPU kernels */
+      "upload.in_place=1;hash.serial=0;lookup.serial=0",           /* GPU kernels: copied */
+  };
+  for (int last = 0; last < NLENS; last++) {
+    /* queries: vocabulary labels, their prefixes, nulls, random labels; a
+       first offset past 0 by `last` bytes; the last label `lens[last]` long,
+       in the vocabulary every other time */
+    tt_strings q;
+    tt_strings_init(&q, (int64_t)last);
+    for (int i = 0; i < 60; i++) {
+      const int64_t j = (int64_t)tt_below(&r, VOCAB);
+      size_t n = 0;
+      const uint8_t *p = tt_label(&vv, j, &n);
+      if (i % 11 == 5) tt_strings_push_null(&q);
+      else if (p && i % 3) tt_strings_push(&q, p, i % 5 == 0 && n ? n - 1 : n);
+      else {
+        n = lens[tt_below(&r, NLENS)];
+        for (size_t k = 0; k < n; k++) bytes[k] = (uint8_t)tt_below(&r, 4);
+        tt_strings_push(&q, bytes, n);
+      }
+    }
+    for (size_t k = 0; k < lens[last]; k++) bytes[k] = (uint8_t)tt_below(&r, 4);
+    tt_strings_push(&q, bytes, lens[last]);
+    /* every other round the last label is fitted too: the vocabulary and it */
+    tt_strings w;
+    tt_strings_init(&w, 0);
+    for (int64_t i = 0; i < vv.length; i++) {
+      size_t n = 0;
+      const uint8_t *p = tt_label(&vv, i, &n);
+      if (p) tt_strings_push(&w, p, n);
+      else tt_strings_push_null(&w);
+    }
+    tt_strings_push(&w, bytes, lens[last]);
+    guarded_view g;
+    guarded_view_make(&g, &q);
+    const int64_t rows = g.v.length;
+    int32_t *want = malloc((size_t)rows * sizeof *want), *got = malloc((size_t)rows * sizeof *got);
+    cr_assert(want && got);
+    tabcl_category_index *use = idx;
+    tabcl_strings_view vlast = tt_view(&w);
+    catref rlast;
+    if (last % 2) {
+      catref_build(&rlast, &vlast, TABCL_CODES_BY_POSITION);
+      tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vlast, TABCL_CODES_BY_POSITION, &use));
+      catref_lookup(&rlast, &g.v, want);
+      cr_expect_geq(want[rows - 1], 0, "the last label is in this vocabulary");
+    } else {
+      catref_lookup(&ref, &g.v, want);
+    }
+    for (size_t t = 0; t < sizeof tunings / sizeof tunings[0]; t++) {
+      tt_tune(ctx, "%s", tunings[t]);
+      for (int64_t i = 0; i < rows; i++) got[i] = 0x7A7A7A7A;
+      int32_t *codes = got;
+      tabcl_status s = tabcl_category_index_lookup(use, 1, &g.v, &codes);
+      cr_expect_eq(s, TABCL_OK, "last label %zu bytes, %s: %s: %s", lens[last], tunings[t],
+                   tabcl_status_name(s), tabcl_last_error());
+      int64_t bad = 0, first = -1;
+      for (int64_t i = 0; i < rows && !s; i++)
+        if (got[i] != want[i] && bad++ == 0) first = i;
+      cr_expect_eq(bad, 0, "last label %zu bytes, %s: %lld codes wrong, row %lld got %d, expected %d",
+                   lens[last], tunings[t], (long long)bad, (long long)first,
+                   first >= 0 ? got[first] : 0, first >= 0 ? want[first] : 0);
+    }
+    tt_tune(ctx, "%s", tunings[0]);
+    if (last % 2) {
+      catref_free(&rlast);
+      tabcl_category_index_destroy(use);
+    }
+    tt_strings_free(&w);
+    free(want);
+    free(got);
+    guarded_view_free(&g);
+    tt_strings_free(&q);
+  }
+  catref_free(&ref);
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- oclgrind: every kernel on tiny shapes ----------------------------- */
 
 /* Oclgrind 21.10 recycles the ids of released buffers, and the shadow
@@ -1218,6 +1391,46 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
   tabcl_category_index *idx = NULL;
   tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
   cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, "tiny");   /* both lookup kernels */
+  /* Queries as the CPU kernels may get them in place (upload.in_place):
+     buffers of exactly their bytes, so that oclgrind sees any read past a
+     label. Written here rather than handed over with CL_MEM_USE_HOST_PTR,
+     whose bytes oclgrind 21.10 counts as never written. */
+  tt_tune(ctx, "hash.serial=2;lookup.serial=2");
+  tabcl__dev_strings exact[2];
+  cl_mem out = make_buffer(ctx, 10 * sizeof(int32_t), NULL);
+  cl_mem outs_dev[2] = {out, out};
+  const int64_t out_off[2] = {0, 7};
+  for (int c = 0; c < 2; c++) {
+    const tabcl_strings_view *x = &qv[c];
+    exact[c] = (tabcl__dev_strings){.length = x->length,
+                                    .bytes = x->offsets[x->length],
+                                    .in_place = 1,
+                                    .data = make_buffer(ctx, (size_t)x->offsets[x->length], x->data),
+                                    .offsets = make_buffer(ctx, (size_t)(x->length + 1) * 8, x->offsets),
+                                    .validity = x->validity ? make_buffer(ctx, (size_t)(x->length + 7) / 8,
+                                                                          x->validity)
+                                                            : NULL};
+    for (int64_t i = 0; i < x->length; i++)
+      if (x->offsets[i + 1] - x->offsets[i] > exact[c].max_label)
+        exact[c].max_label = x->offsets[i + 1] - x->offsets[i];
+  }
+  tt_assert_ok(tabcl__catindex_lookup_dev(idx, exact, outs_dev, out_off, 0, NULL, NULL));
+  int32_t got[10];
+  cr_assert_eq(clEnqueueReadBuffer(tabcl_context_cl_queue(ctx), out, CL_TRUE, 0, sizeof got, got, 0,
+                                   NULL, NULL), CL_SUCCESS);
+  for (int c = 0; c < 2; c++) {
+    catref ref;
+    catref_build(&ref, &vv[c], TABCL_CODES_BY_POSITION);
+    for (int64_t i = 0; i < qv[c].length; i++)
+      cr_expect_eq(got[out_off[c] + i], catref_code(&ref, &qv[c], i), "exact buffers: column %d row %lld",
+                   c, (long long)i);
+    catref_free(&ref);
+    clReleaseMemObject(exact[c].data);
+    clReleaseMemObject(exact[c].offsets);
+    if (exact[c].validity) clReleaseMemObject(exact[c].validity);
+  }
+  clReleaseMemObject(out);
+  tt_tune(ctx, "hash.serial=auto;lookup.serial=auto");
   int32_t in0[4] = {1, -1, 6, 0}, got0[4];
   int32_t *outs[2] = {got0, NULL};
   tabcl_dictionary_view d[2] = {{qv[0], 4, in0}, {qv[1], 0, NULL}};

@@ -91,6 +91,13 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
     st = tabcl__lookup_plan_for(ctx, grows, gbytes, glongest, candidates, &lp);
     if (st) break;
     const int use_group = lp.grouped, serial = lp.serial;
+    /* the GPU kernels read whole words past a label: only padded copies */
+    for (int k = 0; k < TABCL__CATINDEX_COLS_PER_LAUNCH && !serial && !st; k++)
+      if (g0 + k < ncols && q[g0 + k].in_place)
+        st = tabcl__fail(TABCL_INVALID_ARGUMENT,
+                         "lookup: column %d is the caller's memory in place, which only the CPU "
+                         "kernel reads (lookup.serial)", g0 + k);
+    if (st) break;
     if (use_group && !cand) {
       /* big enough for any launch group: at most all rows */
       st = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, (size_t)rows * 8, &cand, "candidates");
@@ -158,6 +165,26 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   return st;
 }
 
+/* Whether the host call may hand its query columns to the device in place
+   (upload.in_place): only where the hash and the lookup both take their
+   CPU kernels, which read no byte outside a label (the GPU kernels read
+   whole words of a padded copy). The plans for the longest label of all
+   decide for every column and launch group: a longer label can only move
+   a plan off the CPU kernels (its loops), never onto them. */
+static tabcl_status queries_in_place(tabcl_category_index *idx, int64_t rows, int64_t bytes,
+                                     int64_t longest, int *yes) {
+  tabcl_context *ctx = idx->ctx;
+  *yes = 0;
+  if (tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_IN_PLACE, 0) != 1) return TABCL_OK;
+  tabcl__hash_plan hp;
+  tabcl__lookup_plan lp;
+  tabcl_status st = tabcl__hash_plan_for(ctx, rows, bytes, longest, &hp);
+  if (!st)
+    st = tabcl__lookup_plan_for(ctx, rows, bytes, longest, idx->collisions ? 0 : 1, &lp);
+  if (!st) *yes = hp.serial_kernel != NULL && lp.serial;
+  return st;
+}
+
 tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
                                           const tabcl_strings_view *const *views,
                                           const int64_t *longest, cl_mem const *out,
@@ -167,9 +194,23 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
   if (!dev)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        ncols);
-  tabcl_status st = TABCL_OK;
-  for (int c = 0; c < ncols && !st; c++)
-    st = tabcl__strings_upload_checked(idx->ctx, views[c], longest[c], &dev[c]);
+  int64_t rows = 0, bytes = 0, most = 0;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_view *v = views[c];
+    rows += v->length;
+    if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
+    if (longest[c] > most) most = longest[c];
+  }
+  int in_place = 0;
+  tabcl_status st = queries_in_place(idx, rows, bytes, most, &in_place);
+  for (int c = 0; c < ncols && !st; c++) {
+    const tabcl_strings_view *v = views[c];
+    /* a column without bytes has nothing to hand over (and OpenCL no
+       buffer of zero bytes): its small copy it is */
+    st = in_place && v->length && v->data && v->offsets[v->length] > 0
+             ? tabcl__strings_in_place(idx->ctx, v, longest[c], &dev[c])
+             : tabcl__strings_upload_checked(idx->ctx, v, longest[c], &dev[c]);
+  }
   if (!st) st = tabcl__catindex_lookup_dev(idx, dev, out, out_off, 0, NULL, NULL);
   for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
   tabcl__free(dev);
@@ -336,8 +377,12 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                           ? queries[c].max_label
                           : queries[c].bytes;
     /* the public struct, as the internal one, once */
-    q[c] = (tabcl__dev_strings){queries[c].length, queries[c].bytes, longest, queries[c].data,
-                                queries[c].offsets, queries[c].validity, NULL};
+    q[c] = (tabcl__dev_strings){.length = queries[c].length,
+                                .bytes = queries[c].bytes,
+                                .max_label = longest,
+                                .data = queries[c].data,
+                                .offsets = queries[c].offsets,
+                                .validity = queries[c].validity};
     if (!q[c].length) continue;
     /* The hash reads whole aligned words past the last label; a buffer too
        short for that is copied into a padded one of the call's own. */

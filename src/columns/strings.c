@@ -202,6 +202,32 @@ tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strin
   return TABCL_OK;
 }
 
+tabcl_status tabcl__strings_in_place(tabcl_context *ctx, const tabcl_strings_view *v,
+                                     int64_t longest, tabcl__dev_strings *out) {
+  tabcl__dev_strings t = {0};
+  t.length = v->length;
+  t.bytes = v->offsets[v->length];
+  t.max_label = longest;
+  t.in_place = 1;
+  /* OpenCL takes host_ptr as void *: read-only buffers, never written */
+  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
+                                        (size_t)t.bytes, (void *)v->data, &t.data, "label bytes");
+  if (!s)
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
+                             ((size_t)t.length + 1) * sizeof(int64_t), (void *)v->offsets,
+                             &t.offsets, "label offsets");
+  if (!s && v->validity)
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
+                             ((size_t)t.length + 7) / 8, (void *)v->validity, &t.validity,
+                             "validity bitmap");
+  if (s) {
+    tabcl__strings_release(&t);
+    return s;
+  }
+  *out = t;
+  return TABCL_OK;
+}
+
 tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
                                      const uint8_t *data, const uint8_t *validity,
                                      tabcl__dev_strings *out) {

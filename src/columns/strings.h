@@ -4,13 +4,17 @@
 #include "runtime/internal.h"
 
 /* A column on the device, in buffers of its own. offsets are rebased so
-   offsets[0] == 0 and data starts at the column's first byte. */
+   offsets[0] == 0 and data starts at the column's first byte; or, in place
+   (tabcl__strings_in_place), the caller's own offsets and bytes. */
 typedef struct tabcl__dev_strings {
   int64_t length;        /* labels */
-  int64_t bytes;         /* offsets[length] after rebasing */
+  int64_t bytes;         /* offsets[length] (after rebasing where copied) */
   int64_t max_label;     /* longest label in bytes */
   cl_mem data;           /* uchar[bytes], then zeros up to a multiple of 8 plus 8 more,
-                            so kernels may read whole aligned words */
+                            so kernels may read whole aligned words; in place, exactly
+                            uchar[bytes] from any address */
+  int in_place;          /* 1: the caller's memory (CL_MEM_USE_HOST_PTR), unpadded; only
+                            the CPU kernels (hash_serial, catindex_lookup_serial) may read it */
   cl_mem offsets;        /* long[length + 1] */
   cl_mem validity;       /* uchar[(length + 7) / 8], LSB first; NULL = all present */
   tabcl_context *pool;   /* the context whose pool the buffers go back to on release
@@ -40,5 +44,13 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
 tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
                                      const uint8_t *data, const uint8_t *validity,
                                      tabcl__dev_strings *out);
+/* A checked view handed to the device in place: buffers over the caller's
+   own offsets, bytes [0, offsets[length]) of data and validity
+   (CL_MEM_USE_HOST_PTR, read only), nothing copied. The caller's memory
+   must stay as it is until the buffers are released; the data buffer is
+   not padded, so only kernels that read no byte past a label may take it.
+   The view must have bytes (data non-NULL, offsets[length] > 0). */
+tabcl_status tabcl__strings_in_place(tabcl_context *ctx, const tabcl_strings_view *v,
+                                     int64_t longest, tabcl__dev_strings *out);
 void tabcl__strings_release(tabcl__dev_strings *s);   /* NULL or zeroed is fine */
 #endif

@@ -130,6 +130,11 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
   tabcl_status ls = tabcl__hash_plan_for(ctx, s->length, s->bytes, s->max_label, &p);
   if (ls) return ls;
   if (p.serial_kernel) return hash_serial(ctx, s, &p, xseed, mask, out, out_offset, nwait, wait, ev);
+  /* the GPU kernels read whole words past a label: only a padded copy */
+  if (s->in_place)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT,
+                       "tabcl__hash_column: column %d is the caller's memory in place, which only "
+                       "the CPU kernel reads (hash.serial)", col);
   const int64_t gmin = p.group_min, per = p.slice;
   const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;
   const int team_all = p.team_all, list_huge = p.list_huge, lists = p.lists, big = p.big;
