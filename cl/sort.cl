@@ -66,6 +66,7 @@
   const T hi = (flip) ? lo - b_ + ((T)1 << (logj)) + (step - 1 - b_)         \
                       : lo + ((T)1 << (logj));
 
+#ifndef SORT_SERIAL_ONLY
 // ---- local memory ---------------------------------------------------------
 
 // One padding slot per 16 keeps the small-step rounds, where a group's pairs
@@ -151,6 +152,114 @@ void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_
     }
   }
 }
+
+#else  // SORT_SERIAL_ONLY
+// ---- one work-item a run (the CPU plan, sort.serial) ------------------------
+//
+// On a CPU a work-group's barriers cost far more than the loop they split
+// (sort_local took 3.5 ms a launch of 49 tiles on PoCL 3.1, most of a fit's
+// time). The CPU plan gives each work-item a run of consecutive pairs
+// instead: it merge-sorts the run whole, and finishes each longer merge
+// (after the register passes) by one linear merge; the passes in between
+// are the same bitonic network. Scratch sk holds n keys, then n values, and
+// each work-item uses only its own run's positions.
+
+#define SORT_SERIAL_SMALL 16
+
+// Positions [lo, hi) of (ak, av) merged from the sorted runs [lo, mid) and
+// [mid, hi) into (bk, bv).
+inline void sort_merge_into(__global const ulong *ak, __global const uint *av, __global ulong *bk,
+                            __global uint *bv, ulong lo, ulong mid, ulong hi) {
+  ulong i = lo, j = mid, o = lo;
+  while (i < mid && j < hi) {
+    const int right = SORT_GREATER(ak[i], av[i], ak[j], av[j]);
+    const ulong t = right ? j++ : i++;
+    bk[o] = ak[t];
+    bv[o++] = av[t];
+  }
+  for (; i < mid; i++, o++) { bk[o] = ak[i]; bv[o] = av[i]; }
+  for (; j < hi; j++, o++) { bk[o] = ak[j]; bv[o] = av[j]; }
+}
+
+// The run [lo, hi) sorted in place: insertion sort of groups of
+// SORT_SERIAL_SMALL, then merges of doubling width between the run and its
+// scratch, copied back if they end in the scratch.
+inline void sort_run_full(__global ulong *keys, __global uint *vals, __global ulong *sk,
+                          __global uint *sv, ulong lo, ulong hi) {
+  for (ulong g = lo; g < hi; g += SORT_SERIAL_SMALL) {
+    const ulong e = min(g + SORT_SERIAL_SMALL, hi);
+    for (ulong i = g + 1; i < e; i++) {
+      const ulong k = keys[i];
+      const uint v = vals[i];
+      ulong j = i;
+      for (; j > g && SORT_GREATER(keys[j - 1], vals[j - 1], k, v); j--) {
+        keys[j] = keys[j - 1];
+        vals[j] = vals[j - 1];
+      }
+      keys[j] = k;
+      vals[j] = v;
+    }
+  }
+  int in_scratch = 0;
+  for (ulong w = SORT_SERIAL_SMALL; w < hi - lo; w *= 2) {
+    __global ulong *ak = in_scratch ? sk : keys, *bk = in_scratch ? keys : sk;
+    __global uint *av = in_scratch ? sv : vals, *bv = in_scratch ? vals : sv;
+    for (ulong a = lo; a < hi; a += 2 * w)
+      sort_merge_into(ak, av, bk, bv, a, min(a + w, hi), min(a + 2 * w, hi));
+    in_scratch = !in_scratch;
+  }
+  if (in_scratch)
+    for (ulong i = lo; i < hi; i++) {
+      keys[i] = sk[i];
+      vals[i] = sv[i];
+    }
+}
+
+// The finish of a longer merge on [lo, hi): after the passes with strides
+// down to the run's length the run holds its final pairs as a bitonic
+// sequence read cyclically (one lowest and one highest pair; positions past
+// n, the +infinity slots, sit at the highest). From the lowest pair both
+// directions rise, so one linear merge of the two directions sorts it,
+// into the scratch and back.
+inline void sort_run_finish(__global ulong *keys, __global uint *vals, __global ulong *sk,
+                            __global uint *sv, ulong lo, ulong hi) {
+  const ulong len = hi - lo;
+  ulong m = 0;
+  for (ulong i = 1; i < len; i++)
+    if (SORT_GREATER(keys[lo + m], vals[lo + m], keys[lo + i], vals[lo + i])) m = i;
+  sk[lo] = keys[lo + m];
+  sv[lo] = vals[lo + m];
+  ulong l = m == 0 ? len - 1 : m - 1, r = m + 1 == len ? 0 : m + 1;
+  for (ulong o = 1; o < len; o++) {
+    ulong t;
+    if (o + 1 == len || !SORT_GREATER(keys[lo + l], vals[lo + l], keys[lo + r], vals[lo + r])) {
+      t = l;
+      l = l == 0 ? len - 1 : l - 1;
+    } else {
+      t = r;
+      r = r + 1 == len ? 0 : r + 1;
+    }
+    sk[lo + o] = keys[lo + t];
+    sv[lo + o] = vals[lo + t];
+  }
+  for (ulong i = lo; i < hi; i++) {
+    keys[i] = sk[i];
+    vals[i] = sv[i];
+  }
+}
+
+// Runs of `run` pairs from run `first`: full = 1 sorts each whole, 0
+// finishes a merge.
+__kernel void sort_serial(__global ulong *keys, __global uint *vals, __global ulong *sk, ulong n,
+                          ulong run, ulong first, int full) {
+  const ulong lo = (first + get_global_id(0)) * run;
+  if (lo >= n) return;
+  const ulong hi = min(lo + run, n);
+  __global uint *sv = (__global uint *)(sk + n);
+  if (full) sort_run_full(keys, vals, sk, sv, lo, hi);
+  else sort_run_finish(keys, vals, sk, sv, lo, hi);
+}
+#endif  // SORT_SERIAL_ONLY
 
 #ifndef SORT_LOCAL_ONLY
 // (Built with -DSORT_LOCAL_ONLY=1 where every pair fits one tile: the

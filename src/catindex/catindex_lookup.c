@@ -372,6 +372,18 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   if (!copies)
     st = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                      ncols);
+  /* Where the CPU kernels take every column, they read the caller's
+     buffers as they are, short or not (upload.in_place): no padded copy. */
+  int64_t rows = 0, bytes = 0, most = 0;
+  for (int c = 0; c < ncols; c++) {
+    const tabcl_strings_cl *v = &queries[c];
+    const int64_t longest = v->max_label > 0 && v->max_label < v->bytes ? v->max_label : v->bytes;
+    rows += v->length;
+    bytes += v->bytes;
+    if (longest > most) most = longest;
+  }
+  int in_place = 0;
+  if (!st) st = queries_in_place(idx, rows, bytes, most, &in_place);
   for (int c = 0; c < ncols && !st; c++) {
     int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
                           ? queries[c].max_label
@@ -384,8 +396,11 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
                                 .offsets = queries[c].offsets,
                                 .validity = queries[c].validity};
     if (!q[c].length) continue;
-    /* The hash reads whole aligned words past the last label; a buffer too
-       short for that is copied into a padded one of the call's own. */
+    /* (a column without a data buffer, every label empty, gets its small copy) */
+    q[c].in_place = in_place && q[c].data;
+    if (q[c].in_place) continue;
+    /* The GPU hash reads whole aligned words past the last label; a buffer
+       too short for that is copied into a padded one of the call's own. */
     size_t padded = tabcl__round_up((size_t)q[c].bytes, 8) + 8, size = 0;
     /* no data buffer (every label empty) counts as one too short */
     cl_int err = q[c].data ? TABCL_CL(clGetMemObjectInfo(q[c].data, CL_MEM_SIZE, sizeof size,

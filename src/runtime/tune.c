@@ -43,6 +43,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_LOCAL, "128", R("sort.local")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_GLOBAL, "256", R("sort.global")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_PAIRS, "32", R("sort.pairs")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_SERIAL, "0", R("sort.serial")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_SORT_SERIAL, "4", R("sort.serial")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_MAX_ITEMS, "1073741824", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_SERIAL, "0", R("hash on a CPU")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_HASH_SERIAL, "8", R("hash on a CPU")},

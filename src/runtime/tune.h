@@ -28,6 +28,8 @@ struct tabcl__device_desc;
   X(SORT_LOCAL, "sort.local", POW2, 2, 1024, "work-items a group of the local-memory passes")    \
   X(SORT_GLOBAL, "sort.global", POW2, 32, 1024, "work-items a group of the register passes")     \
   X(SORT_PAIRS, "sort.pairs", POW2, 2, 32, "pairs a work-item of a register pass holds")         \
+  X(SORT_SERIAL, "sort.serial", INT, 0, 1024,                                                   \
+    "0: the local-memory tile sort; N: one work-item sorts a run of pairs, N a compute unit")    \
   X(SORT_MAX_ITEMS, "sort.max_items", INT, 1, 1073741824,                                       \
     "work-items one sort launch may take (tests set it low to force splits)")                    \
   X(HASH_SERIAL, "hash.serial", INT, 0, 1024,                                                   \

@@ -48,6 +48,26 @@ static tabcl_status run_local(sort_run *r, const tabcl__sort_plan *p, cl_kernel 
   return TABCL_OK;
 }
 
+/* sort_serial over runs [0, runs): one work-item a run, in launches of at
+   most max_items. */
+static tabcl_status run_serial(sort_run *r, const tabcl__sort_plan *p, cl_kernel k, cl_mem keys,
+                               cl_mem vals, cl_mem scratch, int full) {
+  const uint64_t per = p->max_items ? p->max_items : 1;
+  cl_int f = full;
+  cl_ulong nn = p->n, run = p->tile;
+  for (uint64_t first = 0; first < p->tiles; first += per) {
+    uint64_t count = p->tiles - first < per ? p->tiles - first : per;
+    cl_ulong ff = first;
+    tabcl_status s = TABCL_SET_ARGS(k, "sort_serial", TABCL_ARG(keys), TABCL_ARG(vals),
+                                    TABCL_ARG(scratch), TABCL_ARG(nn), TABCL_ARG(run),
+                                    TABCL_ARG(ff), TABCL_ARG(f));
+    if (s) return s;
+    size_t global = (size_t)count, local = 1;
+    if ((s = enqueue(r, k, &global, &local, "sort_serial"))) return s;
+  }
+  return TABCL_OK;
+}
+
 /* One register pass of 2^logr stages from stride 2^logj down; only the
    work-items whose lowest position is below n are launched. */
 static tabcl_status run_global(sort_run *r, const tabcl__sort_plan *p, cl_kernel k, const char *name,
@@ -86,7 +106,7 @@ static tabcl_status check_size(cl_mem m, size_t n, size_t elem, const char *what
 }
 
 static tabcl_status sort_steps(sort_run *r, const tabcl__sort_plan *p, cl_kernel *kernels,
-                               cl_mem keys, cl_mem vals) {
+                               cl_mem keys, cl_mem vals, cl_mem scratch) {
   static const char *names[TABCL__SORT_MAX_LOGR + 1] = {NULL,           "sort_global_2",
                                                         "sort_global_4", "sort_global_8",
                                                         "sort_global_16", "sort_global_32"};
@@ -96,13 +116,28 @@ static tabcl_status sort_steps(sort_run *r, const tabcl__sort_plan *p, cl_kernel
     const tabcl__sort_step *st = &p->steps[i];
     const unsigned kid = st->logr; /* 0: the local-memory kernel */
     if (!kernels[kid])
-      s = tabcl__kernel_create(ctx, "sort", p->extra, kid ? names[kid] : "sort_local",
+      s = tabcl__kernel_create(ctx, "sort", p->extra,
+                               kid ? names[kid] : p->serial ? "sort_serial" : "sort_local",
                                &kernels[kid]);
     if (s) break;
-    if (!kid) s = run_local(r, p, kernels[0], keys, vals, p->n, p->tiles, st->flip);
+    if (!kid && p->serial) s = run_serial(r, p, kernels[0], keys, vals, scratch, st->flip);
+    else if (!kid) s = run_local(r, p, kernels[0], keys, vals, p->n, p->tiles, st->flip);
     else s = run_global(r, p, kernels[kid], names[kid], keys, vals, p->n, st->logj, st->logr,
                         st->flip);
   }
+  return s;
+}
+
+tabcl_status tabcl__sort_plan_for(tabcl_context *ctx, uint64_t n, tabcl__sort_plan *p) {
+  tabcl__device_desc dev;
+  tabcl__target tg;
+  int limit_known = tabcl__context_target_limited(ctx, &dev, &tg), again = 0;
+  tabcl__sort_plan_make(&tg, n, p);
+  /* The CPU plan loops over a whole run in a work-item: where that could
+     run long, the device's loop limit decides the runs (plan again). */
+  tabcl_status s = tabcl__loop_limit_learn(ctx, &limit_known, &dev, p->serial ? p->serial_loops : 0,
+                                           &again);
+  if (!s && again) tabcl__sort_plan_make(&tg, n, p);
   return s;
 }
 
@@ -134,12 +169,18 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem values, s
     return TABCL_OK;
   }
   tabcl__sort_plan p;
-  tabcl__target t = tabcl__context_target(ctx);
-  tabcl__sort_plan_make(&t, (uint64_t)n, &p);
+  if ((s = tabcl__sort_plan_for(ctx, (uint64_t)n, &p))) return s;
   sort_run r = {ctx, nwait, wait, ev != NULL, NULL};
   cl_kernel kernels[TABCL__SORT_MAX_LOGR + 1] = {NULL};
-  s = sort_steps(&r, &p, kernels, keys, values);
+  /* the CPU plan's scratch: n keys, then n values (from the context's
+     pool, handed out again only after the launches using it are done) */
+  cl_mem scratch = NULL;
+  if (p.serial)
+    s = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, n * (sizeof(cl_ulong) + sizeof(cl_uint)), &scratch,
+                        "sort scratch");
+  if (!s) s = sort_steps(&r, &p, kernels, keys, values, scratch);
   for (int i = 0; i <= TABCL__SORT_MAX_LOGR; i++) tabcl__kernel_release(kernels[i]);
+  tabcl__pool_put(ctx, scratch);
   if (s) {
     /* Launches already enqueued still run; the pairs are then left in an
        unspecified order (still a permutation of the input). */

@@ -35,7 +35,11 @@ typedef struct tabcl__sort_step {
 } tabcl__sort_step;
 
 typedef struct tabcl__sort_plan {
-  unsigned tile, wg;     /* pairs per local tile; its work-group size */
+  unsigned tile, wg;     /* pairs per local tile; its work-group size. The CPU plan
+                            (serial): pairs a work-item's run, groups of 1 */
+  int serial;            /* 1: sort_serial sorts and finishes runs (sort.serial), with a
+                            scratch buffer of n keys and n values */
+  uint64_t serial_loops; /* loop iterations a work-item of sort_serial runs, at most */
   size_t max_items;      /* work-items one launch may take */
   size_t gwg;            /* work-group size of the register passes (a kernel's own
                             limit may lower it when it is enqueued) */
@@ -47,6 +51,14 @@ typedef struct tabcl__sort_plan {
 } tabcl__sort_plan;
 
 void tabcl__sort_plan_make(const tabcl__target *t, uint64_t n, tabcl__sort_plan *p);
+/* The smallest run of the CPU plan: shorter runs would add merge levels,
+   two launches each, for work a work-item does in microseconds. */
+#define TABCL__SORT_SERIAL_MIN_RUN 4096
+uint64_t tabcl__sort_serial_loops(uint64_t run);
+/* The plan a sort on ctx makes (sort.c): under the device's loop limit,
+   measured first where the CPU plan's work-items could loop past
+   TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */
+tabcl_status tabcl__sort_plan_for(tabcl_context *ctx, uint64_t n, tabcl__sort_plan *p);
 /* Work-items step st launches in all (split into launches of at most
    max_items, rounded to whole groups). */
 uint64_t tabcl__sort_step_items(const tabcl__sort_plan *p, const tabcl__sort_step *st);

@@ -14,6 +14,13 @@ static unsigned log2_ceil(uint64_t x) {
   return l;
 }
 
+/* Loop iterations of one sort_serial work-item on a run, at most: the
+   insertion sort's groups, then a pass of the run a doubling width
+   (cl/sort.cl; the finish is three passes). */
+uint64_t tabcl__sort_serial_loops(uint64_t run) {
+  return run * (log2_ceil(run) + 16);
+}
+
 void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan *p) {
   const tabcl__device_desc *dev = tg->dev;
   const tabcl__tuning *tune = tg->tune;
@@ -53,6 +60,33 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
   snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u%s", tile, wg,
            n <= tile ? " -DSORT_LOCAL_ONLY=1" : "");
 
+  /* A CPU (sort.serial): runs of consecutive pairs a work-item instead of
+     local tiles, enough runs for sort.serial work-items a compute unit,
+     at least TABCL__SORT_SERIAL_MIN_RUN, each short enough for the
+     device's loop limit; the run is a kernel argument, so n reaches the
+     build options only as "one run holds it all". */
+  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_SORT_SERIAL, 0);
+  if (serial > 0) {
+    const uint64_t items = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * (uint64_t)serial;
+    uint64_t run = (uint64_t)1 << log2_ceil((n + items - 1) / items);
+    /* (sort.tile, where it is set lower, lowers that least run too: tests
+       send tiny inputs through many merges so) */
+    const uint64_t least = tile_cap < TABCL__SORT_SERIAL_MIN_RUN ? tile_cap : TABCL__SORT_SERIAL_MIN_RUN;
+    if (run < least) run = least;
+    if (run > ((uint64_t)1 << 30)) run = (uint64_t)1 << 30;
+    const uint64_t budget = tabcl__loop_budget(dev);
+    while (run > 2 && tabcl__sort_serial_loops(run) > budget) run /= 2;
+    if (tabcl__sort_serial_loops(run) <= budget) {
+      tile = (unsigned)run;
+      wg = 1;
+      p->serial = 1;
+      p->serial_loops = tabcl__sort_serial_loops(run);
+      p->tile = tile;
+      p->wg = wg;
+      snprintf(p->extra, sizeof p->extra, "-DSORT_SERIAL_ONLY=1%s",
+               n <= tile ? " -DSORT_LOCAL_ONLY=1" : "");
+    }
+  }
   p->n = n;
   p->tiles = (n + tile - 1) / tile;
   p->nsteps = 0;
@@ -84,6 +118,14 @@ uint64_t tabcl__sort_step_items(const tabcl__sort_plan *p, const tabcl__sort_ste
 void tabcl__sort_plan_print(const tabcl__sort_plan *p, char *buf, size_t cap) {
   int globals = 0;
   for (int i = 0; i < p->nsteps; i++) globals += p->steps[i].logr != 0;
+  if (p->serial) {
+    snprintf(buf, cap,
+             "%llu pairs: sort_serial, runs of %u pairs a work-item (%llu runs), register passes "
+             "of up to %u stages in groups of %zu; %d run and %d register passes; build \"%s\"",
+             (unsigned long long)p->n, p->tile, (unsigned long long)p->tiles, p->max_logr, p->gwg,
+             p->nsteps - globals, globals, p->extra);
+    return;
+  }
   snprintf(buf, cap,
            "%llu pairs: tile %u (local groups of %u), register passes of up to %u stages in "
            "groups of %zu, at most %zu work-items a launch; %d local and %d register passes; "
