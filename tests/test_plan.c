@@ -147,19 +147,37 @@ Test(plan, sort_plans) {
     for (int o = 0; o < 2; o++) {
       tabcl__tuning tune = tuning_for(dev, o ? "sort.tile=4;sort.max_items=1000" : NULL);
       tabcl__target tg = {dev, &tune, 0};
-      char opts[2][64] = {"", ""};   /* n within one tile, n past it */
+      /* n within one tile, n past it; local tiles, then the CPU plan's runs
+         (a CPU takes local tiles only for sorts whose scratch would not fit
+         one allocation: at most three programs) */
+      char opts[4][64] = {"", "", "", ""};
       for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         const uint64_t n = sizes[si] > ((uint64_t)1 << 40) ? ((uint64_t)1 << 40) : sizes[si];
         static tabcl__sort_plan p;
         tabcl__sort_plan_make(&tg, n, &p);
         cr_expect_leq(p.wg, dev_wg_cap(dev), "%s: local group %u", devs[i].what, p.wg);
         cr_expect_leq(p.gwg, dev_wg_cap(dev), "%s: register-pass group %zu", devs[i].what, p.gwg);
-        cr_expect_leq((cl_ulong)(p.tile + p.tile / 16) * 12, dev->local_mem_size,
-                      "%s: tile %u", devs[i].what, p.tile);
-        cr_expect_geq(p.tile, 2 * p.wg);
-        const int big = n > p.tile;
-        if (!opts[big][0]) snprintf(opts[big], sizeof opts[big], "%s", p.extra);
-        cr_expect_str_eq(p.extra, opts[big], "%s: build options changed with n = %llu",
+        /* the CPU plan (sort.serial) on CPUs only: runs a work-item, no
+           local memory, at least 4,096 pairs (or the forced tile), within
+           the loop limit; elsewhere local tiles within local memory */
+        cr_expect_eq(p.serial, dev->is_cpu && n * 12 <= dev->max_mem_alloc_size,
+                     "%s: n = %llu: serial %d", devs[i].what,
+                     (unsigned long long)n, p.serial);
+        if (p.serial) {
+          cr_expect_eq(p.wg, 1u);
+          cr_expect_eq(p.tile & (p.tile - 1), 0u, "%s: run %u", devs[i].what, p.tile);
+          cr_expect_geq(p.tile, o ? 4u : (unsigned)TABCL__SORT_SERIAL_MIN_RUN);
+          cr_expect_eq(p.serial_loops, tabcl__sort_serial_loops(p.tile));
+          cr_expect_leq(p.serial_loops, tabcl__loop_budget(dev));
+          cr_expect(strstr(p.extra, "-DSORT_SERIAL_ONLY=1") != NULL, "%s", p.extra);
+        } else {
+          cr_expect_leq((cl_ulong)(p.tile + p.tile / 16) * 12, dev->local_mem_size,
+                        "%s: tile %u", devs[i].what, p.tile);
+          cr_expect_geq(p.tile, 2 * p.wg);
+        }
+        const int big = n > p.tile, kind = big + 2 * p.serial;
+        if (!opts[kind][0]) snprintf(opts[kind], sizeof opts[kind], "%s", p.extra);
+        cr_expect_str_eq(p.extra, opts[kind], "%s: build options changed with n = %llu",
                          devs[i].what, (unsigned long long)n);
         cr_expect_eq(strstr(p.extra, "-DSORT_LOCAL_ONLY=1") != NULL, !big,
                      "%s: n = %llu, tile %u: %s", devs[i].what, (unsigned long long)n, p.tile,

@@ -66,7 +66,8 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
      device's loop limit; the run is a kernel argument, so n reaches the
      build options only as "one run holds it all". */
   const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_SORT_SERIAL, 0);
-  if (serial > 0) {
+  /* (its scratch, n keys and n values, must fit one allocation) */
+  if (serial > 0 && n * (sizeof(cl_ulong) + sizeof(cl_uint)) <= dev->max_mem_alloc_size) {
     const uint64_t items = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * (uint64_t)serial;
     uint64_t run = (uint64_t)1 << log2_ceil((n + items - 1) / items);
     /* (sort.tile, where it is set lower, lowers that least run too: tests
