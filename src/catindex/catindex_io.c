@@ -64,8 +64,8 @@ static void *digest_run(void *arg) {
 
 /* Blocks a thread takes at least. One: the load checks beside its fit, and
    a thread a block brought the load of 10,000 labels of 512 B (a 5 MB
-   file) on the H200 from 1.3-1.8x of fit + read to 1.03-1.34x (four blocks
-   a thread before; bench/RESULTS.md, "Load beside the fit"). */
+   file) on the H200 from 1.24-1.77x of fit + read to 1.00-1.34x (four
+   blocks a thread before; bench/RESULTS.md, "Load beside the fit"). */
 #define DIGEST_BLOCKS_MIN 1
 #define DIGEST_THREADS_MAX 16
 
