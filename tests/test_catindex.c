@@ -1209,6 +1209,13 @@ static guarded guarded_alloc(size_t n) {
   return g;
 }
 
+/* From here on the bytes may only be read: a write (by a driver that
+   handed memory back, say) faults. */
+static void guarded_seal(guarded *g) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  cr_assert_eq(mprotect(g->map, g->map_bytes - page, PROT_READ), 0);
+}
+
 static void guarded_free(guarded *g) { munmap(g->map, g->map_bytes); }
 
 /* A view of s whose bytes, offsets and validity each end at a guard page,
@@ -1233,7 +1240,10 @@ static void guarded_view_make(guarded_view *g, const tt_strings *s) {
     g->validity = guarded_alloc(((size_t)src.length + 7) / 8);
     memcpy(g->validity.p, src.validity, ((size_t)src.length + 7) / 8);
     g->v.validity = g->validity.p;
+    guarded_seal(&g->validity);
   }
+  guarded_seal(&g->data);
+  guarded_seal(&g->offsets);
 }
 
 static void guarded_view_free(guarded_view *g) {
@@ -1244,8 +1254,9 @@ static void guarded_view_free(guarded_view *g) {
 
 /* A CPU device may read a host lookup's queries where the caller keeps
    them (CL_MEM_USE_HOST_PTR), which start at any byte and end at the last
-   label's last byte: its hash and lookup kernels must read no byte past a
-   label. Each column's last label ends at a guard page, with every length
+   label's last byte, in memory that may be read-only (here it is): its
+   hash and lookup kernels must read no byte past a label, and nothing may
+   write there. Each column's last label ends at a guard page, with every length
    class of the hash (0, 1-3, 4-8, 9-16, 17-128, 129-240, longer) in turn,
    at every alignment; the codes must equal the reference's, in place and
    copied, and with the GPU kernels (which then get a padded copy). Before
