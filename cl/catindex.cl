@@ -360,27 +360,73 @@ inline long cat_lower_bound_guess(__global const ulong *keys, long lo, long hi, 
   return cat_lower_bound(keys, a + 1, b, h);
 }
 
-// The CPU plan (lookup.serial): one work-item a run of `run` rows, each
-// searched and compared in turn, four words a step where it can; no local
-// memory, no barriers.
-__kernel void catindex_lookup_serial(CAT_ARGS, long run) {
-  long r0 = (long)get_global_id(0) * run;
-  long r1 = min(r0 + run, count);
-  for (long g = r0; g < r1; g++) {
-    cat_row q = CAT_LOCATE(first + g);
-    int code = -1;
-    if (!q.null_row) {
-      long end = ranges[q.c + 1];
-      long j = cat_lower_bound_guess(keys, ranges[q.c], end, q.h);
-      for (; j < end && keys[j] == q.h; j++) {
-        long2 sp = spans[j];
-        if (sp.y == q.len && cat_bytes_equal(vdata, sp.x, q.qd, q.qs, q.len)) {
-          code = ecodes[j];
-          break;
-        }
+// A row's candidates from j, confirmed by their bytes; its code written.
+inline void cat_serial_finish(__global const ulong *keys, __global const long2 *spans,
+                              __global const int *ecodes, __global const ulong *vdata,
+                              const cat_row *q, long j, long end) {
+  int code = -1;
+  if (!q->null_row)
+    for (; j < end && keys[j] == q->h; j++) {
+      long2 sp = spans[j];
+      if (sp.y == q->len && cat_bytes_equal(vdata, sp.x, q->qd, q->qs, q->len)) {
+        code = ecodes[j];
+        break;
       }
     }
-    q.out[q.out_at] = code;
+  q->out[q->out_at] = code;
+}
+
+// Rows the CPU plan searches side by side.
+#define CAT_LANES 32
+
+// The CPU plan (lookup.serial): one work-item a run of `run` rows; no local
+// memory, no barriers. A search is a chain of dependent loads, so rows go
+// CAT_LANES at a time where they share a column: their binary searches
+// (without branches) step level by level together, and a CPU has that many
+// independent loads in flight instead of one chain (PoCL, 100,000 rows of
+// 8 B: 1.6 -> 0.8 ms against 100 fitted labels, 2.3 -> 1.0 ms against
+// 10,000, 4.2 -> 1.3 ms against 200,000; 8 lanes gained half of that, 64
+// no more). Rows of a group spanning two columns, and the run's last ones,
+// take the guessed search one by one.
+__kernel void catindex_lookup_serial(CAT_ARGS, long run) {
+  const long r0 = (long)get_global_id(0) * run;
+  const long r1 = min(r0 + run, count);
+  long g = r0;
+  for (; g + CAT_LANES <= r1; g += CAT_LANES) {
+    cat_row q[CAT_LANES];
+    for (int l = 0; l < CAT_LANES; l++) q[l] = CAT_LOCATE(first + g + l);
+    const int c = q[0].c;
+    int same = 1;
+    for (int l = 1; l < CAT_LANES; l++) same &= q[l].c == c;
+    if (!same) {
+      for (int l = 0; l < CAT_LANES; l++) {
+        const long end = ranges[q[l].c + 1];
+        const long j = q[l].null_row ? end : cat_lower_bound_guess(keys, ranges[q[l].c], end, q[l].h);
+        cat_serial_finish(keys, spans, ecodes, vdata, &q[l], j, end);
+      }
+      continue;
+    }
+    // base[l]: the first of the len keys that may hold row l's answer
+    const long lo = ranges[c], end = ranges[c + 1];
+    long base[CAT_LANES];
+    for (int l = 0; l < CAT_LANES; l++) base[l] = lo;
+    long len = end - lo;
+    while (len > 1) {
+      const long mid = len >> 1;
+      for (int l = 0; l < CAT_LANES; l++)
+        base[l] = keys[base[l] + mid - 1] < q[l].h ? base[l] + mid : base[l];
+      len -= mid;
+    }
+    for (int l = 0; l < CAT_LANES; l++) {
+      const long j = len > 0 ? base[l] + (keys[base[l]] < q[l].h) : lo;
+      cat_serial_finish(keys, spans, ecodes, vdata, &q[l], j, end);
+    }
+  }
+  for (; g < r1; g++) {
+    cat_row q = CAT_LOCATE(first + g);
+    const long end = ranges[q.c + 1];
+    const long j = q.null_row ? end : cat_lower_bound_guess(keys, ranges[q.c], end, q.h);
+    cat_serial_finish(keys, spans, ecodes, vdata, &q, j, end);
   }
 }
 

@@ -1442,6 +1442,22 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
   }
   clReleaseMemObject(out);
   tt_tune(ctx, "hash.serial=auto;lookup.serial=auto");
+  /* 100 rows of one column: the CPU kernel's rows side by side (runs of 34
+     on one compute unit at lookup.serial=3: a group of 32,
+     then its last ones one by one), nulls among them */
+  tabcl_category_index *one = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, vv, TABCL_CODES_BY_POSITION, &one));
+  tt_strings many;
+  tt_strings_init(&many, 0);
+  for (int i = 0; i < 100; i++) {
+    const char *l = query0[(i * 5) % 7];
+    if (l) tt_strings_push(&many, l, strlen(l));
+    else tt_strings_push_null(&many);
+  }
+  tabcl_strings_view mv = tt_view(&many);
+  cat_expect_lookup(one, 1, vv, TABCL_CODES_BY_POSITION, &mv, "100 rows");
+  tabcl_category_index_destroy(one);
+  tt_strings_free(&many);
   int32_t in0[4] = {1, -1, 6, 0}, got0[4];
   int32_t *outs[2] = {got0, NULL};
   tabcl_dictionary_view d[2] = {{qv[0], 4, in0}, {qv[1], 0, NULL}};

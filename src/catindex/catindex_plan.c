@@ -8,9 +8,11 @@
 
 /* Loop iterations of one row in catindex_lookup_serial, as cl/catindex.cl
    writes its loops: the search (doubling steps out and back, then a binary
-   search: at most 3 x 64 and their trips) and, for each candidate, the
-   comparison (four words a step, then word by word: at most len / 32 +
-   len / 8 + 6). None where the candidates are not known. */
+   search: at most 3 x 64 and their trips; or, rows side by side, a share
+   of at most 64 levels of 33 trips for 32 rows and of the groups' own
+   loops) and, for each candidate, the comparison (four words a step, then
+   word by word: at most len / 32 + len / 8 + 6). None where the candidates
+   are not known. */
 static uint64_t serial_row_loops(int64_t longest, int64_t candidates) {
   if (candidates <= 0) return UINT64_MAX;
   const uint64_t len = longest > 0 ? (uint64_t)longest : 0;
