@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tt.h"
+#include "tabcl/tabcl_tools.h"
 
 Test(runtime, status_names_and_version) {
   cr_expect_str_eq(tabcl_status_name(TABCL_OK), "TABCL_OK");
@@ -415,6 +416,38 @@ Test(runtime, slicing_planner_respects_limits) {
   int64_t by_range = tabcl__slice_items_ctx(ctx, 0, 1u << 20);
   cr_expect_leq((uint64_t)by_range << 20, (uint64_t)1 << 31);
   cr_expect_geq(by_range, 1);
+  tabcl_context_destroy(ctx);
+}
+
+/* The round trip cl-probe and tabcl-bench report: a median no less than
+   the least, both above zero; with failures injected at each of its
+   allocations and OpenCL calls in turn, an error and no leak. */
+Test(runtime, round_trip_measure) {
+  tabcl_context *ctx = tt_context();
+  double med = -1, least = -1;
+  tt_assert_ok(tabcl__measure_round_trip(ctx, 1, &med, &least));   /* builds the probe program */
+  tt_live base = tt_live_now();
+  tt_assert_ok(tabcl__measure_round_trip(ctx, 7, &med, &least));
+  cr_expect_gt(least, 0.0);
+  cr_expect_geq(med, least);
+  tt_expect_no_leak(base);
+#ifdef TABCL_FAULT_INJECTION
+  for (int which = 0; which < 2; which++)
+    for (long n = 1; n < 1000; n++) {
+      tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+      double m2 = -1, l2 = -1;
+      tabcl_status s = tabcl__measure_round_trip(ctx, 3, &m2, &l2);
+      int fired = tabcl__fault_fired();
+      tabcl__fault_reset();
+      tt_expect_no_leak(base);
+      if (!fired) {
+        cr_expect_eq(s, TABCL_OK, "%s", tabcl_last_error());
+        break;
+      }
+      cr_expect_neq(s, TABCL_OK, "%s failure %ld was swallowed", which ? "OpenCL" : "alloc", n);
+      cr_expect(m2 == -1 && l2 == -1, "a failed measurement wrote its outputs");
+    }
+#endif
   tabcl_context_destroy(ctx);
 }
 

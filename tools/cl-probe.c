@@ -299,6 +299,17 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   } else {
     row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
   }
+  double rt = 0, rt_min = 0;
+  s = tabcl__measure_round_trip(ctx, o->quick ? 51 : 501, &rt, &rt_min);
+  if (s) {
+    char err[2048];
+    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
+    row("round trip (us)", err, NULL);
+    failures++;
+  } else {
+    row("round trip (us)", NULL, "%.1f median, %.1f least (one launch, a blocking read of 128 B)",
+        rt * 1e6, rt_min * 1e6);
+  }
   tabcl_stats st;
   tabcl_context_stats(ctx, &st);
   row("programs built / from cache", NULL, "%llu / %llu", (unsigned long long)st.programs_built,

@@ -218,6 +218,15 @@ tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, int
    that launch overheads do not count for much. */
 tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, int wall_clock,
                                 double *flops);
+/* The least a host call that runs anything on the device waits: one launch
+   of a kernel over 16 work-items, then a blocking read of its 128 bytes,
+   by the host's clock; median and minimum seconds of reps (after one
+   untimed round). On a CPU device through PoCL this is tens of
+   microseconds (its worker threads wake for each command), about what
+   pandas takes to look up 1,000 labels, so it bounds every small host
+   call (bench/RESULTS.md). */
+tabcl_status tabcl__measure_round_trip(tabcl_context *ctx, int reps, double *median_s,
+                                       double *min_s);
 /* Device time between the start of `start` and the end of `end`; -1 if the
    profiling information is missing. */
 double tabcl__event_seconds(cl_event start, cl_event end);

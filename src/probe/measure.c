@@ -69,6 +69,47 @@ tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, int
   return s;
 }
 
+tabcl_status tabcl__measure_round_trip(tabcl_context *ctx, int reps, double *median_s,
+                                       double *min_s) {
+  enum { ITEMS = 16, MAX_REPS = 1024 };
+  if (reps > MAX_REPS) reps = MAX_REPS;
+  if (reps < 1) reps = 1;
+  double *times = tabcl__malloc((size_t)reps * sizeof *times);
+  if (!times)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "round trip: out of host memory for %d times", reps);
+  cl_mem out = NULL;
+  cl_kernel k = NULL;
+  cl_ulong host[ITEMS], base = 0;
+  const cl_ulong n = ITEMS;
+  size_t global = ITEMS;
+  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, "probe_iota", &k);
+  if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, sizeof host, NULL, &out, "round trip");
+  size_t wg = k ? tabcl__wg_size(ctx, k, ITEMS) : 1;
+  for (int r = -1; !s && r < reps; r++) {
+    base = (cl_ulong)(r + 2);
+    s = TABCL_SET_ARGS(k, "probe_iota", TABCL_ARG(out), TABCL_ARG(base), TABCL_ARG(n));
+    if (!s) s = tabcl__finish(ctx);
+    const double t0 = tabcl__wall_seconds();
+    if (!s) s = tabcl__launch(ctx, k, 1, &global, &wg, 0, NULL, NULL, "probe_iota");
+    if (!s) s = tabcl__read(ctx, out, 0, sizeof host, host);
+    const double t = tabcl__wall_seconds() - t0;
+    /* the read must see this round's values, or nothing was waited for */
+    if (!s && host[ITEMS - 1] != base + (cl_ulong)(ITEMS - 1) * (ITEMS - 1))
+      s = tabcl__fail(TABCL_OPENCL_ERROR, "round trip: read %llu, expected %llu",
+                      (unsigned long long)host[ITEMS - 1],
+                      (unsigned long long)(base + (cl_ulong)(ITEMS - 1) * (ITEMS - 1)));
+    if (!s && r >= 0) times[r] = t;
+  }
+  if (!s) {
+    *median_s = tabcl__median(times, reps);   /* sorts: times[0] is the least */
+    *min_s = times[0];
+  }
+  tabcl__free(times);
+  tabcl__kernel_release(k);
+  tabcl__buffer_release(out);
+  return s;
+}
+
 /* The FMA probe's launch shape. A GPU: 2,048 work-items a compute unit in
    groups of up to 256. A CPU runs a work-group on one thread, its
    work-items as the lanes of vector instructions: groups of the kernel's

@@ -39,6 +39,9 @@ size_t bench_elem_size(tabcl_dtype dt);
    in FLOP/s, measured once per process and remembered. */
 double bench_copy_bandwidth(tabcl_context *ctx, int quick);
 double bench_fma_peak(tabcl_context *ctx, int quick);
+/* The device's round trip (tabcl__measure_round_trip), measured once a
+   process; 0 on success. */
+int bench_round_trip(tabcl_context *ctx, int quick, double *median_s, double *min_s);
 
 /* Records one figure: printed nowhere (callers print their own tables),
    appended to a->jsonl as

@@ -70,6 +70,19 @@ double bench_copy_bandwidth(tabcl_context *ctx, int quick) {
   return cached;
 }
 
+int bench_round_trip(tabcl_context *ctx, int quick, double *median_s, double *min_s) {
+  static double cached = -1, cached_min = -1;
+  if (cached < 0 &&
+      tabcl__measure_round_trip(ctx, quick ? 51 : 501, &cached, &cached_min) != TABCL_OK) {
+    fprintf(stderr, "round trip: %s\n", tabcl_last_error());
+    cached = -1;
+    return 1;
+  }
+  *median_s = cached;
+  *min_s = cached_min;
+  return 0;
+}
+
 double bench_fma_peak(tabcl_context *ctx, int quick) {
   static double cached = 0;
   if (cached > 0) return cached;
@@ -90,6 +103,14 @@ int bench_copy(tabcl_context *ctx, const bench_args *a) {
   printf("| fp32 FMA peak | %.2f TFLOP/s (%.1f GFLOP/s) |\n", fl * 1e-12, fl * 1e-9);
   bench_record(a, "copy", "device", "copy_bandwidth", bw * 1e-9, "GB/s");
   bench_record(a, "copy", "device", "fp32_fma_peak", fl * 1e-12, "TFLOP/s");
+  double rt = 0, rt_min = 0;
+  const int rbad = bench_round_trip(ctx, a->quick, &rt, &rt_min);
+  if (!rbad) {
+    printf("| round trip: one launch + a blocking read of 128 B (median, least) | %.1f us, %.1f us |\n",
+           rt * 1e6, rt_min * 1e6);
+    bench_record(a, "copy", "device", "round_trip_us", rt * 1e6, "us");
+    bench_record(a, "copy", "device", "round_trip_min_us", rt_min * 1e6, "us");
+  }
   bench_link l;
   const int lbad = bench_link_bandwidth(ctx, a->quick, &l);
   if (!lbad) {
@@ -102,7 +123,7 @@ int bench_copy(tabcl_context *ctx, const bench_args *a) {
       bench_record(a, "copy", "device", keys[i], v[i] * 1e-9, "GB/s");
     }
   }
-  return bw > 0 && fl > 0 && !lbad ? 0 : 1;
+  return bw > 0 && fl > 0 && !lbad && !rbad ? 0 : 1;
 }
 
 /* Median seconds of reps blocking transfers of bytes between host memory h

@@ -610,6 +610,13 @@ int bench_lookup(tabcl_context *ctx, const bench_args *a) {
   int n = a->quick ? (int)(sizeof quick / sizeof quick[0]) : nfull;
 
   double bw = bench_copy_bandwidth(ctx, a->quick);
+  /* the least any host call waits here: a floor for the small cases */
+  double rt = 0, rt_min = 0;
+  if (bench_round_trip(ctx, a->quick, &rt, &rt_min) == 0) {
+    printf("Round trip (one launch and a blocking read of 128 B, the least a host call waits): "
+           "median %.1f us, least %.1f us.\n\n", rt * 1e6, rt_min * 1e6);
+    bench_record(a, "lookup", "device", "round_trip_us", rt * 1e6, "us");
+  }
   /* builds every program once, so no case pays for a compile */
   lk_case warm = {16, 16, 300, ""};
   lk_col cols[4];
