@@ -137,6 +137,17 @@ inline float shfl_xor(float x, int m) {
   return r;
 }
 
+// The inverse of each of a thread's two rows' softmax sums: the sums are
+// spread over the quad of threads that share the rows (tq 0..3); 0 for a
+// row no key reached.
+inline float2 row_scales(float l0, float l1) {
+  l0 += shfl_xor(l0, 1);
+  l0 += shfl_xor(l0, 2);
+  l1 += shfl_xor(l1, 1);
+  l1 += shfl_xor(l1, 2);
+  return (float2)(l0 > 0 ? 1.f / l0 : 0.f, l1 > 0 ? 1.f / l1 : 0.f);
+}
+
 #if MMA_DTYPE == 0
 inline float scalar_of(uint u) { return as_float(u); }
 #else
@@ -508,12 +519,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   const int vec2 = (d & 1) == 0;
   #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
-    float l0 = l_run[mt][0], l1 = l_run[mt][1];
-    l0 += shfl_xor(l0, 1);
-    l0 += shfl_xor(l0, 2);
-    l1 += shfl_xor(l1, 1);
-    l1 += shfl_xor(l1, 2);
-    const float li0 = l0 > 0 ? 1.f / l0 : 0.f, li1 = l1 > 0 ? 1.f / l1 : 0.f;
+    const float2 li2 = row_scales(l_run[mt][0], l_run[mt][1]);
+    const float li0 = li2.x, li1 = li2.y;
     #pragma unroll
     for (int half_row = 0; half_row < 2; half_row++) {
       const int r = r0 + 16 * mt + 8 * half_row;
@@ -759,12 +766,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
   }
 
-  float l0 = l_run[0], l1 = l_run[1];
-  l0 += shfl_xor(l0, 1);
-  l0 += shfl_xor(l0, 2);
-  l1 += shfl_xor(l1, 1);
-  l1 += shfl_xor(l1, 2);
-  const float li0 = l0 > 0 ? 1.f / l0 : 0.f, li1 = l1 > 0 ? 1.f / l1 : 0.f;
+  const float2 li2 = row_scales(l_run[0], l_run[1]);
+  const float li0 = li2.x, li1 = li2.y;
   __global elem_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   const int vec2 = (d & 1) == 0;   /* pairs of columns start on their own size */
   #pragma unroll

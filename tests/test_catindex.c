@@ -558,6 +558,103 @@ Test(catindex, collisions_kept_when_no_seed_separates) {
   tabcl_context_destroy(ctx);
 }
 
+/* The directory (catindex.h) read back and checked against its definition
+   over the index's own keys: slot t of column c is the first entry whose
+   bucket (hash >> shift) is t or more, the column's end past its last. */
+static void expect_directory(tabcl_category_index *idx, const char *what) {
+  const int nc = idx->ncols;
+  int64_t *range = malloc(((size_t)nc + 1) * sizeof *range);
+  cl_long2 *info = malloc((size_t)nc * sizeof *info);
+  uint64_t *keys = malloc(((size_t)idx->entries + 1) * sizeof *keys);
+  cr_assert(range && info && keys);
+  tt_assert_ok(tabcl__read(idx->ctx, idx->ranges, 0, ((size_t)nc + 1) * 8, range));
+  tt_assert_ok(tabcl__read(idx->ctx, idx->dinfo, 0, (size_t)nc * sizeof *info, info));
+  if (idx->entries)
+    tt_assert_ok(tabcl__read(idx->ctx, idx->keys, 0, (size_t)idx->entries * 8, keys));
+  int kept = 0;
+  while (kept < 64 && (idx->mask >> kept)) kept++;
+  for (int c = 0; c < nc; c++) {
+    const int64_t lo = range[c], n = range[c + 1] - range[c];
+    const int bits = tabcl__catindex_dir_bits(n, idx->mask);
+    cr_expect_eq(info[c].s[1], kept - bits, "%s: column %d: shift %lld, expected %d", what, c,
+                 (long long)info[c].s[1], kept - bits);
+    const int64_t slots = ((int64_t)1 << bits) + 1;
+    uint32_t *dir = malloc((size_t)slots * sizeof *dir);
+    cr_assert(dir);
+    tt_assert_ok(tabcl__read(idx->ctx, idx->dir, (size_t)info[c].s[0] * 4, (size_t)slots * 4, dir));
+    int64_t bad = 0, e = 0;
+    for (int64_t t = 0; t < slots; t++) {
+      while (e < n && (kept - bits >= 64 ? 0 : (int64_t)(keys[lo + e] >> (kept - bits))) < t) e++;
+      if (dir[t] != (uint32_t)(lo + e) && bad++ == 0)
+        cr_expect_fail("%s: column %d: directory slot %lld holds %u, expected %lld", what, c,
+                       (long long)t, dir[t], (long long)(lo + e));
+    }
+    free(dir);
+  }
+  free(range);
+  free(info);
+  free(keys);
+}
+
+/* Columns past the CPU kernel's whole-column search (CAT_WHOLE_MAX), whose
+   rows search a window of 8 keys from their bucket; a hash of 9 bits
+   (kept collisions, a bucket a hash value); and a bucket crowded past the
+   window on purpose: 20 labels whose hashes share their top 11 bits (the
+   directory's bits for 4,020 keys), found with the host hash, among 4,000
+   others, where a row must search its bucket alone. Every lookup kernel;
+   the directory checked slot by slot. */
+Test(catindex, directory_buckets_sparse_and_crowded) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/directory_buckets_sparse_and_crowded")};
+  for (int round = 0; round < 3; round++) {
+    tabcl__context_set_hash_bits(ctx, round == 1 ? 9 : 64);
+    tt_strings v[2], q[2];
+    tabcl_strings_view vv[2], qv[2];
+    static const int64_t sizes[2] = {6000, 2500};
+    for (int c = 0; c < 2; c++) {
+      tt_strings_init(&v[c], 0);
+      tt_strings_init(&q[c], 0);
+      if (round < 2 || c == 1) {
+        random_vocab(&r, &v[c], round < 2 ? sizes[c] : 300, 24, 1);
+      } else {
+        char lab[32];
+        for (int i = 0; i < 4000; i++)
+          tt_strings_push(&v[c], lab, (size_t)snprintf(lab, sizeof lab, "filler %d", i));
+        /* the column's directory has 11 bits: its bucket is hash >> 53 */
+        const uint64_t want = tt_below(&r, 2048);
+        int found = 0;
+        for (uint64_t k = 0; found < 20 && k < ((uint64_t)1 << 26); k++) {
+          int n = snprintf(lab, sizeof lab, "crowd %llu", (unsigned long long)k);
+          if (tabcl__label_hash(lab, (size_t)n, 0, 0, ~0ULL) >> 53 == want) {
+            tt_strings_push(&v[c], lab, (size_t)n);
+            tt_strings_push(&q[c], lab, (size_t)n);
+            found++;
+          }
+        }
+        cr_assert_eq(found, 20);
+      }
+      vv[c] = tt_view(&v[c]);
+      random_queries(&r, &vv[c], &q[c], 3000, 24);
+      qv[c] = tt_view(&q[c]);
+    }
+    static const char *const what[3] = {"64 hash bits", "9 hash bits", "a crowded bucket"};
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+    if (round == 2)
+      cr_expect(idx->seed == 0 && tabcl__catindex_dir_bits(4020, idx->mask) == 11,
+                "the crowded bucket assumes seed 0 (got %llu) and 11 directory bits",
+                (unsigned long long)idx->seed);
+    expect_directory(idx, what[round]);
+    cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, what[round]);
+    tabcl_category_index_destroy(idx);
+    for (int c = 0; c < 2; c++) {
+      tt_strings_free(&v[c]);
+      tt_strings_free(&q[c]);
+    }
+  }
+  tabcl_context_destroy(ctx);
+}
+
 /* ---- launches, programs and threads ------------------------------------ */
 
 Test(catindex, sliced_launches_give_the_same_codes) {
@@ -1458,6 +1555,48 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
   cat_expect_lookup(one, 1, vv, TABCL_CODES_BY_POSITION, &mv, "100 rows");
   tabcl_category_index_destroy(one);
   tt_strings_free(&many);
+  /* a column past the CPU kernel's whole-column search (2,048 keys): its
+     rows search a window from their bucket in the directory; among them
+     the labels of the four highest hashes (by the host hash under seed 0),
+     whose buckets start less than a window from the column's end */
+  tt_strings wide, wq;
+  tt_strings_init(&wide, 0);
+  tt_strings_init(&wq, 0);
+  for (int i = 0; i < 2100; i++) {
+    char l[16];
+    tt_strings_push(&wide, l, (size_t)snprintf(l, sizeof l, "w%d", i));
+  }
+  tabcl_strings_view wv = tt_view(&wide);
+  uint64_t top[4] = {0};
+  int top_at[4] = {0};
+  for (int i = 0; i < 2100; i++) {
+    size_t n = 0;
+    const uint8_t *l = tt_label(&wv, i, &n);
+    uint64_t h = tabcl__label_hash(l, n, 0, 0, ~0ULL);
+    int at = i;
+    for (int k = 0; k < 4; k++)   /* kept in descending order; a displaced one moves down */
+      if (h > top[k]) {
+        const uint64_t th = top[k];
+        const int ta = top_at[k];
+        top[k] = h, top_at[k] = at;
+        h = th, at = ta;
+      }
+  }
+  for (int k = 0; k < 4; k++) {   /* first: the side-by-side rows (the last go one by one) */
+    size_t n = 0;
+    const uint8_t *l = tt_label(&wv, top_at[k], &n);
+    tt_strings_push(&wq, l, n);
+  }
+  for (int i = 0; i < 2100; i += 20) {   /* 109 rows in all: runs of 37 at lookup.serial=3 */
+    char l[16];
+    tt_strings_push(&wq, l, (size_t)snprintf(l, sizeof l, "w%d", i * 3));
+  }
+  tabcl_strings_view wqv = tt_view(&wq);
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &wv, TABCL_CODES_BY_POSITION, &one));
+  cat_expect_lookup(one, 1, &wv, TABCL_CODES_BY_POSITION, &wqv, "2,100 keys");
+  tabcl_category_index_destroy(one);
+  tt_strings_free(&wide);
+  tt_strings_free(&wq);
   int32_t in0[4] = {1, -1, 6, 0}, got0[4];
   int32_t *outs[2] = {got0, NULL};
   tabcl_dictionary_view d[2] = {{qv[0], 4, in0}, {qv[1], 0, NULL}};

@@ -409,6 +409,27 @@ Test(plan, fit_and_align_plans) {
    device's groups and local memory, host buffers within one allocation,
    f64 refused without fp64, and the build options a function of dtype and
    head dim alone. */
+/* The directory's bits: 2^bits below the keys and at least half of them
+   (one or two keys a bucket), none for 0 to 2 keys, never more than the
+   hash keeps. */
+Test(plan, directory_bits) {
+  static const struct { int64_t entries; uint64_t mask; int bits; } cases[] = {
+      {0, ~0ULL, 0},        {1, ~0ULL, 0},         {2, ~0ULL, 0},       {3, ~0ULL, 1},
+      {4, ~0ULL, 1},        {5, ~0ULL, 2},         {100, ~0ULL, 6},     {128, ~0ULL, 6},
+      {129, ~0ULL, 7},      {200000, ~0ULL, 17},   {(int64_t)1 << 40, ~0ULL, 30},
+      {200000, 0x1FF, 9},   {200000, 0xFFFFF, 17}, {100, 0x7, 3},       {100, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int got = tabcl__catindex_dir_bits(cases[i].entries, cases[i].mask);
+    cr_expect_eq(got, cases[i].bits, "%lld keys, mask %llx: %d bits, expected %d",
+                 (long long)cases[i].entries, (unsigned long long)cases[i].mask, got,
+                 cases[i].bits);
+    if (cases[i].entries > 2 && cases[i].bits < 30 && cases[i].mask == ~0ULL)
+      cr_expect(((int64_t)1 << got) < cases[i].entries &&
+                ((int64_t)2 << got) >= cases[i].entries);
+  }
+}
+
 Test(plan, attention_plans) {
   dev_case devs[8];
   int nd = make_devices(devs);

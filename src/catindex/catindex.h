@@ -43,6 +43,15 @@ struct tabcl_category_index {
   cl_mem spans;         /* long2[entries]: (first byte in vdata, length) */
   cl_mem ecodes;        /* int[entries] */
   cl_mem ranges;        /* long[ncols + 1] */
+  /* The directory: a column's sorted keys cut into 2^bits buckets by
+     their top bits (tabcl__catindex_dir_bits), so that a lookup reads its
+     bucket's bounds and searches one or two keys instead of log2(entries).
+     Column c's 2^bits + 1 slots start at dinfo[c].x; slot t holds the first
+     entry of bucket t or later; dinfo[c].y is the shift that leaves a
+     hash's bucket. Derived from the keys at every fit, never saved. */
+  cl_mem dir;           /* uint[sum of 2^bits + 1] */
+  cl_mem dinfo;         /* long2[ncols] */
+  int64_t dir_bytes;    /* of both */
   cl_mem vdata;         /* uchar[data_bytes] */
   void *vhost;          /* vdata's own memory where the fit made it (CPU devices,
                            large fits: catindex_fit.c), unmapped after vdata; or NULL */
@@ -161,6 +170,11 @@ typedef struct tabcl__fit_plan {
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
                           int64_t longest_label, tabcl__fit_plan *p);
+/* The directory's bits for a column of `entries` keys hashed under mask
+   (catindex_plan.c, pure): 2^bits below entries, at least half of it, so
+   a bucket holds one or two keys on average and the directory at most 4
+   bytes a key; never more bits than the mask keeps. */
+int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask);
 /* Bytes catindex_fit_collide compares in one work-item (CAT_FIT_CHUNK). */
 #define TABCL__FIT_CHUNK 65536
 /* Runs catindex_fit_scan's lanes take each, at most (a loop bound). */

@@ -46,6 +46,8 @@ void tabcl_category_index_destroy(tabcl_category_index *idx) {
   tabcl__buffer_release(idx->spans);
   tabcl__buffer_release(idx->ecodes);
   tabcl__buffer_release(idx->ranges);
+  tabcl__buffer_release(idx->dir);
+  tabcl__buffer_release(idx->dinfo);
   if (idx->vhost) {
     /* the device may read vdata's memory until its last command is done */
     (void)tabcl__finish(idx->ctx);
@@ -659,6 +661,52 @@ static int cmp_label_then_slot(const void *pa, const void *pb) {
   return r ? r : (x > y) - (x < y);
 }
 
+/* The index's directory (catindex.h) from its sorted keys, column c's
+   entries range[c] .. range[c + 1]: catindex_fit_directory over each. */
+static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch *s,
+                                   const int64_t *range) {
+  tabcl_context *ctx = idx->ctx;
+  const size_t nc = (size_t)idx->ncols;
+  cl_long2 *info = tabcl__malloc(nc * sizeof *info);
+  if (!info)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d directory records",
+                       idx->ncols);
+  int kept = 0;
+  while (kept < 64 && (idx->mask >> kept)) kept++;
+  int64_t slots = 0;
+  for (size_t c = 0; c < nc; c++) {
+    const int bits = tabcl__catindex_dir_bits(range[c + 1] - range[c], idx->mask);
+    info[c].s[0] = slots;
+    info[c].s[1] = kept - bits;
+    slots += ((int64_t)1 << bits) + 1;
+  }
+  cl_kernel k = NULL;
+  tabcl_status st =
+      tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)slots * 4, NULL, &idx->dir,
+                           "index directory");
+  if (!st)
+    st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, nc * sizeof *info, info, &idx->dinfo,
+                                   "index directory records");
+  if (!st)
+    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
+                              "catindex_fit_directory", &k);
+  for (size_t c = 0; c < nc && !st; c++) {
+    const cl_long lo = range[c], n = range[c + 1] - range[c], shift = info[c].s[1];
+    const cl_long base = info[c].s[0];
+    const cl_long count = (c + 1 < nc ? info[c + 1].s[0] : slots) - base;
+    st = TABCL_SET_ARGS(k, "catindex_fit_directory", TABCL_ARG(idx->keys), TABCL_ARG(lo),
+                        TABCL_ARG(n), TABCL_ARG(shift), TABCL_ARG(count), TABCL_ARG(idx->dir),
+                        TABCL_ARG(base));
+    if (!st)
+      st = launch_sliced(ctx, k, "catindex_fit_directory", s->plan.pairs_wg, n + 1,
+                         s->plan.pairs_step, 1, 7);
+  }
+  if (!st) idx->dir_bytes = slots * 4 + (int64_t)(nc * sizeof *info);
+  tabcl__kernel_release(k);
+  tabcl__free(info);
+  return st;
+}
+
 /* The fallback: no seed within the bound separated every label, so the
    last seed stays and each colliding run keeps one entry per distinct
    label (lookups confirm every candidate). Built on the host from every
@@ -724,6 +772,7 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
       !(st = tabcl__buffer_create_from(ctx, ro, n * 4, code, &idx->ecodes, "index codes")))
     st = tabcl__buffer_create_from(ctx, ro, ((size_t)idx->ncols + 1) * 8, range, &idx->ranges,
                                    "index ranges");
+  if (!st) st = make_directory(idx, s, range);
   if (!st) idx->entries = ne;
 done:
   tabcl__free(key);
@@ -798,6 +847,7 @@ static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *s
   set_code_counts(idx, range);
   whole &= s->npairs > 0;
   st = take_tables(idx, s, range, whole);
+  if (!st) st = make_directory(idx, s, range);
   if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
   if (!st) idx->entries = range[nc];
   tabcl__free(range);
@@ -832,7 +882,7 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
   st = idx->collisions ? fallback_entries(idx, src, &s) : device_tables(idx, src, &s);
   if (st) goto done;
   idx->device_bytes = (int64_t)((size_t)idx->entries * 28 + ((size_t)idx->ncols + 1) * 8 +
-                                (size_t)s.plan.vdata_bytes);
+                                (size_t)s.plan.vdata_bytes) + idx->dir_bytes;
   for (int c = 0; c < ncols; c++)   /* the offsets it keeps (doffs, below) */
     if (idx->cols[c].length) idx->device_bytes += (idx->cols[c].length + 1) * 8;
   /* the tables are written by commands still queued; the index is ready

@@ -124,7 +124,8 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
       for (int64_t first = 0; first < grows && !st; first += step) {
         int64_t count = grows - first < step ? grows - first : step;
         st = TABCL_SET_ARGS(k, kname, TABCL_ARG(idx->keys), TABCL_ARG(idx->spans),
-                            TABCL_ARG(idx->ecodes), TABCL_ARG(idx->ranges), TABCL_ARG(idx->vdata),
+                            TABCL_ARG(idx->ecodes), TABCL_ARG(idx->ranges), TABCL_ARG(idx->dir),
+                            TABCL_ARG(idx->dinfo), TABCL_ARG(idx->vdata),
                             TABCL_ARG(qhash), TABCL_ARG(nrows), TABCL_ARG(qh), TABCL_ARG(qbytes),
                             TABCL_ARG(ooff), TABCL_ARG(col), TABCL_ARG(hasv), TABCL_ARG(cbuf),
                             TABCL_ARG(first), TABCL_ARG(count), TABCL_ARG(bufs[0][0]),
@@ -133,7 +134,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
                             TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
                             TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
-        if (!st && serial) st = TABCL_SET_ARGS_AT(k, kname, 31, TABCL_ARG(lp.serial_run));
+        if (!st && serial) st = TABCL_SET_ARGS_AT(k, kname, 33, TABCL_ARG(lp.serial_run));
         if (st) break;
         size_t global = grouped  ? (size_t)count * wg
                         : serial ? (size_t)((count + lp.serial_run - 1) / lp.serial_run)
