@@ -201,12 +201,10 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
                                   uint64_t padded) {
   tabcl_context *ctx = idx->ctx;
   tabcl_status st = TABCL_OK;
-  if (!idx->vdata) {   /* else a part of label_buffers' allocation */
-    if (labels_in_own_memory(idx, src, padded, &st)) return st;
-    st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)padded, NULL, &idx->vdata,
-                              "index bytes");
-    if (st) return st;
-  }
+  if (labels_in_own_memory(idx, src, padded, &st)) return st;
+  st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, (size_t)padded, NULL, &idx->vdata,
+                            "index bytes");
+  if (st) return st;
   if (!src->dev) {
     const label_fill f = {idx, src->v};
     return tabcl__upload(ctx, idx->vdata, (size_t)padded, fill_labels, &f, "index bytes");
@@ -272,69 +270,14 @@ static void scratch_free(tabcl_context *ctx, fit_scratch *s, int ncols) {
   tabcl__free(s->pv);
 }
 
-/* A column's offsets shifted by its data_base, as an upload's fill (at
-   and n are whole offsets: the upload's parts are multiples of 64 bytes). */
-typedef struct offsets_fill {
-  const int64_t *offsets;
-  int64_t shift;
-} offsets_fill;
-
-static void fill_offsets_shifted(void *dst, size_t at, size_t n, const void *arg) {
-  const offsets_fill *f = arg;
-  int64_t *d = dst;
-  const int64_t *o = f->offsets + at / 8;
-  for (size_t k = 0; k < n / 8; k++) d[k] = o[k] + f->shift;
-}
-
-/* Where uploads are staged (GPUs), vdata and every column's offsets are
-   made as parts of one allocation (tabcl__buffer_create_parts): NVIDIA's
-   driver allocates a buffer at its first use, tens of microseconds each.
-   Elsewhere each is made where it is filled. */
-static tabcl_status label_buffers(tabcl_category_index *idx, fit_scratch *s, uint64_t padded) {
-  if (!tabcl__upload_staged(idx->ctx)) return TABCL_OK;
-  const int nc = idx->ncols;
-  size_t *sizes = tabcl__malloc(((size_t)nc + 1) * sizeof *sizes);
-  cl_mem *t = tabcl__malloc(((size_t)nc + 1) * sizeof *t);
-  tabcl_status st = TABCL_OK;
-  if (!sizes || !t)
-    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d column records", nc);
-  int k = 1;
-  if (!st) {
-    sizes[0] = (size_t)padded;
-    for (int c = 0; c < nc; c++)
-      if (idx->cols[c].length) sizes[k++] = ((size_t)idx->cols[c].length + 1) * 8;
-    st = tabcl__buffer_create_parts(idx->ctx, CL_MEM_READ_ONLY, k, sizes, t,
-                                    "index bytes and offsets");
-  }
-  if (!st) {
-    idx->vdata = t[0];
-    k = 1;
-    for (int c = 0; c < nc; c++)
-      if (idx->cols[c].length) s->dev[c].offsets = t[k++];
-  }
-  tabcl__free(sizes);
-  tabcl__free(t);
-  return st;
-}
-
 /* Column c's offsets on the device, shifted by its data_base so they index
-   the whole of vdata; `tmp` holds the longest column's offsets. Into *out
-   where label_buffers made it, by an upload; else created from the host in
-   one piece (oclgrind 21.10 loses track of bytes written at an offset). */
+   the whole of vdata; `tmp` holds the longest column's offsets. Created
+   from the host in one piece (oclgrind 21.10 loses track of bytes written
+   at an offset). */
 static tabcl_status column_offsets(tabcl_category_index *idx, const fit_source *fs, int c,
                                    int64_t *tmp, cl_mem *out) {
   const tabcl__catcol *col = &idx->cols[c];
   const size_t bytes = ((size_t)col->length + 1) * sizeof *col->offsets;
-  if (*out && fs->dev && !col->data_base) {
-    cl_int err = TABCL_CL(clEnqueueCopyBuffer(idx->ctx->queue, fs->dev[c].offsets, *out, 0, 0,
-                                              bytes, 0, NULL, NULL));
-    return err == CL_SUCCESS ? TABCL_OK
-                             : tabcl__cl_fail(err, "clEnqueueCopyBuffer", "label offsets");
-  }
-  if (*out) {
-    const offsets_fill f = {col->offsets, col->data_base};
-    return tabcl__upload(idx->ctx, *out, bytes, fill_offsets_shifted, &f, "label offsets");
-  }
   if (fs->dev && !col->data_base) {
     /* fit_cl: the caller's offsets (checked to start at 0) are these
        already; a copy on the device, not an upload of the read-back ones */
@@ -446,9 +389,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
       if (present(col, i)) s->hslots[j++] = base + (uint32_t)i;
   }
   tabcl_status st;
-  if ((st = label_buffers(idx, s, p->vdata_bytes)) ||
-      (st = upload_labels(idx, src, p->vdata_bytes)))
-    return st;
+  if ((st = upload_labels(idx, src, p->vdata_bytes))) return st;
   int64_t *tmp = NULL;
   if (idx->ncols > 1) {
     tmp = tabcl__malloc(((size_t)longest_col + 1) * sizeof *tmp);
