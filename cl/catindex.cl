@@ -241,22 +241,16 @@ __kernel void catindex_fit_pack(__global const ulong *ekeys, __global const long
 // shift is 64 or more where the directory has one bucket).
 inline long cat_bucket(ulong h, long shift) { return shift < 64 ? (long)(h >> shift) : 0; }
 
-// The directory of column c's sorted keys [lo, lo + n): slot t of its
+// The directory of one column's sorted keys [lo, lo + n): slot t of its
 // `slots` (2^bits + 1, from dir's `base`) is the first entry whose bucket
 // is t or more, lo + n past the last, so bucket t's keys are the entries
 // from slot t to slot t + 1. Item i (0 .. n) fills the slots after the
 // bucket of key i - 1 up to that of key i (the slots before the first key
-// and after the last, for items 0 and n); item 0 writes dinfo[c] too.
+// and after the last, for items 0 and n).
 __kernel void catindex_fit_directory(__global const ulong *keys, long lo, long n, long shift,
-                                     long slots, __global uint *dir, long base, long from,
-                                     __global long2 *dinfo, int c) {
+                                     long slots, __global uint *dir, long base, long from) {
   long i = from + (long)get_global_id(0);
   if (i > n) return;
-  if (i == 0) {   // as two longs: oclgrind 21.10 reports a long2 built here as uninitialised
-    __global long *d = (__global long *)(dinfo + c);
-    d[0] = base;
-    d[1] = shift;
-  }
   long a = i == 0 ? 0 : cat_bucket(keys[lo + i - 1], shift) + 1;
   long b = i == n ? slots - 1 : cat_bucket(keys[lo + i], shift);
   for (long t = a; t <= b; t++) dir[base + t] = (uint)(lo + i);

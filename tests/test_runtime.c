@@ -419,53 +419,6 @@ Test(runtime, slicing_planner_respects_limits) {
   tabcl_context_destroy(ctx);
 }
 
-/* Parts of one allocation (tabcl__buffer_create_parts): each holds its own
-   bytes (written and read back part by part, their neighbours untouched),
-   a 0-byte part gets a placeholder, the parts are released in any order
-   without a leak; failures injected at each allocation and OpenCL call
-   leave no part and no leak. */
-Test(runtime, buffer_parts) {
-  tabcl_context *ctx = tt_context();
-  tt_live base = tt_live_now();
-  const size_t sizes[4] = {100, 0, 4096, 7};
-  cl_mem part[4];
-  tt_assert_ok(tabcl__buffer_create_parts(ctx, CL_MEM_READ_WRITE, 4, sizes, part, "parts"));
-  uint8_t want[4][4096], got[4096];
-  for (int i = 0; i < 4; i++) {
-    memset(want[i], 0x30 + i, sizeof want[i]);
-    tt_assert_ok(tabcl__write(ctx, part[i], 0, sizes[i], want[i]));
-  }
-  for (int i = 0; i < 4; i++) {
-    size_t have = 0;
-    cr_assert_eq(clGetMemObjectInfo(part[i], CL_MEM_SIZE, sizeof have, &have, NULL), CL_SUCCESS);
-    cr_expect_geq(have, sizes[i] ? sizes[i] : 1, "part %d holds %zu bytes", i, have);
-    tt_assert_ok(tabcl__read(ctx, part[i], 0, sizes[i], got));
-    cr_expect_eq(memcmp(got, want[i], sizes[i]), 0, "part %d lost its bytes", i);
-  }
-  static const int order[4] = {2, 0, 3, 1};
-  for (int i = 0; i < 4; i++) tabcl__buffer_release(part[order[i]]);
-  tt_expect_no_leak(base);
-#ifdef TABCL_FAULT_INJECTION
-  for (int which = 0; which < 2; which++)
-    for (long n = 1; n < 1000; n++) {
-      tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
-      tabcl_status s = tabcl__buffer_create_parts(ctx, CL_MEM_READ_WRITE, 4, sizes, part, "parts");
-      int fired = tabcl__fault_fired();
-      tabcl__fault_reset();
-      if (!fired) {
-        cr_expect_eq(s, TABCL_OK, "%s", tabcl_last_error());
-        for (int i = 0; i < 4; i++) tabcl__buffer_release(part[i]);
-        tt_expect_no_leak(base);
-        break;
-      }
-      cr_expect_neq(s, TABCL_OK, "%s failure %ld was swallowed", which ? "OpenCL" : "alloc", n);
-      for (int i = 0; i < 4; i++) cr_expect_null(part[i], "a failed call left part %d", i);
-      tt_expect_no_leak(base);
-    }
-#endif
-  tabcl_context_destroy(ctx);
-}
-
 /* The round trip cl-probe and tabcl-bench report: a median no less than
    the least, both above zero; with failures injected at each of its
    allocations and OpenCL calls in turn, an error and no leak. */

@@ -227,10 +227,7 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
 
 typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
-  cl_mem hash, slots, keys, vals, counts;
-  cl_mem ekeys, espans, ecodes, edir, edinfo; /* the index's tables where no label repeats:
-                                                 parts of one allocation, the directory
-                                                 sized for every pair */
+  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes;
   cl_mem totals;             /* long[ncols]: each column's entries, written by its scan; then
                                 the try's collision flag (an int at long ncols), so that a
                                 try reads both back at once */
@@ -256,7 +253,7 @@ static void scratch_free(tabcl_context *ctx, fit_scratch *s, int ncols) {
      are enqueued: the pool hands them out again once those are done) */
   const cl_mem pooled[] = {s->hash, s->keys, s->vals, s->counts, s->totals};
   tabcl__pool_put_n(ctx, (int)(sizeof pooled / sizeof pooled[0]), pooled, 0, NULL);
-  const cl_mem m[] = {s->slots, s->ekeys, s->espans, s->ecodes, s->edir, s->edinfo};
+  const cl_mem m[] = {s->slots, s->ekeys, s->espans, s->ecodes};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) tabcl__buffer_release(m[i]);
   const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
@@ -296,51 +293,6 @@ static tabcl_status column_offsets(tabcl_category_index *idx, const fit_source *
   }
   return tabcl__buffer_create_from(idx->ctx, CL_MEM_READ_ONLY, bytes, src, out,
                                    "label offsets");
-}
-
-/* The directory's layout for columns of range[c + 1] - range[c] keys
-   each: column c's first slot into info[c].s[0], its shift into
-   info[c].s[1] (info may be NULL); the slots of all columns returned. */
-static int64_t dir_layout(const tabcl_category_index *idx, const int64_t *range, cl_long2 *info) {
-  int kept = 0;   /* the bits a hash may have under the index's mask */
-  while (kept < 64 && (idx->mask >> kept)) kept++;
-  int64_t slots = 0;
-  for (int c = 0; c < idx->ncols; c++) {
-    const int bits = tabcl__catindex_dir_bits(range[c + 1] - range[c], idx->mask);
-    if (info) {
-      info[c].s[0] = slots;
-      info[c].s[1] = kept - bits;
-    }
-    slots += ((int64_t)1 << bits) + 1;
-  }
-  return slots;
-}
-
-static tabcl_status tables_create(tabcl_category_index *idx, const int64_t *range, size_t entries,
-                                  cl_mem *t);
-
-/* The tables the seed tries write: one entry a pair, columns from seg[c]. */
-static tabcl_status scratch_tables(tabcl_category_index *idx, fit_scratch *s, size_t n1) {
-  cl_mem t[5];
-  tabcl_status st = tables_create(idx, s->seg, n1, t);
-  if (st) return st;
-  s->ekeys = t[0];
-  s->espans = t[1];
-  s->ecodes = t[2];
-  s->edir = t[3];
-  s->edinfo = t[4];
-  return TABCL_OK;
-}
-
-/* The index's tables for `entries` entries, columns from range[c] (keys,
-   spans, codes, then the directory and its records, in t[0..4]): parts of
-   one allocation (tabcl__buffer_create_parts). */
-static tabcl_status tables_create(tabcl_category_index *idx, const int64_t *range, size_t entries,
-                                  cl_mem *t) {
-  const size_t nc = (size_t)idx->ncols;
-  const size_t sizes[5] = {entries * 8, entries * 16, entries * 4,
-                           (size_t)dir_layout(idx, range, NULL) * 4, nc * sizeof(cl_long2)};
-  return tabcl__buffer_create_parts(idx->ctx, CL_MEM_READ_WRITE, 5, sizes, t, "index tables");
 }
 
 static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *src,
@@ -422,7 +374,9 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
       (st = tabcl__pool_get(ctx, rw, (size_t)p->key_bytes, &s->keys, "fit keys")) ||
       (st = tabcl__pool_get(ctx, rw, (size_t)p->val_bytes, &s->vals, "fit values")) ||
       (st = tabcl__pool_get(ctx, rw, (size_t)p->run_bytes, &s->counts, "fit run counts")) ||
-      (st = scratch_tables(idx, s, n1)) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 8, NULL, &s->ekeys, "index keys")) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 16, NULL, &s->espans, "index spans")) ||
+      (st = tabcl__buffer_create(ctx, rw, n1 * 4, NULL, &s->ecodes, "index codes")) ||
       (st = tabcl__pool_get(ctx, rw, ((size_t)idx->ncols + 1) * 8, &s->totals,
                             "fit column totals and collision flag")))
     return st;
@@ -717,17 +671,22 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
   if (!info)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d directory records",
                        idx->ncols);
-  const int64_t slots = dir_layout(idx, range, info);
-  tabcl_status st = TABCL_OK;
-  if (!idx->dir) {   /* the fallback's tables came from the host: its own two parts */
-    const size_t sizes[2] = {(size_t)slots * 4, nc * sizeof *info};
-    cl_mem t[2];
-    if (!(st = tabcl__buffer_create_parts(ctx, CL_MEM_READ_WRITE, 2, sizes, t, "index directory"))) {
-      idx->dir = t[0];
-      idx->dinfo = t[1];
-    }
+  int kept = 0;
+  while (kept < 64 && (idx->mask >> kept)) kept++;
+  int64_t slots = 0;
+  for (size_t c = 0; c < nc; c++) {
+    const int bits = tabcl__catindex_dir_bits(range[c + 1] - range[c], idx->mask);
+    info[c].s[0] = slots;
+    info[c].s[1] = kept - bits;
+    slots += ((int64_t)1 << bits) + 1;
   }
   cl_kernel k = NULL;
+  tabcl_status st =
+      tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)slots * 4, NULL, &idx->dir,
+                           "index directory");
+  if (!st)
+    st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, nc * sizeof *info, info, &idx->dinfo,
+                                   "index directory records");
   if (!st)
     st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
                               "catindex_fit_directory", &k);
@@ -735,10 +694,9 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
     const cl_long lo = range[c], n = range[c + 1] - range[c], shift = info[c].s[1];
     const cl_long base = info[c].s[0];
     const cl_long count = (c + 1 < nc ? info[c + 1].s[0] : slots) - base;
-    const cl_int col = (cl_int)c;
     st = TABCL_SET_ARGS(k, "catindex_fit_directory", TABCL_ARG(idx->keys), TABCL_ARG(lo),
                         TABCL_ARG(n), TABCL_ARG(shift), TABCL_ARG(count), TABCL_ARG(idx->dir),
-                        TABCL_ARG(base), TABCL_ARG(lo), TABCL_ARG(idx->dinfo), TABCL_ARG(col));
+                        TABCL_ARG(base));
     if (!st)
       st = launch_sliced(ctx, k, "catindex_fit_directory", s->plan.pairs_wg, n + 1,
                          s->plan.pairs_step, 1, 7);
@@ -840,22 +798,17 @@ static tabcl_status take_tables(tabcl_category_index *idx, fit_scratch *s, const
     idx->keys = s->ekeys;
     idx->spans = s->espans;
     idx->ecodes = s->ecodes;
-    idx->dir = s->edir;
-    idx->dinfo = s->edinfo;
-    s->ekeys = s->espans = s->ecodes = s->edir = s->edinfo = NULL;
+    s->ekeys = s->espans = s->ecodes = NULL;
     return TABCL_OK;
   }
   /* written by the pack kernel, read-only to lookups after */
-  const cl_mem_flags ro = CL_MEM_READ_ONLY;
-  cl_mem seg = NULL, t[5];
+  const cl_mem_flags rw = CL_MEM_READ_WRITE, ro = CL_MEM_READ_ONLY;
+  cl_mem seg = NULL;
   cl_kernel k = NULL;
-  if ((st = tables_create(idx, range, ne, t))) return st;
-  idx->keys = t[0];
-  idx->spans = t[1];
-  idx->ecodes = t[2];
-  idx->dir = t[3];
-  idx->dinfo = t[4];
-  if (!ne) return TABCL_OK;
+  if ((st = tabcl__buffer_create(ctx, rw, ne * 8, NULL, &idx->keys, "index keys")) ||
+      (st = tabcl__buffer_create(ctx, rw, ne * 16, NULL, &idx->spans, "index spans")) ||
+      (st = tabcl__buffer_create(ctx, rw, ne * 4, NULL, &idx->ecodes, "index codes")) || !ne)
+    return st;
   const cl_int ncols = idx->ncols;
   const cl_long n = (cl_long)ne;
   if (!(st = tabcl__buffer_create_from(ctx, ro, (nc + 1) * 8, s->seg, &seg, "fit column starts")) &&

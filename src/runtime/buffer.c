@@ -56,48 +56,6 @@ tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offs
   return TABCL_OK;
 }
 
-tabcl_status tabcl__buffer_create_parts(tabcl_context *ctx, cl_mem_flags flags, int n,
-                                        const size_t *bytes, cl_mem *out, const char *what) {
-  /* each part starts on the device's base address alignment (in bits) */
-  size_t align = ctx->info.mem_base_addr_align_bits / 8;
-  if (align < 64) align = 64;
-  size_t total = 0;
-  for (int i = 0; i < n; i++) {
-    out[i] = NULL;
-    total = tabcl__round_up(total, align) + (bytes[i] ? bytes[i] : 16);
-  }
-  tabcl_status s = TABCL_OK;
-  if (n == 1 || (cl_ulong)total > ctx->info.max_mem_alloc_size) {
-    for (int i = 0; i < n && !s; i++) s = tabcl__buffer_create(ctx, flags, bytes[i], NULL, &out[i], what);
-  } else {
-    cl_mem parent = NULL;
-    s = tabcl__buffer_create(ctx, flags, total, NULL, &parent, what);
-    size_t at = 0;
-    for (int i = 0; i < n && !s; i++) {
-      at = tabcl__round_up(at, align);
-      const cl_buffer_region r = {at, bytes[i] ? bytes[i] : 16};
-      cl_int err = CL_SUCCESS;
-      if (tabcl__fault_cl()) err = CL_OUT_OF_RESOURCES;
-      else out[i] = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-      if (err != CL_SUCCESS) {
-        out[i] = NULL;
-        s = tabcl__cl_fail(err, "clCreateSubBuffer", what);
-        break;
-      }
-      atomic_fetch_add(&live_mems, 1);
-      at += r.size;
-    }
-    /* the parts hold the allocation from here */
-    tabcl__buffer_release(parent);
-  }
-  if (s)
-    for (int i = 0; i < n; i++) {
-      tabcl__buffer_release(out[i]);
-      out[i] = NULL;
-    }
-  return s;
-}
-
 void tabcl__buffer_release(cl_mem m) {
   if (!m) return;
   atomic_fetch_sub(&live_mems, 1);

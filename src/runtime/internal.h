@@ -401,15 +401,6 @@ void tabcl__buffer_release(cl_mem m);      /* NULL is fine */
    tabcl__buffer_release. For callees that take only small offsets. */
 tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offset, size_t bytes,
                                   size_t unit, cl_mem *out, size_t *skip, const char *what);
-/* n buffers of bytes[i] each (0: a small placeholder, as above) made as
-   sub-buffers of one allocation, so that a driver that allocates at a
-   buffer's first use (NVIDIA's: tens of microseconds a buffer) does so
-   once; each part is released on its own with tabcl__buffer_release, the
-   memory once the last one is. Where the parts together pass the device's
-   allocation limit they are separate buffers. On failure every out[i] is
-   NULL and nothing is left. */
-tabcl_status tabcl__buffer_create_parts(tabcl_context *ctx, cl_mem_flags flags, int n,
-                                        const size_t *bytes, cl_mem *out, const char *what);
 /* Blocking transfers; zero bytes is a no-op. */
 tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes,
                           const void *src);
