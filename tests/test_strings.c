@@ -63,6 +63,59 @@ Test(strings, validation_messages) {
   cr_expect_eq(tabcl__strings_validate(NULL, "f", 1, NULL), TABCL_INVALID_ARGUMENT);
 }
 
+/* The check's pass on the fill threads (long columns, upload.threads 4):
+   the same verdicts, messages and longest label as on one thread, for a
+   fault or the longest label in each of the threads' parts. */
+Test(strings, long_columns_checked_on_threads) {
+  tabcl_context *ctx = tt_context();
+  enum { N = 300000 };
+  int64_t *o = malloc((N + 1) * sizeof *o);
+  uint8_t *data = calloc(N + 64, 1);
+  cr_assert(o && data);
+  for (int threads = 1; threads <= 4; threads += 3) {
+    tt_tune(ctx, "upload.threads=%d", threads);
+    static const int64_t at[] = {0, 1, 77777, 150001, N - 1};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+      for (int64_t i = 0; i <= N; i++) o[i] = i;
+      o[at[k] + 1] += 40;   /* label at[k] is the longest: 41 bytes (the rest shift) */
+      for (int64_t i = at[k] + 2; i <= N; i++) o[i] += 40;
+      tabcl_strings_view v = {N, o, data, NULL};
+      int64_t longest = -1;
+      tt_assert_ok(tabcl__strings_validate_on(ctx, &v, "f", 0, &longest));
+      cr_expect_eq(longest, 41, "%d threads, longest at %lld: %lld", threads, (long long)at[k],
+                   (long long)longest);
+      /* a decrease at label at[k] + 1 (or a negative offset after it) */
+      for (int64_t i = 0; i <= N; i++) o[i] = i;
+      if (at[k] + 2 <= N) {
+        o[at[k] + 2] = at[k];
+        tabcl_status st = tabcl__strings_validate_on(ctx, &v, "f", 3, NULL);
+        cr_expect_eq(st, TABCL_INVALID_ARGUMENT);
+        char want[96];
+        snprintf(want, sizeof want, "column 3: offsets decrease at label %lld", (long long)at[k] + 1);
+        cr_expect(strstr(tabcl_last_error(), want) != NULL, "%d threads: %s", threads,
+                  tabcl_last_error());
+        o[at[k] + 2] = -5;
+        st = tabcl__strings_validate_on(ctx, &v, "f", 3, NULL);
+        snprintf(want, sizeof want, "offset %lld is negative (-5)", (long long)at[k] + 2);
+        cr_expect(st == TABCL_INVALID_ARGUMENT && strstr(tabcl_last_error(), want) != NULL,
+                  "%d threads: %s", threads, tabcl_last_error());
+      }
+      /* bytes without data */
+      for (int64_t i = 0; i <= N; i++) o[i] = i > at[k];
+      tabcl_strings_view nodata = {N, o, NULL, NULL};
+      tabcl_status st = tabcl__strings_validate_on(ctx, &nodata, "f", 1, NULL);
+      char want[64];
+      snprintf(want, sizeof want, "label %lld has 1 bytes", (long long)at[k]);
+      cr_expect(st == TABCL_INVALID_ARGUMENT && strstr(tabcl_last_error(), want) != NULL,
+                "%d threads: %s", threads, tabcl_last_error());
+    }
+  }
+  tt_tune(ctx, "upload.threads=auto");
+  free(o);
+  free(data);
+  tabcl_context_destroy(ctx);
+}
+
 Test(strings, valid_bits) {
   int64_t off[11] = {0};
   uint8_t bits[2] = {0x05, 0x02};

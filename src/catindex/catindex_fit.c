@@ -939,7 +939,7 @@ tabcl_status tabcl_category_index_fit(tabcl_context *ctx, int ncols,
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        ncols);
   for (int c = 0; c < ncols && !st; c++)
-    st = tabcl__strings_validate(&vocabularies[c], fn, c, &longest[c]);
+    st = tabcl__strings_validate_on(ctx, &vocabularies[c], fn, c, &longest[c]);
   if (!st) {
     tabcl__clear_error();
     const fit_source src = {vocabularies, NULL, longest};
@@ -984,7 +984,7 @@ static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl 
      pointer passes that, and nothing reads it */
   static const uint8_t none = 0;
   *v = (tabcl_strings_view){n, *offs, &none, *valid};
-  return tabcl__strings_validate(v, fn, c, longest);
+  return tabcl__strings_validate_on(ctx, v, fn, c, longest);
 }
 
 tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,

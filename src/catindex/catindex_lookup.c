@@ -251,7 +251,7 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
                        ncols);
   int64_t rows = 0;
   for (int c = 0; c < ncols && !st; c++) {
-    if ((st = tabcl__strings_validate(&queries[c], fn, c, &longest[c]))) break;
+    if ((st = tabcl__strings_validate_on(idx->ctx, &queries[c], fn, c, &longest[c]))) break;
     if (queries[c].length && !codes[c])
       st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
                        c, (long long)queries[c].length);

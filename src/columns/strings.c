@@ -1,5 +1,6 @@
 /* String columns: validation of host views and upload into device buffers
  * of their own (offsets rebased to 0, data padded for whole-word reads). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -98,6 +99,59 @@ tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%sthe column view is NULL", at);
   }
   return check64(v->length, v->offsets, v->data, fn, col, longest);
+}
+
+/* The common case's pass over a long column on the context's fill
+   threads: each part [at, at + n) of the offsets' bytes checks the labels
+   from at / 8 to (at + n) / 8 (reading one offset past its part; the view
+   has length + 1), then folds its longest label and fault flag in. */
+typedef struct offsets_scan {
+  const int64_t *o;
+  _Atomic uint64_t most;
+  atomic_int bad;
+} offsets_scan;
+
+static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
+  (void)dst;
+  /* the scan itself is not const (the caller's own object): only its
+     atomics are written */
+  offsets_scan *sc = (offsets_scan *)(uintptr_t)arg;
+  const int64_t *o = sc->o + at / 8;
+  uint64_t most = 0;
+  int bad = 0;
+  for (size_t i = 0; i < n / 8; i++) {
+    const int64_t a = o[i], b = o[i + 1];
+    const uint64_t d = (uint64_t)b - (uint64_t)a;
+    bad |= b < a;
+    most = d > most ? d : most;
+  }
+  if (bad) atomic_store(&sc->bad, 1);
+  uint64_t seen = atomic_load(&sc->most);
+  while (most > seen && !atomic_compare_exchange_weak(&sc->most, &seen, most)) {
+  }
+}
+
+/* From this many labels the check's first pass runs on the fill threads
+   (a pass took 100 us for 200,000 offsets on one core of the development
+   VM, and about 250 us of a fit's host time on the H200's host). */
+#define VALIDATE_PARALLEL_MIN 65536
+
+tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
+                                        const char *fn, int col, int64_t *longest) {
+  const int threads = ctx ? tabcl__fill_threads(ctx) : 1;
+  if (!v || threads < 2 || v->length < VALIDATE_PARALLEL_MIN || !v->offsets || v->offsets[0] < 0)
+    return tabcl__strings_validate(v, fn, col, longest);
+  offsets_scan sc = {.o = v->offsets};
+  atomic_init(&sc.most, 0);
+  atomic_init(&sc.bad, 0);
+  /* dst: the offsets themselves, which the parts only read */
+  tabcl__fill_parallel_n(ctx, threads, scan_part, (void *)(uintptr_t)v->offsets, 0,
+                         (size_t)v->length * 8, &sc);
+  const uint64_t most = atomic_load(&sc.most);
+  if (atomic_load(&sc.bad) || (!v->data && most != 0))
+    return tabcl__strings_validate(v, fn, col, longest);   /* finds the fault and says it */
+  if (longest) *longest = (int64_t)most;
+  return TABCL_OK;
 }
 
 int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {

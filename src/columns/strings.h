@@ -29,6 +29,11 @@ typedef struct tabcl__dev_strings {
    upload of the checked view needs. */
 tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col,
                                      int64_t *longest);
+/* tabcl__strings_validate whose pass over a long column (64Ki labels and
+   more) runs on ctx's fill threads where the tuning gives it several
+   (upload.threads); the same checks, message and longest label. */
+tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
+                                        const char *fn, int col, int64_t *longest);
 /* Whether label i of a (validated) view is present. */
 int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i);
 
