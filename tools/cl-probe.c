@@ -168,6 +168,16 @@ static int step_result(const char *name, tabcl_status s, double ms, const char *
   return s != TABCL_OK && !na;
 }
 
+/* A measurement's row when it failed (the status and its message, inline
+   like any other error); returns 1 then, 0 when s is TABCL_OK. */
+static int failed_row(const char *name, tabcl_status s) {
+  if (!s) return 0;
+  char err[2048];
+  snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
+  row(name, err, NULL);
+  return 1;
+}
+
 /* ---- one device: table, kernels, self-checks, ceilings ---- */
 
 static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
@@ -280,36 +290,19 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   double bw = 0, flops = 0;
   size_t bytes = o->quick ? ((size_t)8 << 20) : ((size_t)512 << 20);
   s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, wall_clock, &bw);
-  if (s) {
-    char err[2048];
-    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
-    row("copy bandwidth (GB/s)", err, NULL);
-    failures++;
-  } else {
-    row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
-  }
+  failures += failed_row("copy bandwidth (GB/s)", s);
+  if (!s) row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
   int iters = o->quick ? 128 : 4096;
   if (wall_clock && tc.fma_iters > iters) iters = tc.fma_iters;
   s = tabcl__measure_fma(ctx, iters, o->quick ? 3 : 10, wall_clock, &flops);
-  if (s) {
-    char err[2048];
-    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
-    row("fp32 FMA (GFLOP/s)", err, NULL);
-    failures++;
-  } else {
-    row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
-  }
+  failures += failed_row("fp32 FMA (GFLOP/s)", s);
+  if (!s) row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
   double rt = 0, rt_min = 0;
   s = tabcl__measure_round_trip(ctx, o->quick ? 51 : 501, &rt, &rt_min);
-  if (s) {
-    char err[2048];
-    snprintf(err, sizeof err, "%s: %s", tabcl_status_name(s), tabcl_last_error());
-    row("round trip (us)", err, NULL);
-    failures++;
-  } else {
+  failures += failed_row("round trip (us)", s);
+  if (!s)
     row("round trip (us)", NULL, "%.1f median, %.1f least (one launch, a blocking read of 128 B)",
         rt * 1e6, rt_min * 1e6);
-  }
   tabcl_stats st;
   tabcl_context_stats(ctx, &st);
   row("programs built / from cache", NULL, "%llu / %llu", (unsigned long long)st.programs_built,
