@@ -1088,7 +1088,7 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
   tabcl_context_destroy(ctx);
 }
 
-/* A fit past 64 MiB of labels on a device that shares host memory keeps
+/* A fit past 32 MiB of labels on a device that shares host memory keeps
    them in memory of the index's own (catindex_fit.c); elsewhere the plain
    upload. Either way lookups, align and save see the same labels, and the
    index's destruction gives the memory back (no leak, checked by the

@@ -5,7 +5,7 @@
  * runs on the host: the BY_VALUE ranking of the distinct labels, and the
  * rare fallback where no seed within the bound separates every label (the
  * colliding groups are then kept, built on the host as before). */
-/* MAP_ANONYMOUS and MAP_POPULATE (labels_in_own_memory) are outside POSIX 2008 */
+/* MAP_ANONYMOUS and madvise (labels_in_own_memory) are outside POSIX 2008 */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -159,24 +159,39 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
 }
 
 /* From this many label bytes a fit on a device that shares the host's
-   memory gives vdata memory of its own, faulted in up front. */
-#define FIT_HOST_MEMORY_MIN ((uint64_t)64 << 20)
+   memory gives vdata memory of its own, faulted in up front: glibc's
+   malloc, which PoCL's buffers come from, maps fresh pages for every
+   allocation from 32 MiB (its largest mmap threshold) and reuses its heap
+   below. Fits on PoCL, least of 9 (bench/RESULTS.md): 10,000 x 4 KiB (41
+   MB) 19-21 ms with the driver's buffer, 5.3-5.4 ms in memory of its own;
+   200,000 x 128 B (26 MB) 12.6-12.9 ms against 14.6-15.8. */
+#define FIT_HOST_MEMORY_MIN ((uint64_t)32 << 20)
 
 /* On a CPU device vdata's bytes are host memory either way, and a large
    fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
    to fill into a mapped buffer on the 2-core development VM, where one call
    that faults every page in first (MAP_POPULATE) and a copy took 0.5 s
    (bench/RESULTS.md). So the index maps its own memory, fills it and hands
-   it to the device (CL_MEM_USE_HOST_PTR). Where that is not possible it
-   returns 0 and the plain path runs. */
+   it to the device (CL_MEM_USE_HOST_PTR). It asks for transparent huge
+   pages first, then faults them in: 819 MB mapped and filled in 66-71 ms
+   there, against 259-273 ms with 4 KiB pages faulted in by MAP_POPULATE
+   (where huge pages are off, the same call faults 4 KiB pages). Where that
+   is not possible it returns 0 and the plain path runs. */
 static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src,
                                 uint64_t padded, tabcl_status *st) {
-#ifdef MAP_POPULATE
+#if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
   tabcl_context *ctx = idx->ctx;
   if (src->dev || padded < FIT_HOST_MEMORY_MIN || tabcl__upload_staged(ctx)) return 0;
-  void *h = mmap(NULL, (size_t)padded, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void *h = mmap(NULL, (size_t)padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                 0);
   if (h == MAP_FAILED) return 0;
+  (void)madvise(h, (size_t)padded, MADV_HUGEPAGE);   /* advice: may be ignored */
+  /* a kernel without MADV_POPULATE_WRITE (before Linux 5.14), or memory it
+     cannot give: the plain path, whose buffer the driver allocates */
+  if (madvise(h, (size_t)padded, MADV_POPULATE_WRITE) != 0) {
+    munmap(h, (size_t)padded);
+    return 0;
+  }
   const label_fill f = {idx, src->v};
   tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, (size_t)padded), fill_labels, h, 0,
                          (size_t)padded, &f);
