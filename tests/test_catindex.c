@@ -1122,7 +1122,21 @@ Test(catindex, large_fit_in_its_own_memory) {
   cr_expect_eq(idx->vhost != NULL, !tabcl__upload_staged(ctx),
                "own memory where uploads map (%p)", idx->vhost);
   cat_expect_lookup(idx, 1, &vv, TABCL_CODES_BY_POSITION, &qv, "labels in the index's memory");
+  /* saved and loaded back: the file (70 MB) is read into a buffer of its
+     own (tabcl__malloc_large), and the loaded index looks up the same */
+  char *dir = tt_temp_dir("catlarge");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/large.tabcl", dir);
+  tt_assert_ok(tabcl_category_index_save(idx, path));
   tabcl_category_index_destroy(idx);
+  idx = NULL;
+  tt_live base = tt_live_now();
+  tt_assert_ok(tabcl_category_index_load(ctx, path, &idx));
+  cat_expect_lookup(idx, 1, &vv, TABCL_CODES_BY_POSITION, &qv, "labels loaded back");
+  tabcl_category_index_destroy(idx);
+  tt_expect_no_leak(base);
+  tt_remove_tree(dir);
+  free(dir);
   tt_strings_free(&v);
   tt_strings_free(&q);
   tabcl_context_destroy(ctx);

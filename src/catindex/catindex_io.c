@@ -332,7 +332,9 @@ static int r_u32(reader *r, uint32_t *v) {
   return 1;
 }
 
-static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
+/* The file whole into *out (tabcl__malloc_large of *cap bytes; *size of
+   them read). */
+static tabcl_status read_file(const char *path, uint8_t **out, size_t *size, size_t *cap) {
   static const char fn[] = "tabcl_category_index_load";
   int fd = open(path, O_RDONLY);
   if (fd < 0) return tabcl__fail(TABCL_IO_ERROR, "%s: cannot open %s: %s", fn, path, strerror(errno));
@@ -360,7 +362,7 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
     close(fd);
     return tabcl__fail(TABCL_CORRUPT_DATA, "%s: %s: not a tabcl index file (bad magic)", fn, path);
   }
-  uint8_t *buf = tabcl__malloc(n ? n : 1);
+  uint8_t *buf = tabcl__malloc_large(n ? n : 1);
   if (!buf) {
     close(fd);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for the %zu bytes of %s", fn,
@@ -373,7 +375,7 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
     if (k < 0) {
       int e = errno;
       close(fd);
-      tabcl__free(buf);
+      tabcl__free_large(buf, n ? n : 1);
       return tabcl__fail(TABCL_IO_ERROR, "%s: reading %s failed: %s", fn, path, strerror(e));
     }
     if (k == 0) break;   /* shrank while reading: the checks below see a short file */
@@ -382,6 +384,7 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size) {
   close(fd);
   *out = buf;
   *size = got;
+  *cap = n ? n : 1;
   return TABCL_OK;
 }
 
@@ -547,8 +550,8 @@ tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                        !ctx ? "ctx" : !path ? "path" : "out");
   uint8_t *file = NULL;
-  size_t size = 0;
-  tabcl_status st = read_file(path, &file, &size);
+  size_t size = 0, cap = 0;
+  tabcl_status st = read_file(path, &file, &size, &cap);
   if (st) return st;
   int ncols = 0;
   tabcl_code_order order = TABCL_CODES_BY_POSITION;
@@ -585,6 +588,6 @@ tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
     free_views(views, (uint32_t)ncols, file, size);
     tabcl__free(longest);
   }
-  tabcl__free(file);
+  tabcl__free_large(file, cap);
   return st;
 }

@@ -4,9 +4,12 @@
  * counter here, so a test can make exactly the Nth one fail and then check
  * that the public call returned an error and leaked nothing (the SQLite
  * approach). Without TABCL_FAULT_INJECTION the counters compile away. */
+/* MAP_ANONYMOUS and madvise (tabcl__malloc_large) are outside POSIX 2008 */
+#define _DEFAULT_SOURCE
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "runtime/internal.h"
 
@@ -108,6 +111,44 @@ void tabcl__free(void *p) {
   if (!p) return;
   atomic_fetch_sub(&live_allocs, 1);
   free(p);
+}
+
+/* Large buffers in memory of their own, in transparent huge pages where
+   the kernel allows: fresh memory is cleared page by page as it is first
+   written, and 2 MiB pages made that 4 to 5 times quicker than 4 KiB ones
+   on the development VM (819 MB: 51-56 against 259-273 ms, bench/RESULTS.md).
+   Below TABCL__LARGE_ALLOC glibc's malloc reuses its heap instead. */
+static int large_mapped(size_t n) {
+#if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
+  return n >= TABCL__LARGE_ALLOC;
+#else
+  (void)n;
+  return 0;
+#endif
+}
+
+void *tabcl__malloc_large(size_t n) {
+  if (!large_mapped(n)) return tabcl__malloc(n);
+#if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
+  if (fail_alloc()) return NULL;
+  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  (void)madvise(p, n, MADV_HUGEPAGE);   /* advice: may be ignored */
+  atomic_fetch_add(&live_allocs, 1);
+  return p;
+#else
+  return NULL;
+#endif
+}
+
+void tabcl__free_large(void *p, size_t n) {
+  if (!p) return;
+  if (!large_mapped(n)) {
+    tabcl__free(p);
+    return;
+  }
+  atomic_fetch_sub(&live_allocs, 1);
+  munmap(p, n);
 }
 
 char *tabcl__strdup(const char *s) {

@@ -44,6 +44,13 @@ void *tabcl__calloc(size_t count, size_t size);
 void *tabcl__realloc(void *p, size_t n);
 void tabcl__free(void *p);
 char *tabcl__strdup(const char *s);
+/* A buffer of n bytes that may be large (a loaded file): from
+   TABCL__LARGE_ALLOC bytes, anonymous memory of its own in transparent huge
+   pages where the system has them; freed by tabcl__free_large with the same
+   n. Counted and failed like tabcl__malloc. */
+#define TABCL__LARGE_ALLOC ((size_t)32 << 20)
+void *tabcl__malloc_large(size_t n);
+void tabcl__free_large(void *p, size_t n);
 
 /* Failure injection. When built with TABCL_FAULT_INJECTION, a test can make
    the Nth host allocation or the Nth OpenCL call from now fail (1-based;
