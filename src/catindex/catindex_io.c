@@ -225,14 +225,15 @@ tabcl_status tabcl_category_index_save(const tabcl_category_index *idx, const ch
   w.buf = tabcl__malloc(BLOCK);
   w.h = CHECK_SEED;
   /* the labels and their offsets live on the device only (catindex_fit.c) */
-  uint8_t *bytes = tabcl__malloc(idx->data_bytes ? (size_t)idx->data_bytes : 1);
+  const size_t nbytes = idx->data_bytes ? (size_t)idx->data_bytes : 1;
+  uint8_t *bytes = tabcl__malloc_large(nbytes);   /* read back from the device: fresh pages */
   const size_t noffs = (size_t)idx->labels + (size_t)idx->ncols;
   int64_t *offs = tabcl__malloc(noffs * sizeof *offs);
   if (!tmp || !folder || !w.buf || !bytes || !offs) {
     tabcl__free(tmp);
     tabcl__free(folder);
     tabcl__free(w.buf);
-    tabcl__free(bytes);
+    tabcl__free_large(bytes, nbytes);
     tabcl__free(offs);
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
                        "%s: out of host memory for the %zu-byte write buffer, the %lld label "
@@ -300,7 +301,7 @@ done:
   tabcl__free(tmp);
   tabcl__free(folder);
   tabcl__free(w.buf);
-  tabcl__free(bytes);
+  tabcl__free_large(bytes, nbytes);
   tabcl__free(offs);
   return st;
 }
