@@ -175,6 +175,9 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
    a bucket holds one or two keys on average and the directory at most 4
    bytes a key; never more bits than the mask keeps. */
 int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask);
+/* The bits a hash may have under mask: its top set bit's position plus one
+   (64 for the full hash); a column's directory shift is this less its bits. */
+int tabcl__catindex_mask_bits(uint64_t mask);
 /* Bytes catindex_fit_collide compares in one work-item (CAT_FIT_CHUNK). */
 #define TABCL__FIT_CHUNK 65536
 /* Runs catindex_fit_scan's lanes take each, at most (a loop bound). */

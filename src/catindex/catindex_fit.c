@@ -686,8 +686,7 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
   if (!info)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %d directory records",
                        idx->ncols);
-  int kept = 0;
-  while (kept < 64 && (idx->mask >> kept)) kept++;
+  const int kept = tabcl__catindex_mask_bits(idx->mask);
   int64_t slots = 0;
   for (size_t c = 0; c < nc; c++) {
     const int bits = tabcl__catindex_dir_bits(range[c + 1] - range[c], idx->mask);

@@ -161,9 +161,14 @@ void tabcl__align_plan_print(const tabcl__align_plan *p, char *buf, size_t cap) 
            p->gather_wg, (long long)p->gather_step);
 }
 
-int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask) {
-  int kept = 0;   /* the bits a hash may have under mask (its top set bit, plus one) */
+int tabcl__catindex_mask_bits(uint64_t mask) {
+  int kept = 0;
   while (kept < 64 && (mask >> kept)) kept++;
+  return kept;
+}
+
+int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask) {
+  const int kept = tabcl__catindex_mask_bits(mask);
   int bits = 0;   /* the most with 2^bits < entries, for 2 entries and more */
   while (bits < 30 && ((int64_t)1 << (bits + 1)) < entries) bits++;
   return bits < kept ? bits : kept;
