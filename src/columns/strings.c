@@ -12,6 +12,19 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
   else snprintf(buf, cap, "%s: ", fn ? fn : "tabcl");
 }
 
+/* The common case's pass over offsets o[0 .. n] of type T, without
+   branches: the longest label into most (unsigned: the difference of bad
+   offsets may not fit), and whether any offset decreases into bad (with
+   o[0] >= 0 a first negative offset is a decrease). Used whole by
+   CHECK_OFFSETS and in parts by the fill threads (scan_part). */
+#define OFFSETS_PASS(T, o, n, most, bad)                                                     \
+  for (int64_t i_ = 0; i_ < (int64_t)(n); i_++) {                                              \
+    const int64_t a_ = (int64_t)(o)[i_], b_ = (int64_t)(o)[i_ + 1];                          \
+    const uint64_t d_ = (uint64_t)b_ - (uint64_t)a_;                                          \
+    (bad) |= b_ < a_;                                                                         \
+    (most) = d_ > (most) ? d_ : (most);                                                       \
+  }
+
 /* One pass over any offset width: the checks of tabcl__strings_validate,
    and the longest label on the way (callers that only validate ignore it). */
 #define CHECK_OFFSETS(T, length, offsets, data, fn, col, max_out)                              \
@@ -42,14 +55,9 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
        only then the loop below, which finds the first fault for the      \
        message (it was most of a host call's time: 2 ns an offset), and   \
        so always fails */                                                 \
-    uint64_t most_ = 0; /* unsigned: the difference of bad offsets may not fit */            \
+    uint64_t most_ = 0;                                                                       \
     int bad_ = 0;                                                                             \
-    for (int64_t i_ = 0; i_ < (length); i_++) {                                               \
-      const int64_t a_ = (int64_t)o_[i_], b_ = (int64_t)o_[i_ + 1];                           \
-      const uint64_t d_ = (uint64_t)b_ - (uint64_t)a_;                                        \
-      bad_ |= b_ < a_; /* o_[0] >= 0, so a first negative offset is a decrease */             \
-      most_ = d_ > most_ ? d_ : most_;                                                        \
-    }                                                                                         \
+    OFFSETS_PASS(T, o_, length, most_, bad_)                                                  \
     if (!bad_ && ((data) || most_ == 0)) {                                                    \
       if (max_out) *(int64_t *)(max_out) = (int64_t)most_;                                    \
       return TABCL_OK;                                                                        \
@@ -119,12 +127,7 @@ static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
   const int64_t *o = sc->o + at / 8;
   uint64_t most = 0;
   int bad = 0;
-  for (size_t i = 0; i < n / 8; i++) {
-    const int64_t a = o[i], b = o[i + 1];
-    const uint64_t d = (uint64_t)b - (uint64_t)a;
-    bad |= b < a;
-    most = d > most ? d : most;
-  }
+  OFFSETS_PASS(int64_t, o, n / 8, most, bad)
   if (bad) atomic_store(&sc->bad, 1);
   uint64_t seen = atomic_load(&sc->most);
   while (most > seen && !atomic_compare_exchange_weak(&sc->most, &seen, most)) {
