@@ -377,25 +377,23 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
      buffers as they are, short or not (upload.in_place): no padded copy. */
   int64_t rows = 0, bytes = 0, most = 0;
   for (int c = 0; c < ncols; c++) {
+    /* the public struct, as the internal one, once; the longest label is
+       the caller's max_label where it is given and possible, else bytes */
     const tabcl_strings_cl *v = &queries[c];
-    const int64_t longest = v->max_label > 0 && v->max_label < v->bytes ? v->max_label : v->bytes;
+    q[c] = (tabcl__dev_strings){
+        .length = v->length,
+        .bytes = v->bytes,
+        .max_label = v->max_label > 0 && v->max_label < v->bytes ? v->max_label : v->bytes,
+        .data = v->data,
+        .offsets = v->offsets,
+        .validity = v->validity};
     rows += v->length;
     bytes += v->bytes;
-    if (longest > most) most = longest;
+    if (q[c].max_label > most) most = q[c].max_label;
   }
   int in_place = 0;
   if (!st) st = queries_in_place(idx, rows, bytes, most, &in_place);
   for (int c = 0; c < ncols && !st; c++) {
-    int64_t longest = queries[c].max_label > 0 && queries[c].max_label < queries[c].bytes
-                          ? queries[c].max_label
-                          : queries[c].bytes;
-    /* the public struct, as the internal one, once */
-    q[c] = (tabcl__dev_strings){.length = queries[c].length,
-                                .bytes = queries[c].bytes,
-                                .max_label = longest,
-                                .data = queries[c].data,
-                                .offsets = queries[c].offsets,
-                                .validity = queries[c].validity};
     if (!q[c].length) continue;
     /* (a column without a data buffer, every label empty, gets its small copy) */
     q[c].in_place = in_place && q[c].data;
