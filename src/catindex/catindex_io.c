@@ -363,7 +363,8 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size, siz
     close(fd);
     return tabcl__fail(TABCL_CORRUPT_DATA, "%s: %s: not a tabcl index file (bad magic)", fn, path);
   }
-  uint8_t *buf = tabcl__malloc_large(n ? n : 1);
+  const size_t want = n ? n : 1;   /* never a request for 0 bytes */
+  uint8_t *buf = tabcl__malloc_large(want);
   if (!buf) {
     close(fd);
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for the %zu bytes of %s", fn,
@@ -376,7 +377,7 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size, siz
     if (k < 0) {
       int e = errno;
       close(fd);
-      tabcl__free_large(buf, n ? n : 1);
+      tabcl__free_large(buf, want);
       return tabcl__fail(TABCL_IO_ERROR, "%s: reading %s failed: %s", fn, path, strerror(e));
     }
     if (k == 0) break;   /* shrank while reading: the checks below see a short file */
@@ -385,7 +386,7 @@ static tabcl_status read_file(const char *path, uint8_t **out, size_t *size, siz
   close(fd);
   *out = buf;
   *size = got;
-  *cap = n ? n : 1;
+  *cap = want;
   return TABCL_OK;
 }
 
