@@ -372,6 +372,16 @@ inline void cat_serial_finish(__global const ulong *keys, __global const long2 *
   q->out[q->out_at] = code;
 }
 
+// One row by itself: its bucket searched, its candidates confirmed.
+inline void cat_serial_row(__global const ulong *keys, __global const long2 *spans,
+                           __global const int *ecodes, __global const ulong *vdata,
+                           __global const uint *dir, __global const long2 *dinfo,
+                           const cat_row *q) {
+  const long2 b = cat_bucket_range(dir, dinfo, q->c, q->h);
+  const long j = q->null_row ? b.y : cat_lower_bound(keys, b.x, b.y, q->h);
+  cat_serial_finish(keys, spans, ecodes, vdata, q, j, b.y);
+}
+
 // Rows the CPU plan takes side by side.
 #define CAT_LANES 32
 // The keys a row's search spans in the CPU plan where its column has more
@@ -418,11 +428,8 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
     int same = 1;
     for (int l = 1; l < CAT_LANES; l++) same &= q[l].c == c;
     if (!same) {
-      for (int l = 0; l < CAT_LANES; l++) {
-        const long2 b = cat_bucket_range(dir, dinfo, q[l].c, q[l].h);
-        const long j = q[l].null_row ? b.y : cat_lower_bound(keys, b.x, b.y, q[l].h);
-        cat_serial_finish(keys, spans, ecodes, vdata, &q[l], j, b.y);
-      }
+      for (int l = 0; l < CAT_LANES; l++)
+        cat_serial_row(keys, spans, ecodes, vdata, dir, dinfo, &q[l]);
       continue;
     }
     const long lo = ranges[c], end = ranges[c + 1];
@@ -452,10 +459,8 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
     }
   }
   for (; g < r1; g++) {
-    cat_row q = CAT_LOCATE(first + g);
-    const long2 b = cat_bucket_range(dir, dinfo, q.c, q.h);
-    const long j = q.null_row ? b.y : cat_lower_bound(keys, b.x, b.y, q.h);
-    cat_serial_finish(keys, spans, ecodes, vdata, &q, j, b.y);
+    const cat_row q = CAT_LOCATE(first + g);
+    cat_serial_row(keys, spans, ecodes, vdata, dir, dinfo, &q);
   }
 }
 
