@@ -5,7 +5,7 @@
  * runs on the host: the BY_VALUE ranking of the distinct labels, and the
  * rare fallback where no seed within the bound separates every label (the
  * colliding groups are then kept, built on the host as before). */
-/* MAP_ANONYMOUS and madvise (labels_in_own_memory) are outside POSIX 2008 */
+/* madvise (labels_in_own_memory) is outside POSIX 2008 */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +52,7 @@ void tabcl_category_index_destroy(tabcl_category_index *idx) {
     /* the device may read vdata's memory until its last command is done */
     (void)tabcl__finish(idx->ctx);
     tabcl__buffer_release(idx->vdata);
-    munmap(idx->vhost, idx->vhost_bytes);
+    tabcl__free_large(idx->vhost, idx->vhost_bytes);
   } else {
     tabcl__buffer_release(idx->vdata);
   }
@@ -158,14 +158,6 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
   }
 }
 
-/* From this many label bytes a fit on a device that shares the host's
-   memory gives vdata memory of its own, faulted in up front: glibc's
-   malloc, which PoCL's buffers come from, maps fresh pages for every
-   allocation from 32 MiB (its largest mmap threshold) and reuses its heap
-   below. Fits on PoCL, least of 9 (bench/RESULTS.md): 10,000 x 4 KiB (41
-   MB) 19-21 ms with the driver's buffer, 5.3-5.4 ms in memory of its own;
-   200,000 x 128 B (26 MB) 12.6-12.9 ms against 14.6-15.8. */
-#define FIT_HOST_MEMORY_MIN ((uint64_t)32 << 20)
 /* Up to this many label bytes (padded), where uploads map, the fit's
    labels are copied into their buffer when it is made (upload_labels). */
 #define FIT_COPIED_AT_CREATE_MAX ((uint64_t)256 << 10)
@@ -174,25 +166,28 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
    fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
    to fill into a mapped buffer on the 2-core development VM, where one call
    that faults every page in first (MAP_POPULATE) and a copy took 0.5 s
-   (bench/RESULTS.md). So the index maps its own memory, fills it and hands
-   it to the device (CL_MEM_USE_HOST_PTR). It asks for transparent huge
-   pages first, then faults them in: 819 MB mapped and filled in 66-71 ms
-   there, against 259-273 ms with 4 KiB pages faulted in by MAP_POPULATE
-   (where huge pages are off, the same call faults 4 KiB pages). Where that
-   is not possible it returns 0 and the plain path runs. */
+   (bench/RESULTS.md). So from TABCL__LARGE_ALLOC bytes, where glibc's
+   malloc, which PoCL's buffers come from, maps fresh pages for every
+   allocation (below, it reuses its heap: a fit of 200,000 x 128 B, 26 MB,
+   took 12.6-12.9 ms with the driver's buffer and 14.6-15.8 ms in memory of
+   its own; 10,000 x 4 KiB, 41 MB, 19-21 ms against 5.3-5.4), the index
+   takes memory of its own in transparent huge pages (tabcl__malloc_large),
+   faults it in, fills it and hands it to the device (CL_MEM_USE_HOST_PTR):
+   819 MB mapped and filled in 66-71 ms there, against 259-273 ms with 4 KiB
+   pages faulted in by MAP_POPULATE (where huge pages are off, the same
+   calls fault 4 KiB pages). Where that is not possible it returns 0 and
+   the plain path runs. */
 static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src,
                                 uint64_t padded, tabcl_status *st) {
-#if defined(MADV_HUGEPAGE) && defined(MADV_POPULATE_WRITE)
+#ifdef MADV_POPULATE_WRITE
   tabcl_context *ctx = idx->ctx;
-  if (src->dev || padded < FIT_HOST_MEMORY_MIN || tabcl__upload_staged(ctx)) return 0;
-  void *h = mmap(NULL, (size_t)padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                 0);
-  if (h == MAP_FAILED) return 0;
-  (void)madvise(h, (size_t)padded, MADV_HUGEPAGE);   /* advice: may be ignored */
+  if (src->dev || padded < TABCL__LARGE_ALLOC || tabcl__upload_staged(ctx)) return 0;
+  void *h = tabcl__malloc_large((size_t)padded);
+  if (!h) return 0;
   /* a kernel without MADV_POPULATE_WRITE (before Linux 5.14), or memory it
      cannot give: the plain path, whose buffer the driver allocates */
   if (madvise(h, (size_t)padded, MADV_POPULATE_WRITE) != 0) {
-    munmap(h, (size_t)padded);
+    tabcl__free_large(h, (size_t)padded);
     return 0;
   }
   const label_fill f = {idx, src->v};
@@ -201,7 +196,7 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
   *st = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, (size_t)padded, h,
                              &idx->vdata, "index bytes");
   if (*st) {
-    munmap(h, (size_t)padded);
+    tabcl__free_large(h, (size_t)padded);
     return 1;
   }
   idx->vhost = h;
