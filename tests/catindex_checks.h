@@ -13,21 +13,31 @@
 #include "catindex_ref.h"
 #include "tt.h"
 
-/* The lookup kernels a pass takes: one work-item a row, a work-group a
-   row, or the CPU plan's runs of rows a work-item (lookup.serial). */
-static const char *const cat_passes[3] = {"item", "group", "serial"};
+/* The plans a pass takes: the lookup kernels with one work-item a row, a
+   work-group a row, or the CPU plan's runs of rows a work-item
+   (lookup.serial); or the calling thread (lookup.host_rows, whatever the
+   device). */
+#define CAT_PASSES 4
+static const char *const cat_passes[CAT_PASSES] = {"item", "group", "serial", "host"};
 static inline void cat_pass_tune(tabcl_context *ctx, int pass) {
   if (pass < 0)
-    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto");
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=auto");
+  else if (pass == 3)
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=1099511627776");
   else if (pass == 2)
-    tt_tune(ctx, "lookup.serial=3;lookup.group_bytes=auto");
+    tt_tune(ctx, "lookup.serial=3;lookup.group_bytes=auto;lookup.host_rows=0");
   else
-    tt_tune(ctx, "lookup.serial=0;lookup.group_bytes=%s", pass == 0 ? "1099511627776" : "0");
+    tt_tune(ctx, "lookup.serial=0;lookup.group_bytes=%s;lookup.host_rows=0",
+            pass == 0 ? "1099511627776" : "0");
 }
 
-/* Looks queries up in idx three times, with one work-item per row, with a
-   work-group per row and with runs of rows a work-item (whatever the
-   device: the table picks one of them), and compares every code with the reference
+/* An align's plan: -1 as tuned, 0 the device's, 1 the calling thread's. */
+static inline void cat_align_tune(tabcl_context *ctx, int host) {
+  tt_tune(ctx, "lookup.host_rows=%s", host < 0 ? "auto" : host ? "1099511627776" : "0");
+}
+
+/* Looks queries up in idx once a plan (cat_passes, whatever the device:
+   the table picks one of them), and compares every code with the reference
    built from vocab (each column's code count too). Outputs are poisoned
    first so an unwritten code shows. */
 static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
@@ -44,7 +54,7 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
     codes[c] = malloc((size_t)(q[c].length + 1) * sizeof **codes);
     cr_assert(codes[c]);
   }
-  for (int pass = 0; pass < 3; pass++) {
+  for (int pass = 0; pass < CAT_PASSES; pass++) {
     cat_pass_tune(idx->ctx, pass);
     for (int c = 0; c < ncols; c++)
       for (int64_t i = 0; i < q[c].length; i++) codes[c][i] = 0x7A7A7A7A;
@@ -58,7 +68,7 @@ static inline void cat_expect_lookup(tabcl_category_index *idx, int ncols,
       if (bad) {
         size_t n = 0;
         const uint8_t *p = tt_label(&q[c], first, &n);
-        cr_expect_fail("%s (%s kernel): column %d: %lld of %lld codes wrong; row %lld (%s, %zu "
+        cr_expect_fail("%s (%s plan): column %d: %lld of %lld codes wrong; row %lld (%s, %zu "
                        "bytes, first byte %d) got %d, expected %d",
                        what, cat_passes[pass], c, (long long)bad, (long long)q[c].length,
                        (long long)first, p ? "present" : "null", n, p && n ? p[0] : -1,
@@ -90,7 +100,7 @@ static inline void cat_warm(tabcl_context *ctx) {
   cr_assert_eq(s, TABCL_OK, "warm-up fit: %s", tabcl_last_error());
   int32_t got[3], in[3] = {0, 1, -1};
   int32_t *codes = got;
-  for (int pass = 0; pass < 3; pass++) {
+  for (int pass = 0; pass < CAT_PASSES; pass++) {
     cat_pass_tune(idx->ctx, pass);
     cr_assert_eq(tabcl_category_index_lookup(idx, 1, &v, &codes), TABCL_OK);
   }

@@ -868,7 +868,10 @@ Test(catindex, align_missing_codes_stay_missing) {
     int32_t got0[3], got1[6], got2[4];
     int32_t *outs[3] = {got0, got1, got2};
     tabcl_dictionary_view d[3] = {{cv[0], 3, in0}, {cv[1], 6, in1}, {cv[2], 4, in2}};
-    for (int ord = 0; ord < 2; ord++) {
+    /* each order on the device's plan and on the calling thread's */
+    for (int run = 0; run < 4; run++) {
+      const int ord = run & 1, host = run >> 1;
+      cat_align_tune(ctx, host);
       tabcl_category_index *idx = NULL;
       tt_assert_ok(tabcl_category_index_fit(ctx, 3, vv, (tabcl_code_order)ord, &idx));
       memset(got0, 0x6B, sizeof got0);
@@ -877,13 +880,13 @@ Test(catindex, align_missing_codes_stay_missing) {
       tt_assert_ok(tabcl_category_index_align(idx, 3, d, outs));
       /* both orders give the same codes: vocab1 is sorted and distinct */
       for (int i = 0; i < 3; i++)
-        cr_expect_eq(got0[i], want0[i], "sliced %d order %d column 0 row %d: %d", sliced, ord, i,
+        cr_expect_eq(got0[i], want0[i], "sliced %d order %d host %d column 0 row %d: %d", sliced, ord, host, i,
                      got0[i]);
       for (int i = 0; i < 6; i++)
-        cr_expect_eq(got1[i], want1[i], "sliced %d order %d column 1 row %d: %d", sliced, ord, i,
+        cr_expect_eq(got1[i], want1[i], "sliced %d order %d host %d column 1 row %d: %d", sliced, ord, host, i,
                      got1[i]);
       for (int i = 0; i < 4; i++)
-        cr_expect_eq(got2[i], want2[i], "sliced %d order %d column 2 row %d: %d", sliced, ord, i,
+        cr_expect_eq(got2[i], want2[i], "sliced %d order %d host %d column 2 row %d: %d", sliced, ord, host, i,
                      got2[i]);
       tabcl_category_index_destroy(idx);
     }
@@ -919,7 +922,9 @@ Test(catindex, align_maps_dictionary_codes) {
         in[c][i] = (int32_t)tt_below(&r, (uint64_t)cat[c].length + 1) - 1;
       d[c] = (tabcl_dictionary_view){tt_view(&cat[c]), rows, in[c]};
     }
-    for (int o = 0; o < 2; o++) {
+    for (int run = 0; run < 4; run++) {
+      const int o = run & 1, host = run >> 1;   /* the device's plan, then the calling thread's */
+      cat_align_tune(ctx, host);
       tabcl_category_index *idx = NULL;
       tt_assert_ok(tabcl_category_index_fit(ctx, ncols, vv, (tabcl_code_order)o, &idx));
       for (int c = 0; c < ncols; c++)
@@ -933,8 +938,8 @@ Test(catindex, align_maps_dictionary_codes) {
           int32_t want = catref_align_code(&ref, &d[c], i);
           if (out[c][i] != want) {
             bad++;
-            cr_expect_fail("round %d order %d column %d row %lld: %d, expected %d", round, o, c,
-                           (long long)i, out[c][i], want);
+            cr_expect_fail("round %d order %d host %d column %d row %lld: %d, expected %d", round,
+                           o, host, c, (long long)i, out[c][i], want);
           }
         }
         catref_free(&ref);

@@ -57,7 +57,40 @@ struct tabcl_category_index {
                            large fits: catindex_fit.c), unmapped after vdata; or NULL */
   size_t vhost_bytes;
   int64_t device_bytes; /* sum of the sizes above */
+  /* The tables as the calling thread reads them (catindex_host.c): the
+     first host call small enough to run there (lookup.host_rows) maps them
+     for reading, once, and they stay mapped until destroy. Kernels may
+     still read a buffer mapped for reading (OpenCL 1.2, section 5.4.3);
+     nothing writes these tables after the fit. */
+  pthread_mutex_t host_lock;
+  int host_lock_made;
+  _Atomic(struct tabcl__catindex_host *) host; /* NULL until mapped */
 };
+
+/* The mapped tables (catindex_host.c). */
+typedef struct tabcl__catindex_host {
+  const uint64_t *keys;
+  const int64_t *spans;   /* (first byte in vdata, length) pairs */
+  const int32_t *ecodes;
+  const uint32_t *dir;
+  const int64_t *dinfo;   /* (first slot, shift) pairs */
+  const uint8_t *vdata;
+  cl_mem mem[6];          /* what was mapped, for the unmaps at destroy */
+  void *ptr[6];
+} tabcl__catindex_host;
+
+/* Whether a host call with `rows` query rows of `bytes` bytes in all runs
+   on the calling thread (at most lookup.host_rows rows and 32 bytes a row
+   on average; never on GPUs, where the key is 0), and if so the
+   mapped tables (mapping them on first use). A failure to map is the
+   call's failure; the index stays as it was. */
+tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
+                                       const tabcl__catindex_host **out);
+/* Looks column c's queries up on the calling thread into codes[0 .. length). */
+void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *h,
+                                 int c, const tabcl_strings_view *q, int32_t *codes);
+/* Unmaps the tables (destroy). */
+void tabcl__catindex_host_release(tabcl_category_index *idx);
 
 /* Fits from validated views (load uses it with the file's vocabularies);
    longest (ncols, or NULL) gives each column's longest label. */

@@ -34,6 +34,7 @@ static int bytes_cmp(const uint8_t *a, int64_t na, const uint8_t *b, int64_t nb)
 
 void tabcl_category_index_destroy(tabcl_category_index *idx) {
   if (!idx) return;
+  tabcl__catindex_host_release(idx);
   if (idx->cols) {
     for (int c = 0; c < idx->ncols; c++) {
       if (idx->cols[c].offsets_owned) tabcl__free(idx->cols[c].offsets);
@@ -890,6 +891,8 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
   idx->ncols = ncols;
   idx->order = order;
   idx->mask = tabcl__hash_mask(ctx);
+  /* without its lock an index only takes the device path (catindex_host.c) */
+  idx->host_lock_made = pthread_mutex_init(&idx->host_lock, NULL) == 0;
   fit_scratch s = {0};
   tabcl_status st = TABCL_OK;
   idx->cols = tabcl__calloc((size_t)ncols, sizeof *idx->cols);

@@ -249,15 +249,22 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   if (!longest)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        ncols);
-  int64_t rows = 0;
+  int64_t rows = 0, bytes = 0;
   for (int c = 0; c < ncols && !st; c++) {
-    if ((st = tabcl__strings_validate_on(idx->ctx, &queries[c], fn, c, &longest[c]))) break;
-    if (queries[c].length && !codes[c])
+    const tabcl_strings_view *v = &queries[c];
+    if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
+    if (v->length && !codes[c])
       st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
-                       c, (long long)queries[c].length);
-    rows += queries[c].length;
+                       c, (long long)v->length);
+    rows += v->length;
+    if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
   }
-  if (st || !rows) {
+  /* a small call on a CPU device: on the calling thread (catindex_host.c) */
+  const tabcl__catindex_host *on_host = NULL;
+  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &on_host);
+  if (st || !rows || on_host) {
+    for (int c = 0; on_host && c < ncols; c++)
+      tabcl__catindex_host_lookup(idx, on_host, c, &queries[c], codes[c]);
     tabcl__free(longest);
     if (!st) tabcl__clear_error();
     return st;

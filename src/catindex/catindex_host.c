@@ -1,0 +1,178 @@
+/* Small host calls on the calling thread (lookup.host_rows, CPU devices).
+ *
+ * A host lookup on a CPU device through OpenCL costs a few launches and one
+ * wait for the driver's threads, tens of microseconds (cl-probe's "round
+ * trip"), before any row is looked up; pandas looks 1,000 labels up in about
+ * as long. Where the device is the host's own cores, a call of a few
+ * thousand rows costs less done on the calling thread: its queries hashed
+ * with the host XXH3 (the one the kernels are checked against) and searched
+ * in the index's own tables, mapped for reading once and kept mapped. The
+ * steps are the CPU kernel's (catindex_lookup_serial): the row's directory
+ * bucket, a lower bound among its keys, every candidate confirmed by its
+ * bytes; so the codes are the same, which the tests check on both paths. */
+#include <string.h>
+
+#include "catindex/catindex.h"
+#include "hash/hash.h"
+
+/* Maps the six tables for reading; all or nothing. */
+static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *h) {
+  cl_command_queue q = idx->ctx->queue;
+  const cl_mem mem[6] = {idx->keys, idx->spans, idx->ecodes, idx->dir, idx->dinfo, idx->vdata};
+  cl_event ev = NULL;
+  cl_int err = CL_SUCCESS;
+  int n = 0;
+  for (; n < 6 && err == CL_SUCCESS; n++) {
+    size_t bytes = 0;
+    err = TABCL_CL(clGetMemObjectInfo(mem[n], CL_MEM_SIZE, sizeof bytes, &bytes, NULL));
+    if (err != CL_SUCCESS) break;
+    /* non-blocking, the last with an event: the queue is in order, so its
+       completion is every map's */
+    if (ev) clReleaseEvent(ev);
+    ev = NULL;
+    h->ptr[n] = tabcl__fault_cl()
+                    ? (err = CL_OUT_OF_RESOURCES, NULL)
+                    : clEnqueueMapBuffer(q, mem[n], CL_FALSE, CL_MAP_READ, 0, bytes, 0, NULL,
+                                         &ev, &err);
+    if (err != CL_SUCCESS) break;
+    h->mem[n] = mem[n];
+  }
+  if (err == CL_SUCCESS) err = tabcl__wait_own(CL_SUCCESS, ev);
+  else if (ev) clReleaseEvent(ev);
+  if (err != CL_SUCCESS) {
+    for (int i = 0; i < 6; i++)
+      if (h->mem[i]) clEnqueueUnmapMemObject(q, h->mem[i], h->ptr[i], 0, NULL, NULL);
+    return tabcl__cl_fail(err, "clEnqueueMapBuffer", "the index's tables for the host");
+  }
+  h->keys = h->ptr[0];
+  h->spans = h->ptr[1];
+  h->ecodes = h->ptr[2];
+  h->dir = h->ptr[3];
+  h->dinfo = h->ptr[4];
+  h->vdata = h->ptr[5];
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
+                                       const tabcl__catindex_host **out) {
+  *out = NULL;
+  const int64_t most = tabcl__tuned(&idx->ctx->tune, TABCL__TUNE_LOOKUP_HOST_ROWS, 0);
+  /* one thread hashes every byte: long labels go to the device's threads
+     (32 bytes a row on average, at most; 2,000 rows of 512 B took 0.25 ms
+     here against 0.14 ms on PoCL's two threads) */
+  if (rows > most || bytes > most * 32 || !idx->host_lock_made) return TABCL_OK;
+  if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
+    return TABCL_OK;
+  tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
+  if (h) {
+    *out = h;
+    return TABCL_OK;
+  }
+  tabcl_status st = TABCL_OK;
+  pthread_mutex_lock(&idx->host_lock);
+  h = atomic_load_explicit(&idx->host, memory_order_relaxed);
+  if (!h) {
+    tabcl__catindex_host *made = tabcl__calloc(1, sizeof *made);
+    if (!made)
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "lookup: out of host memory for a table record");
+    else if ((st = map_tables(idx, made)))
+      tabcl__free(made);
+    else
+      atomic_store_explicit(&idx->host, h = made, memory_order_release);
+  }
+  pthread_mutex_unlock(&idx->host_lock);
+  *out = h;
+  return st;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HOST_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define HOST_PREFETCH(p) ((void)(p))
+#endif
+
+/* Rows taken a stage at a time. A row's search is a chain of dependent
+   loads (directory slot, keys, span, bytes, code), each a likely cache miss
+   in a large index; done one row after another they wait in turn. Staged
+   over a batch, each stage first asks for what the next one reads
+   (prefetch), so a batch's misses overlap. */
+#define HOST_BATCH 16
+
+/* The lower bound of h among keys [lo, lo + n), without branches. */
+static int64_t lower_bound(const uint64_t *keys, int64_t lo, int64_t n, uint64_t h) {
+  while (n > 1) {
+    const int64_t half = n >> 1;
+    lo = keys[lo + half - 1] < h ? lo + half : lo;
+    n -= half;
+  }
+  return lo + (n > 0 && keys[lo] < h);
+}
+
+void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *t,
+                                 int c, const tabcl_strings_view *q, int32_t *codes) {
+  const uint64_t seed = tabcl__column_seed(idx->seed, c), mask = idx->mask;
+  const uint8_t *data = q->data, *valid = q->validity;
+  const int64_t first = t->dinfo[2 * c], shift = t->dinfo[2 * c + 1];
+  for (int64_t i0 = 0; i0 < q->length; i0 += HOST_BATCH) {
+    const int m = q->length - i0 < HOST_BATCH ? (int)(q->length - i0) : HOST_BATCH;
+    uint64_t h[HOST_BATCH];
+    int64_t at[HOST_BATCH], end[HOST_BATCH];
+    /* hash; the row's directory slot asked for. A null row gets an empty
+       bucket, so it finds no candidate and its code is -1. */
+    for (int k = 0; k < m; k++) {
+      const int64_t i = i0 + k;
+      at[k] = -1;
+      h[k] = 0;
+      if (valid && !(valid[i >> 3] >> (i & 7) & 1)) continue;
+      const int64_t s = q->offsets[i], len = q->offsets[i + 1] - s;
+      h[k] = tabcl__xxh3_64(len ? data + s : (const uint8_t *)"", (size_t)len, seed) & mask;
+      at[k] = first + (shift < 64 ? (int64_t)(h[k] >> shift) : 0);
+      HOST_PREFETCH(&t->dir[at[k]]);
+    }
+    /* the bucket's bounds; its first key and span asked for */
+    for (int k = 0; k < m; k++) {
+      if (at[k] < 0) {
+        at[k] = end[k] = 0;
+        continue;
+      }
+      const int64_t slot = at[k];
+      at[k] = t->dir[slot];
+      end[k] = t->dir[slot + 1];
+      HOST_PREFETCH(&t->keys[at[k]]);
+      HOST_PREFETCH(&t->spans[2 * at[k]]);
+    }
+    /* the first candidate; its bytes and code asked for */
+    for (int k = 0; k < m; k++) {
+      if (at[k] == end[k]) continue;
+      at[k] = lower_bound(t->keys, at[k], end[k] - at[k], h[k]);
+      if (at[k] < end[k]) {
+        HOST_PREFETCH(t->vdata + t->spans[2 * at[k]]);
+        HOST_PREFETCH(&t->ecodes[at[k]]);
+      }
+    }
+    /* every candidate of the row's hash confirmed by its bytes */
+    for (int k = 0; k < m; k++) {
+      const int64_t i = i0 + k, s = q->offsets[i], len = q->offsets[i + 1] - s;
+      int32_t code = -1;
+      for (int64_t j = at[k]; j < end[k] && t->keys[j] == h[k]; j++)
+        if (t->spans[2 * j + 1] == len &&
+            (!len || !memcmp(t->vdata + t->spans[2 * j], data + s, (size_t)len))) {
+          code = t->ecodes[j];
+          break;
+        }
+      codes[i] = code;
+    }
+  }
+}
+
+void tabcl__catindex_host_release(tabcl_category_index *idx) {
+  tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
+  if (h) {
+    for (int i = 0; i < 6; i++)
+      clEnqueueUnmapMemObject(idx->ctx->queue, h->mem[i], h->ptr[i], 0, NULL, NULL);
+    tabcl__free(h);
+    atomic_store_explicit(&idx->host, NULL, memory_order_relaxed);
+  }
+  if (idx->host_lock_made) pthread_mutex_destroy(&idx->host_lock);
+  idx->host_lock_made = 0;
+}
