@@ -51,6 +51,9 @@ Test(hash_host, every_length_to_300_and_boundaries) {
   tt_rng r = {tt_seed("hash_host/every_length")};
   uint8_t *buf = random_bytes(&r, 70000 + 16);
   for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+    /* the keyed form too: the long path's secret words worked out once */
+    tabcl__xxh3_state keys;
+    tabcl__xxh3_keys(&keys, seeds[s]);
     for (size_t len = 0; len <= 300; len++)
       for (size_t start = 0; start < 8; start += 3) {
         uint64_t want = XXH3_64bits_withSeed(buf + start, len, seeds[s]);
@@ -58,12 +61,17 @@ Test(hash_host, every_length_to_300_and_boundaries) {
         cr_assert_eq(got, want, "len %zu start %zu seed %llx: %016llx, libxxhash %016llx", len,
                      start, (unsigned long long)seeds[s], (unsigned long long)got,
                      (unsigned long long)want);
+        cr_assert_eq(tabcl__xxh3_64_keyed(&keys, buf + start, len), want,
+                     "keyed: len %zu start %zu seed %llx", len, start,
+                     (unsigned long long)seeds[s]);
       }
     for (size_t b = 0; b < NBOUND; b++) {
       size_t len = boundaries[b];
       uint64_t want = XXH3_64bits_withSeed(buf + 5, len, seeds[s]);
       cr_assert_eq(tabcl__xxh3_64(buf + 5, len, seeds[s]), want, "len %zu seed %llx", len,
                    (unsigned long long)seeds[s]);
+      cr_assert_eq(tabcl__xxh3_64_keyed(&keys, buf + 5, len), want, "keyed: len %zu seed %llx",
+                   len, (unsigned long long)seeds[s]);
     }
   }
   free(buf);

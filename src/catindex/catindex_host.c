@@ -110,7 +110,9 @@ static int64_t lower_bound(const uint64_t *keys, int64_t lo, int64_t n, uint64_t
 
 void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *t,
                                  int c, const tabcl_strings_view *q, int32_t *codes) {
-  const uint64_t seed = tabcl__column_seed(idx->seed, c), mask = idx->mask;
+  const uint64_t mask = idx->mask;
+  tabcl__xxh3_state keys;
+  tabcl__xxh3_keys(&keys, tabcl__column_seed(idx->seed, c));
   const uint8_t *data = q->data, *valid = q->validity;
   const int64_t first = t->dinfo[2 * c], shift = t->dinfo[2 * c + 1];
   for (int64_t i0 = 0; i0 < q->length; i0 += HOST_BATCH) {
@@ -125,7 +127,7 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
       h[k] = 0;
       if (valid && !(valid[i >> 3] >> (i & 7) & 1)) continue;
       const int64_t s = q->offsets[i], len = q->offsets[i + 1] - s;
-      h[k] = tabcl__xxh3_64(len ? data + s : (const uint8_t *)"", (size_t)len, seed) & mask;
+      h[k] = tabcl__xxh3_64_keyed(&keys, len ? data + s : (const uint8_t *)"", (size_t)len) & mask;
       at[k] = first + (shift < 64 ? (int64_t)(h[k] >> shift) : 0);
       HOST_PREFETCH(&t->dir[at[k]]);
     }

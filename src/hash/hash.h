@@ -10,6 +10,17 @@ uint64_t tabcl__column_seed(uint64_t seed, int col);
 /* tabcl's own host implementation of XXH3-64 (checked against libxxhash). */
 uint64_t tabcl__xxh3_64(const void *data, size_t len, uint64_t xxh3_seed);
 
+/* The same with the secret words a seed derives for labels over 240 bytes
+   worked out once (tabcl__xxh3_keys), for many labels under one seed: the
+   derivation costs about as much as hashing 240 bytes. */
+typedef struct tabcl__xxh3_state {
+  uint64_t seed;
+  uint64_t sec[24];
+  uint64_t key[17][8];   /* each stripe's eight secret words, the last stripe's */
+} tabcl__xxh3_state;
+void tabcl__xxh3_keys(tabcl__xxh3_state *st, uint64_t xxh3_seed);
+uint64_t tabcl__xxh3_64_keyed(const tabcl__xxh3_state *st, const void *data, size_t len);
+
 /* Host hash of one label: tabcl__xxh3_64(bytes, n, tabcl__column_seed(seed, col)) & mask. */
 uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, uint64_t mask);
 

@@ -202,19 +202,26 @@ static void accumulate_stripe(uint64_t acc[8], const uint8_t *p, const uint64_t 
   for (int i = 0; i < 8; i++) acc[i] += v[i ^ 1];
 }
 
-static uint64_t hash_long(const uint8_t *p, size_t len, uint64_t seed) {
+_Static_assert(sizeof ((tabcl__xxh3_state *)0)->key == (TABCL_XXH_STRIPES + 1) * 64,
+               "a key row per stripe of a block and one for the last stripe");
+
+void tabcl__xxh3_keys(tabcl__xxh3_state *st, uint64_t seed) {
+  st->seed = seed;
   /* The seed enters the long path only through a derived secret: each
      16-byte pair of the default secret gets +seed on its first word and
      -seed on its second. */
-  uint64_t sec[24];
   for (int i = 0; i < 24; i++)
-    sec[i] = tabcl__xxh3_secret[i] + ((i & 1) ? (uint64_t)0 - seed : seed);
+    st->sec[i] = tabcl__xxh3_secret[i] + ((i & 1) ? (uint64_t)0 - seed : seed);
   /* each stripe's secret words (stripe s reads from byte 8 s), and the
      last stripe's (from byte 121), joined once */
-  uint64_t key[TABCL_XXH_STRIPES + 1][8];
   for (unsigned s = 0; s < TABCL_XXH_STRIPES; s++)
-    for (unsigned i = 0; i < 8; i++) key[s][i] = sec64(sec, 8 * s + 8 * i);
-  for (unsigned i = 0; i < 8; i++) key[TABCL_XXH_STRIPES][i] = sec64(sec, 121 + 8 * i);
+    for (unsigned i = 0; i < 8; i++) st->key[s][i] = sec64(st->sec, 8 * s + 8 * i);
+  for (unsigned i = 0; i < 8; i++) st->key[TABCL_XXH_STRIPES][i] = sec64(st->sec, 121 + 8 * i);
+}
+
+static uint64_t hash_long(const uint8_t *p, size_t len, const tabcl__xxh3_state *st) {
+  const uint64_t *sec = st->sec;
+  const uint64_t(*key)[8] = st->key;
   uint64_t acc[8] = {TABCL_XXH_PRIME32_3, TABCL_XXH_PRIME64_1, TABCL_XXH_PRIME64_2,
                      TABCL_XXH_PRIME64_3, TABCL_XXH_PRIME64_4, TABCL_XXH_PRIME32_2,
                      TABCL_XXH_PRIME64_5, TABCL_XXH_PRIME32_1};
@@ -239,11 +246,22 @@ static uint64_t hash_long(const uint8_t *p, size_t len, uint64_t seed) {
   return xxh3_avalanche(h);
 }
 
+uint64_t tabcl__xxh3_64_keyed(const tabcl__xxh3_state *st, const void *data, size_t len) {
+  static const uint8_t none[1] = {0};
+  const uint8_t *p = data ? (const uint8_t *)data : none;
+  if (len <= 16) return len_0to16(p, len, st->seed);
+  if (len <= 128) return len_17to128(p, len, st->seed);
+  if (len <= 240) return len_129to240(p, len, st->seed);
+  return hash_long(p, len, st);
+}
+
 uint64_t tabcl__xxh3_64(const void *data, size_t len, uint64_t xxh3_seed) {
   static const uint8_t none[1] = {0};
   const uint8_t *p = data ? (const uint8_t *)data : none;
   if (len <= 16) return len_0to16(p, len, xxh3_seed);
   if (len <= 128) return len_17to128(p, len, xxh3_seed);
   if (len <= 240) return len_129to240(p, len, xxh3_seed);
-  return hash_long(p, len, xxh3_seed);
+  tabcl__xxh3_state st;
+  tabcl__xxh3_keys(&st, xxh3_seed);
+  return hash_long(p, len, &st);
 }
