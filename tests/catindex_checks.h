@@ -96,7 +96,10 @@ static inline void cat_warm(tabcl_context *ctx) {
   memset(data, 'w', sizeof data);
   tabcl_strings_view v = {3, off, data, NULL};
   tabcl_category_index *idx = NULL;
+  /* the device's fit plan: a fit on the calling thread builds nothing */
+  tt_tune(ctx, "fit.host_labels=0");
   tabcl_status s = tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx);
+  tt_tune(ctx, "fit.host_labels=auto");
   cr_assert_eq(s, TABCL_OK, "warm-up fit: %s", tabcl_last_error());
   int32_t got[3], in[3] = {0, 1, -1};
   int32_t *codes = got;
@@ -119,12 +122,17 @@ static inline void cat_warm(tabcl_context *ctx) {
                "warm-up sort program: %s", tabcl_last_error());
 }
 
-/* Fits vocab in both orders and checks lookups of q in each. */
+/* Fits vocab in both orders, each on the device's plan and on the calling
+   thread's where the fit is small enough for it (fit.host_labels), and
+   checks lookups of q in each. */
 static inline void cat_fit_and_expect(tabcl_context *ctx, int ncols, const tabcl_strings_view *vocab,
                                       const tabcl_strings_view *q, const char *what) {
-  for (int o = 0; o < 2; o++) {
+  for (int run = 0; run < 4; run++) {
+    const int o = run & 1;
+    tt_tune(ctx, "fit.host_labels=%s", run >> 1 ? "4294967296" : "0");
     tabcl_category_index *idx = NULL;
     tabcl_status s = tabcl_category_index_fit(ctx, ncols, vocab, (tabcl_code_order)o, &idx);
+    tt_tune(ctx, "fit.host_labels=auto");
     cr_assert_eq(s, TABCL_OK, "%s: fit: %s: %s", what, tabcl_status_name(s), tabcl_last_error());
     cr_expect_eq(tabcl_category_index_columns(idx), ncols);
     cat_expect_lookup(idx, ncols, vocab, (tabcl_code_order)o, q, what);

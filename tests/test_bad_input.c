@@ -24,12 +24,21 @@ typedef struct fx {
   tabcl_category_index *idx;        /* 2 columns, BY_POSITION */
   tt_strings vocab[2], query[2];
   char good_file[512];              /* a valid saved copy of idx */
+  char home[4096], dir[64];         /* the folder the test started in; its own */
 } fx;
 
 static void push(tt_strings *s, const char *label) { tt_strings_push(s, label, strlen(label)); }
 
 static void fx_init(fx *f) {
   memset(f, 0, sizeof *f);
+  /* Each test (a process of its own under Criterion) works in a folder of
+     its own: the files' names are fixed, since the messages in the
+     catalogue name them, and tests running side by side (--jobs) unlinked
+     each other's. */
+  cr_assert(getcwd(f->home, sizeof f->home));
+  snprintf(f->dir, sizeof f->dir, "/tmp/tabcl-bad-input-XXXXXX");
+  cr_assert(mkdtemp(f->dir));
+  cr_assert_eq(chdir(f->dir), 0);
   f->ctx = tt_context();
   const char *v0[] = {"a", "b", "c"}, *v1[] = {"x", "yy"};
   tt_strings_init(&f->vocab[0], 0);
@@ -57,7 +66,11 @@ static void fx_fini(fx *f) {
     tt_strings_free(&f->query[i]);
   }
   unlink(f->good_file);
+  unlink("bad-input-damaged.idx");
+  unlink("bad-input-never-written.idx");
   tabcl_context_destroy(f->ctx);
+  cr_assert_eq(chdir(f->home), 0);
+  rmdir(f->dir);
 }
 
 /* Writes a damaged copy of the good file: mode 0 empty, 1 truncated,

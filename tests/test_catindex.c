@@ -637,16 +637,23 @@ Test(catindex, directory_buckets_sparse_and_crowded) {
       random_queries(&r, &vv[c], &q[c], 3000, 24);
       qv[c] = tt_view(&q[c]);
     }
-    static const char *const what[3] = {"64 hash bits", "9 hash bits", "a crowded bucket"};
-    tabcl_category_index *idx = NULL;
-    tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
-    if (round == 2)
-      cr_expect(idx->seed == 0 && tabcl__catindex_dir_bits(4020, idx->mask) == 11,
-                "the crowded bucket assumes seed 0 (got %llu) and 11 directory bits",
-                (unsigned long long)idx->seed);
-    expect_directory(idx, what[round]);
-    cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, what[round]);
-    tabcl_category_index_destroy(idx);
+    static const char *const what[2][3] = {
+        {"64 hash bits", "9 hash bits", "a crowded bucket"},
+        {"64 hash bits, a host fit", "9 hash bits, a host fit", "a crowded bucket, a host fit"}};
+    /* the directory made by the device's kernel, then by a host fit */
+    for (int host = 0; host < 2; host++) {
+      tt_tune(ctx, "fit.host_labels=%s", host ? "4294967296" : "0");
+      tabcl_category_index *idx = NULL;
+      tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+      if (round == 2)
+        cr_expect(idx->seed == 0 && tabcl__catindex_dir_bits(4020, idx->mask) == 11,
+                  "the crowded bucket assumes seed 0 (got %llu) and 11 directory bits",
+                  (unsigned long long)idx->seed);
+      expect_directory(idx, what[host][round]);
+      cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, what[host][round]);
+      tabcl_category_index_destroy(idx);
+    }
+    tt_tune(ctx, "fit.host_labels=auto");
     for (int c = 0; c < 2; c++) {
       tt_strings_free(&v[c]);
       tt_strings_free(&q[c]);
@@ -712,6 +719,8 @@ Test(catindex, no_program_builds_after_the_first_fit_and_lookup) {
   tabcl_options o = {0};
   o.cache_dir = "";   /* every program counts as built */
   tabcl_context *ctx = tt_context_with(&o);
+  /* the device's plans, whatever the sizes: the calling thread's build nothing */
+  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0");
   tt_rng r = {tt_seed("catindex/no_program_builds_after_the_first_fit_and_lookup")};
   fit_lookup_align(ctx, &r, 10, 20, 8);
   /* past a sort tile on every device: the sort's other program (a sort

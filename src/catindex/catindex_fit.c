@@ -209,6 +209,12 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
 #endif
 }
 
+/* Whether vdata is made with the host bytes copied in at creation: no
+   command, no wait (upload_labels). */
+static int copied_at_create(tabcl_context *ctx, const fit_source *src, uint64_t padded) {
+  return !src->dev && !tabcl__upload_staged(ctx) && padded <= FIT_COPIED_AT_CREATE_MAX;
+}
+
 /* vdata from the source: one upload of the host bytes (staged and threaded
    where the context stages uploads), or a device copy per column. */
 static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *src,
@@ -216,7 +222,7 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
   tabcl_context *ctx = idx->ctx;
   tabcl_status st = TABCL_OK;
   if (labels_in_own_memory(idx, src, padded, &st)) return st;
-  if (!src->dev && !tabcl__upload_staged(ctx) && padded <= FIT_COPIED_AT_CREATE_MAX) {
+  if (copied_at_create(ctx, src, padded)) {
     /* A small fit where uploads map: the bytes laid out here and copied
        when the buffer is made (CL_MEM_COPY_HOST_PTR), no command and no
        wait; the map, its wait and the unmap took about 48 us of a fit of
@@ -272,6 +278,7 @@ typedef struct fit_scratch {
   uint8_t *hdata;            /* vdata read back for that (device sources only) */
   uint64_t *pk;              /* the fallback's pairs, by column (host) */
   uint32_t *pv;
+  int on_host;               /* 1: the fit runs on the calling thread (fit.host_labels) */
   tabcl__fit_plan plan;
 } fit_scratch;
 
@@ -356,6 +363,11 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
                        longest_label, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
+  /* A small fit from host memory on a CPU device: on the calling thread,
+     its tables made with their contents (host_fit), so that the fit
+     enqueues no command at all and waits for none. */
+  s->on_host = copied_at_create(ctx, src, p->vdata_bytes) &&
+               idx->labels <= tabcl__tuned(&ctx->tune, TABCL__TUNE_FIT_HOST_LABELS, 0);
   /* only the columns with nulls list their slots */
   s->hslots = tabcl__malloc((sparse ? (size_t)sparse : 1) * sizeof *s->hslots);
   if (!s->hslots)
@@ -392,7 +404,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     st = column_offsets(idx, src, c, tmp, &d->offsets);
   }
   tabcl__free(tmp);
-  if (st) return st;
+  if (st || s->on_host) return st;
   /* Temporaries from the context's pool: a fresh buffer cost its first
      use (about 60 us a kernel on the H200, whose driver allocates then)
      and its release (30-50 us). */
@@ -691,10 +703,24 @@ static int cmp_label_then_slot(const void *pa, const void *pb) {
   return r ? r : (x > y) - (x < y);
 }
 
+/* The directory's slots [base, base + slots) of one column's keys
+   [lo, lo + n) on the host, as catindex_fit_directory fills them: slot t
+   is the first entry whose bucket is t or more. */
+static void host_directory(const uint64_t *keys, int64_t lo, int64_t n, int64_t shift,
+                           int64_t slots, uint32_t *dir) {
+  int64_t t = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t b = shift < 64 ? (int64_t)(keys[lo + i] >> shift) : 0;
+    for (; t <= b; t++) dir[t] = (uint32_t)(lo + i);
+  }
+  for (; t < slots; t++) dir[t] = (uint32_t)(lo + n);
+}
+
 /* The index's directory (catindex.h) from its sorted keys, column c's
-   entries range[c] .. range[c + 1]: catindex_fit_directory over each. */
+   entries range[c] .. range[c + 1]: catindex_fit_directory over each, or
+   on the host where the keys are there (hkeys: a host fit's). */
 static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch *s,
-                                   const int64_t *range) {
+                                   const int64_t *range, const uint64_t *hkeys) {
   tabcl_context *ctx = idx->ctx;
   const size_t nc = (size_t)idx->ncols;
   cl_long2 *info = tabcl__malloc(nc * sizeof *info);
@@ -710,16 +736,33 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
     slots += ((int64_t)1 << bits) + 1;
   }
   cl_kernel k = NULL;
-  tabcl_status st =
-      tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)slots * 4, NULL, &idx->dir,
-                           "index directory");
+  tabcl_status st = TABCL_OK;
+  if (hkeys) {
+    uint32_t *dir = tabcl__malloc((size_t)slots * sizeof *dir);
+    if (!dir) {
+      tabcl__free(info);
+      return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %lld directory slots",
+                         (long long)slots);
+    }
+    for (size_t c = 0; c < nc; c++) {
+      const int64_t count = (c + 1 < nc ? info[c + 1].s[0] : slots) - info[c].s[0];
+      host_directory(hkeys, range[c], range[c + 1] - range[c], info[c].s[1], count,
+                     dir + info[c].s[0]);
+    }
+    st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)slots * 4, dir, &idx->dir,
+                                   "index directory");
+    tabcl__free(dir);
+  } else {
+    st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)slots * 4, NULL, &idx->dir,
+                              "index directory");
+  }
   if (!st)
     st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, nc * sizeof *info, info, &idx->dinfo,
                                    "index directory records");
-  if (!st)
+  if (!st && !hkeys)
     st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
                               "catindex_fit_directory", &k);
-  for (size_t c = 0; c < nc && !st; c++) {
+  for (size_t c = 0; c < nc && !st && !hkeys; c++) {
     const cl_long lo = range[c], n = range[c + 1] - range[c], shift = info[c].s[1];
     const cl_long base = info[c].s[0];
     const cl_long count = (c + 1 < nc ? info[c + 1].s[0] : slots) - base;
@@ -736,34 +779,26 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
   return st;
 }
 
-/* The fallback: no seed within the bound separated every label, so the
-   last seed stays and each colliding run keeps one entry per distinct
-   label (lookups confirm every candidate). Built on the host from every
-   column's sorted pairs, then uploaded. */
-static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source *src,
-                                     fit_scratch *s) {
+/* The index's tables from every column's sorted pairs on the host (s->pk,
+   s->pv from s->seg[c]): one entry per run of one hash, the last
+   position's; where distinct labels share a hash (kept collisions), one
+   entry per distinct label. Uploaded, with the directory worked out here. */
+static tabcl_status host_entries(tabcl_category_index *idx, fit_scratch *s) {
   tabcl_context *ctx = idx->ctx;
   size_t n1 = s->npairs ? (size_t)s->npairs : 1;
-  tabcl_status st = host_bytes(idx, src, s);
-  if (st) return st;
-  s->pk = tabcl__malloc(n1 * sizeof *s->pk);
-  s->pv = tabcl__malloc(n1 * sizeof *s->pv);
+  tabcl_status st = TABCL_OK;
   uint64_t *key = tabcl__malloc(n1 * sizeof *key);
   cl_long *span = tabcl__malloc(n1 * 2 * sizeof *span);
   int32_t *code = tabcl__malloc(n1 * sizeof *code);
   int64_t *range = tabcl__malloc(((size_t)idx->ncols + 1) * sizeof *range);
-  if (!s->pk || !s->pv || !key || !span || !code || !range) {
+  if (!key || !span || !code || !range) {
     st = tabcl__fail(TABCL_OUT_OF_MEMORY,
                      "fit: out of host memory for the vocabulary entries of %zu labels", n1);
     goto done;
   }
   int64_t ne = 0;
-  for (int c = 0; c < idx->ncols && !st; c++) {
-    int64_t n, at = s->seg[c];
-    if ((st = column_pairs(idx, s, c, idx->seed, &n))) break;
-    if (n && ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk + at)) ||
-              (st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv + at))))
-      break;
+  for (int c = 0; c < idx->ncols; c++) {
+    const int64_t at = s->seg[c], n = s->seg[c + 1] - at;
     const tabcl__catcol *col = &idx->cols[c];
     range[c] = ne;
     for (int64_t r = at; r < at + n;) {
@@ -789,7 +824,6 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
       r = q;
     }
   }
-  if (st) goto done;
   range[idx->ncols] = ne;
   set_code_counts(idx, range);
   for (int c = 0; c < idx->ncols && !st && idx->order == TABCL_CODES_BY_VALUE; c++)
@@ -801,7 +835,7 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
       !(st = tabcl__buffer_create_from(ctx, ro, n * 4, code, &idx->ecodes, "index codes")))
     st = tabcl__buffer_create_from(ctx, ro, ((size_t)idx->ncols + 1) * 8, range, &idx->ranges,
                                    "index ranges");
-  if (!st) st = make_directory(idx, s, range);
+  if (!st) st = make_directory(idx, s, range, key);
   if (!st) idx->entries = ne;
 done:
   tabcl__free(key);
@@ -809,6 +843,81 @@ done:
   tabcl__free(code);
   tabcl__free(range);
   return st;
+}
+
+/* The host's pair arrays, n1 each. */
+static tabcl_status host_pairs_alloc(fit_scratch *s) {
+  size_t n1 = s->npairs ? (size_t)s->npairs : 1;
+  s->pk = tabcl__malloc(n1 * sizeof *s->pk);
+  s->pv = tabcl__malloc(n1 * sizeof *s->pv);
+  if (!s->pk || !s->pv)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY,
+                       "fit: out of host memory for the hash pairs of %zu labels", n1);
+  return TABCL_OK;
+}
+
+/* The fallback: no seed within the bound separated every label, so the
+   last seed stays and each colliding run keeps one entry per distinct
+   label (lookups confirm every candidate). Built on the host from every
+   column's sorted pairs, read back from the device, then uploaded. */
+static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source *src,
+                                     fit_scratch *s) {
+  tabcl_context *ctx = idx->ctx;
+  tabcl_status st = host_bytes(idx, src, s);
+  if (!st) st = host_pairs_alloc(s);
+  for (int c = 0; c < idx->ncols && !st; c++) {
+    int64_t n, at = s->seg[c];
+    if ((st = column_pairs(idx, s, c, idx->seed, &n))) break;
+    if (n && ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk + at)) ||
+              (st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv + at))))
+      break;
+  }
+  return st ? st : host_entries(idx, s);
+}
+
+/* ---- the fit on the calling thread (fit.host_labels) -------------------- */
+
+/* Every seed try on the host: each column's present labels hashed in slot
+   order (the host XXH3, the one the kernels are checked against), sorted
+   by (hash, slot) and checked for distinct labels of one hash; then the
+   tables (host_entries). The same seeds, pairs and entries as the device
+   fit, so the same index. */
+static tabcl_status host_fit(tabcl_category_index *idx, const fit_source *src, fit_scratch *s) {
+  tabcl_status st = host_bytes(idx, src, s);
+  if (!st) st = host_pairs_alloc(s);
+  size_t n1 = s->npairs ? (size_t)s->npairs : 1;
+  uint64_t *tk = st ? NULL : tabcl__malloc(n1 * sizeof *tk);
+  uint32_t *tv = st ? NULL : tabcl__malloc(n1 * sizeof *tv);
+  if (!st && (!tk || !tv))
+    st = tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for the sort of %zu pairs",
+                     n1);
+  idx->seed = 0;
+  idx->collisions = 0;
+  for (uint64_t seed = 0; !st && s->npairs && seed < (uint64_t)s->plan.seed_tries; seed++) {
+    idx->seed = seed;
+    int collided = 0;
+    for (int c = 0; c < idx->ncols; c++) {
+      const tabcl__catcol *col = &idx->cols[c];
+      const int64_t at = s->seg[c];
+      tabcl__xxh3_state keys;
+      tabcl__xxh3_keys(&keys, tabcl__column_seed(seed, c));
+      int64_t j = at;
+      for (int64_t i = 0; i < col->length; i++) {
+        if (!present(col, i)) continue;
+        const int64_t o = col->offsets[i], len = col->offsets[i + 1] - o;
+        s->pk[j] = tabcl__xxh3_64_keyed(&keys, s->hb[c] + o, (size_t)len) & idx->mask;
+        s->pv[j++] = (uint32_t)(col->label_base + i);
+      }
+      tabcl__sort_pairs_host(s->pk + at, s->pv + at, (size_t)(j - at), tk, tv);
+      for (int64_t r = at; r + 1 < j && !collided; r++)
+        collided = s->pk[r] == s->pk[r + 1] && !same_label(idx, s, c, s->pv[r], s->pv[r + 1]);
+    }
+    idx->collisions = collided;
+    if (!collided) break;
+  }
+  tabcl__free(tk);
+  tabcl__free(tv);
+  return st ? st : host_entries(idx, s);
 }
 
 /* ---- the index's tables --------------------------------------------------- */
@@ -876,7 +985,7 @@ static tabcl_status device_tables(tabcl_category_index *idx, const fit_source *s
   set_code_counts(idx, range);
   whole &= s->npairs > 0;
   st = take_tables(idx, s, range, whole);
-  if (!st) st = make_directory(idx, s, range);
+  if (!st) st = make_directory(idx, s, range, NULL);
   if (!st && idx->order == TABCL_CODES_BY_VALUE) st = rank_device_codes(idx, src, s, range);
   if (!st) idx->entries = range[nc];
   tabcl__free(range);
@@ -902,6 +1011,10 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
     goto done;
   }
   if ((st = copy_columns(idx, src, fn)) || (st = scratch_init(idx, src, &s, fn))) goto done;
+  if (s.on_host) {
+    if ((st = host_fit(idx, src, &s))) goto done;
+    goto tables_made;
+  }
   prefetch_programs(ctx, &s);
   /* Seed 0, 1, 2, ... until no column has two distinct labels of equal hash;
      past the bound the last seed stays and lookups confirm every candidate. */
@@ -912,13 +1025,15 @@ static tabcl_status build(tabcl_context *ctx, int ncols, const fit_source *src,
   }
   st = idx->collisions ? fallback_entries(idx, src, &s) : device_tables(idx, src, &s);
   if (st) goto done;
+tables_made:
   idx->device_bytes = (int64_t)((size_t)idx->entries * 28 + ((size_t)idx->ncols + 1) * 8 +
                                 (size_t)s.plan.vdata_bytes) + idx->dir_bytes;
   for (int c = 0; c < ncols; c++)   /* the offsets it keeps (doffs, below) */
     if (idx->cols[c].length) idx->device_bytes += (idx->cols[c].length + 1) * 8;
   /* the tables are written by commands still queued; the index is ready
-     for lookups (same queue) but a failure must show here, not later */
-  st = tabcl__finish(ctx);
+     for lookups (same queue) but a failure must show here, not later. A
+     host fit enqueued none. */
+  if (!s.on_host) st = tabcl__finish(ctx);
   /* the index keeps its offsets on the device only (save reads them back);
      the host ones may be the caller's, which the index must not hold */
   for (int c = 0; !st && c < ncols; c++) {

@@ -59,6 +59,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_MID_WG, "64", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "0", R("lookup on a CPU")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "8", R("lookup on a CPU")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "0", R("fit.host_labels")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "16384", R("fit.host_labels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "0", R("lookup.host_rows")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "16384", R("lookup.host_rows")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_BYTES, "256", R("lookup kernels")},

@@ -13,6 +13,13 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys /* ulong[n] */,
                                cl_mem values /* uint[n] */, size_t n, cl_uint nwait,
                                const cl_event *wait, cl_event *ev);
 
+/* The same order on the host for n pairs (sort_host.c): a stable radix sort
+   by key, so pairs that come in ascending value order leave ascending by
+   (key, value), as the device sort leaves them. tkeys and tvalues are
+   scratch of n each. */
+void tabcl__sort_pairs_host(uint64_t *keys, uint32_t *values, size_t n, uint64_t *tkeys,
+                            uint32_t *tvalues);
+
 tabcl_status tabcl__selfcheck_sort(tabcl_context *ctx);
 
 /* ---- the plan (sort_plan.c): pure, no OpenCL call ---- */

@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (tools/setup.sh test calls this):
 #  1. the Criterion suite through ctest on the default device (PoCL in CI),
 #     then again on Mesa's rusticl (its llvmpipe CPU device, from
-#     mesa-opencl-icd) with a kernel cache of its own;
+#     mesa-opencl-icd) with a kernel cache of its own; then the category
+#     index's tests on both with its device plans forced (TABCL_TUNE);
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
 #     failing on any sanitizer report (leaks in forked test children included);
 #  3. tests/race_check.c built with ThreadSanitizer, failing on any report;
@@ -91,6 +92,30 @@ else
     failed_output "$logs/ctest-llvmpipe.log" "on llvmpipe"
   fi
   grep -E "tests passed|tests failed" "$logs/ctest-llvmpipe.log"
+fi
+
+step "the category index's device plans on the CPU devices"
+# On a CPU device small fits, lookups and aligns run on the calling thread
+# (fit.host_labels, lookup.host_rows), and most of the suite's are small:
+# the index's programs again with both set to 0, so that the kernels and
+# their failure paths stay covered on PoCL and on llvmpipe (the tests' own
+# per-plan passes set the keys themselves).
+device_plans='fit.host_labels=0;lookup.host_rows=0'
+catindex_tests='test_catindex|test_failure_sweep|test_bad_input'
+if ! TABCL_TUNE=$device_plans ctest --test-dir "$build" --output-on-failure -j"$jobs" \
+     -R "$catindex_tests" >"$logs/ctest-device-plans.log" 2>&1; then
+  echo "FAIL: ctest of the device plans"; fail=1
+  failed_output "$logs/ctest-device-plans.log" "with the device plans"
+fi
+grep -E "tests passed|tests failed" "$logs/ctest-device-plans.log"
+if grep -q llvmpipe <<<"$llvmpipe_devs"; then
+  if ! TABCL_TUNE=$device_plans RUSTICL_ENABLE=llvmpipe TABCL_DEVICE=llvmpipe \
+       ctest --test-dir "$llvmpipe_dir" --output-on-failure -j"$jobs" -R "$catindex_tests" \
+       >"$logs/ctest-device-plans-llvmpipe.log" 2>&1; then
+    echo "FAIL: ctest of the device plans on llvmpipe"; fail=1
+    failed_output "$logs/ctest-device-plans-llvmpipe.log" "with the device plans on llvmpipe"
+  fi
+  grep -E "tests passed|tests failed" "$logs/ctest-device-plans-llvmpipe.log"
 fi
 
 step "ctest under AddressSanitizer and UndefinedBehaviorSanitizer"
