@@ -162,6 +162,18 @@ static void *first_use(void *arg) {
   return NULL;
 }
 
+/* A fresh index's first host lookups, from every thread at once: on a CPU
+   device they run on the calling threads (lookup.host_rows), and the first
+   of them maps the index's tables (catindex_host.c, under the index's lock). */
+static tabcl_category_index *unmapped_idx;
+static void *first_host_lookup(void *arg) {
+  long id = (long)arg;
+  int32_t codes[NQUERY];
+  if (lookup(unmapped_idx, codes) || memcmp(codes, want_lookup, sizeof want_lookup))
+    problem("a fresh index's first lookups", id);
+  return NULL;
+}
+
 /* The folders made here hold only files. */
 /* Host lookups of many rows on one context whose uploads are staged and
    filled by 3 threads: the fills of several callers meet on the context's
@@ -235,6 +247,11 @@ int main(void) {
   void *ids[NT];
   for (long i = 0; i < NT; i++) ids[i] = (void *)i;
   int ok = run_threads(shared_work, ids);
+  if (tabcl_category_index_fit(shared_ctx, 1, &v, TABCL_CODES_BY_VALUE, &unmapped_idx))
+    problem("the fresh index", -1);
+  else
+    ok = run_threads(first_host_lookup, ids) && ok;
+  tabcl_category_index_destroy(unmapped_idx);
   tabcl_category_index_destroy(shared_idx);
   tabcl_context_destroy(shared_ctx);
 

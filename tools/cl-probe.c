@@ -345,9 +345,11 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   /* cl-probe-start.c's helper process: nothing else runs */
-  if (argc >= 3 && !strcmp(argv[1], "--first-lookup"))
-    return first_lookup_main(argv[2], argc >= 5 && !strcmp(argv[3], "--device-profile") ? argv[4]
-                                                                                      : NULL);
+  const int plans = argc >= 3 && !strcmp(argv[1], "--first-lookup-device-plans");
+  if (argc >= 3 && (plans || !strcmp(argv[1], "--first-lookup")))
+    return first_lookup_main(argv[2],
+                             argc >= 5 && !strcmp(argv[3], "--device-profile") ? argv[4] : NULL,
+                             plans);
   probe_opts o = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) o.json = 1;

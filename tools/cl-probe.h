@@ -24,10 +24,11 @@ void probe_plans(tabcl_context *ctx);
    the device's own values (cl-probe-variants.c). */
 void probe_profile(tabcl_context *ctx);
 /* The seconds from a fresh process's start to its first lookup, with empty
-   caches and with the cache that run filled (cl-probe-start.c); the
+   caches and with the cache that run filled, then the same with the
+   device's plans for the category index (cl-probe-start.c); the
    failures. first_lookup_main is the helper process it starts. */
 int probe_cold_start(const char *sel, const char *profile);
-int first_lookup_main(const char *device, const char *profile);
+int first_lookup_main(const char *device, const char *profile, int device_plans);
 /* Builds every program variant the planners can choose; the failures. */
 int probe_variants(tabcl_context *ctx, int shard, int shards);
 #endif
