@@ -546,3 +546,41 @@ Test(runtime, loop_probe_agrees_with_nested_loops) {
   clReleaseProgram(p);
   tabcl_context_destroy(ctx);
 }
+
+/* Kernel objects given back are handed out again (runtime/program.c), one
+   holder at a time: a second create while the first is held gets another
+   object, a create after the give-back gets the first again, set up anew
+   by its holder (a launch with its buffer arguments set afresh computes
+   right after the buffer it held before was released). */
+Test(runtime, kernels_given_back_are_reused_one_holder_at_a_time) {
+  tabcl_context *ctx = tt_context();
+  cl_kernel a = NULL, b = NULL, c = NULL;
+  tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_loops", &a));
+  tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_loops", &b));
+  cr_expect_neq(a, b, "two holders share one kernel object");
+  tabcl__kernel_release(a);
+  tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_loops", &c));
+  cr_expect_eq(c, a, "the kernel given back was not handed out again");
+  tabcl__kernel_release(b);
+  tabcl__kernel_release(c);
+  /* a buffer argument across a give-back */
+  for (int round = 0; round < 2; round++) {
+    cl_kernel k = NULL;
+    tt_assert_ok(tabcl__kernel_create(ctx, "probe", NULL, "probe_iota", &k));
+    cl_mem m = NULL;
+    tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, 64 * sizeof(cl_ulong), NULL, &m,
+                                      "iota"));
+    const cl_ulong base = 1000 * (cl_ulong)(round + 1), n = 64;
+    tt_assert_ok(TABCL_SET_ARGS(k, "probe_iota", TABCL_ARG(m), TABCL_ARG(base), TABCL_ARG(n)));
+    size_t global = 64;
+    tt_assert_ok(tabcl__launch(ctx, k, 1, &global, NULL, 0, NULL, NULL, "probe_iota"));
+    cl_ulong got[64];
+    tt_assert_ok(tabcl__read(ctx, m, 0, sizeof got, got));
+    for (int i = 0; i < 64; i++)
+      cr_expect_eq(got[i], base + (cl_ulong)i * (cl_ulong)i, "round %d item %d: %llu", round, i,
+                   (unsigned long long)got[i]);
+    tabcl__kernel_release(k);
+    tabcl__buffer_release(m);
+  }
+  tabcl_context_destroy(ctx);
+}

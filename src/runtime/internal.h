@@ -317,18 +317,28 @@ tabcl_status tabcl__program_source(const tabcl_context *ctx, const char *name, c
    whether it came from the disk cache; on a memory-cache hit it is -1. */
 tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char *extra,
                                 cl_program *out, int *from_cache);
-/* A fresh kernel object from that program; release with clReleaseKernel.
-   Kernels are made per call so that threads never share argument state. */
+/* A kernel object of that program for the caller alone until it gives it
+   back with tabcl__kernel_release, so that threads never share argument
+   state: an idle one given back earlier where there is one (creating a
+   kernel object took 6 to 29 us on the H200's driver, a few a call), else
+   a fresh one. Every argument must be set before a launch, as on a fresh
+   object. */
 tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,
                                   const char *kernel, cl_kernel *out);
-void tabcl__kernel_release(cl_kernel k);   /* NULL is fine */
+/* Gives k back (NULL is fine): kept idle for the next create of its
+   program and name, its buffer arguments set to NULL first (a driver may
+   hold a buffer set as an argument alive), or released. */
+void tabcl__kernel_release(cl_kernel k);
+/* Releases the idle kernels of program p (before p is released). */
+void tabcl__kernel_cache_drop(cl_program p);
 
 typedef struct tabcl__arg {
   size_t size;
   const void *ptr;        /* NULL with a size: local memory of that many bytes */
+  int mem;                /* 1: a buffer (cl_mem), set to NULL when the kernel is given back */
 } tabcl__arg;
-#define TABCL_ARG(v) ((tabcl__arg){sizeof(v), &(v)})
-#define TABCL_LOCAL(bytes) ((tabcl__arg){(bytes), NULL})
+#define TABCL_ARG(v) ((tabcl__arg){sizeof(v), &(v), _Generic((v), cl_mem: 1, default: 0)})
+#define TABCL_LOCAL(bytes) ((tabcl__arg){(bytes), NULL, 0})
 /* Sets arguments first, first + 1, ... of k from args. */
 tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
                              const tabcl__arg *args);

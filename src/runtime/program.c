@@ -33,6 +33,7 @@ void tabcl__program_cache_clear(tabcl_context *ctx) {
       store_binary(ctx, e->program, e->store_key, why, sizeof why);
     }
     free(e->store_key);
+    if (e->program) tabcl__kernel_cache_drop(e->program);
     if (e->program) clReleaseProgram(e->program);
     tabcl__free(e->name);
     tabcl__free(e->extra);
@@ -410,27 +411,99 @@ void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_wa
   for (int k = 0; k < started; k++) pthread_join(t[k], NULL);
 }
 
+/* ---- kernel objects, kept for reuse ---------------------------------------
+ *
+ * Every kernel object made here has a slot while it lives: its program and
+ * name, whether a caller holds it, and which of its arguments are buffers.
+ * A kernel given back stays in its slot, idle, for the next create of the
+ * same program and name; one without a slot (the table full) is released.
+ * The table is process-wide (programs are unique handles); a context drops
+ * its programs' kernels before it releases the programs.
+ */
+enum { KERNEL_SLOTS = 128, KERNEL_NAME = 64 };
+typedef struct kernel_slot {
+  cl_program program;
+  cl_kernel kernel;     /* NULL: a free slot */
+  char name[KERNEL_NAME];
+  int held;             /* a caller has it */
+  uint64_t mem_args;    /* bit i: argument i was last set to a buffer */
+} kernel_slot;
+static kernel_slot kernel_slots[KERNEL_SLOTS];
+static pthread_mutex_t kernel_lock = PTHREAD_MUTEX_INITIALIZER;
+
 tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,
                                   const char *kernel, cl_kernel *out) {
   cl_program p;
   *out = NULL;
   tabcl_status s = tabcl__program_get(ctx, program, extra, &p, NULL);
   if (s) return s;
+  const int named = strlen(kernel) < KERNEL_NAME;
+  pthread_mutex_lock(&kernel_lock);
+  for (int i = 0; named && i < KERNEL_SLOTS; i++) {
+    kernel_slot *e = &kernel_slots[i];
+    if (e->kernel && !e->held && e->program == p && !strcmp(e->name, kernel)) {
+      e->held = 1;
+      *out = e->kernel;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&kernel_lock);
+  if (*out) return TABCL_OK;
   cl_int err = CL_SUCCESS;
   cl_kernel k = NULL;
   if (tabcl__fault_cl()) err = CL_OUT_OF_HOST_MEMORY;
   else k = clCreateKernel(p, kernel, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateKernel", kernel);
+  pthread_mutex_lock(&kernel_lock);
+  for (int i = 0; named && i < KERNEL_SLOTS; i++)
+    if (!kernel_slots[i].kernel) {
+      kernel_slots[i] = (kernel_slot){p, k, "", 1, 0};
+      memcpy(kernel_slots[i].name, kernel, strlen(kernel) + 1);
+      break;
+    }
+  pthread_mutex_unlock(&kernel_lock);
   *out = k;
   return TABCL_OK;
 }
 
 void tabcl__kernel_release(cl_kernel k) {
-  if (k) clReleaseKernel(k);
+  if (!k) return;
+  pthread_mutex_lock(&kernel_lock);
+  kernel_slot *e = NULL;
+  for (int i = 0; i < KERNEL_SLOTS && !e; i++)
+    if (kernel_slots[i].kernel == k) e = &kernel_slots[i];
+  int keep = e != NULL;
+  /* no buffer stays referenced by an idle kernel: a driver that holds the
+     buffers set as arguments would keep them alive past their release */
+  static const cl_mem none = NULL;
+  for (unsigned a = 0; keep && a < 64; a++)
+    if (e->mem_args >> a & 1)
+      keep = clSetKernelArg(k, a, sizeof none, &none) == CL_SUCCESS;
+  if (e && keep) {
+    e->held = 0;
+    e->mem_args = 0;
+  } else if (e) {
+    *e = (kernel_slot){0};
+  }
+  pthread_mutex_unlock(&kernel_lock);
+  if (!keep) clReleaseKernel(k);
+}
+
+void tabcl__kernel_cache_drop(cl_program p) {
+  pthread_mutex_lock(&kernel_lock);
+  for (int i = 0; i < KERNEL_SLOTS; i++) {
+    kernel_slot *e = &kernel_slots[i];
+    if (e->kernel && e->program == p) {
+      clReleaseKernel(e->kernel);
+      *e = (kernel_slot){0};
+    }
+  }
+  pthread_mutex_unlock(&kernel_lock);
 }
 
 tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
                              const tabcl__arg *args) {
+  uint64_t mem = 0, set = 0;
   for (int i = 0; i < n; i++) {
     cl_int err = TABCL_CL(clSetKernelArg(k, (cl_uint)(first + i), args[i].size, args[i].ptr));
     if (err != CL_SUCCESS) {
@@ -438,7 +511,19 @@ tabcl_status tabcl__set_args(cl_kernel k, const char *kname, int first, int n,
       snprintf(what, sizeof what, "setting argument %d of %s", first + i, kname);
       return tabcl__cl_fail(err, "clSetKernelArg", what);
     }
+    if (first + i < 64) {
+      set |= (uint64_t)1 << (first + i);
+      if (args[i].mem) mem |= (uint64_t)1 << (first + i);
+    }
   }
+  /* which arguments now hold buffers, for the kernel's return */
+  pthread_mutex_lock(&kernel_lock);
+  for (int i = 0; i < KERNEL_SLOTS; i++)
+    if (kernel_slots[i].kernel == k) {
+      kernel_slots[i].mem_args = (kernel_slots[i].mem_args & ~set) | mem;
+      break;
+    }
+  pthread_mutex_unlock(&kernel_lock);
   return TABCL_OK;
 }
 
