@@ -164,10 +164,11 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
 void tabcl__strings_release(tabcl__dev_strings *s) {
   if (!s) return;
   cl_mem m[3] = {s->data, s->offsets, s->validity};
-  for (int i = 0; i < 3; i++) {
-    if (s->pool) tabcl__pool_put(s->pool, m[i]);
-    else tabcl__buffer_release(m[i]);
-  }
+  /* into the pool behind one marker for the three (each marker and its
+     flush took 8-12 us on the H200) */
+  if (s->pool) tabcl__pool_put_n(s->pool, 3, m, 0, NULL);
+  else
+    for (int i = 0; i < 3; i++) tabcl__buffer_release(m[i]);
   memset(s, 0, sizeof *s);
 }
 
