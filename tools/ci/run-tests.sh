@@ -5,7 +5,8 @@
 #     mesa-opencl-icd) with a kernel cache of its own; then the category
 #     index's tests on both with its device plans forced (TABCL_TUNE);
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
-#     failing on any sanitizer report (leaks in forked test children included);
+#     failing on any sanitizer report (leaks in forked test children included),
+#     and the category index's tests again with its device plans;
 #  3. tests/race_check.c built with ThreadSanitizer, failing on any report;
 #  4. every test's oclgrind_* suite under oclgrind --data-races --uninitialized,
 #     failing on any report (oclgrind itself exits 0 after reporting);
@@ -154,6 +155,18 @@ if grep -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal err
   echo "FAIL: sanitizer reports (see $logs/asan.log)"; fail=1
 fi
 tail -5 "$logs/asan.log"
+# The index's device plans under the sanitizers too (the suite's small
+# calls take the calling thread on PoCL; see the device-plans step).
+if ! TABCL_TUNE=$device_plans ctest --test-dir "$asan" --output-on-failure -j"$jobs" \
+     -R "$catindex_tests" >"$logs/asan-device-plans.log" 2>&1; then
+  echo "FAIL: ctest of the device plans under sanitizers"; fail=1
+  failed_output "$logs/asan-device-plans.log" "with the device plans under sanitizers"
+fi
+if grep -E "ERROR: (Address|Leak)Sanitizer|Sanitizer has encountered a fatal error|runtime error:" \
+     "$logs/asan-device-plans.log"; then
+  echo "FAIL: sanitizer reports (see $logs/asan-device-plans.log)"; fail=1
+fi
+grep -E "tests passed|tests failed" "$logs/asan-device-plans.log"
 unset ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS OCL_ICD_VENDORS
 
 step "host code under ThreadSanitizer (tests/race_check.c)"
@@ -161,14 +174,20 @@ tsan=${build}-tsan
 if cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=Debug -DTABCL_WERROR=ON -DTABCL_SANITIZE=thread \
      >"$logs/tsan-build.log" 2>&1 && \
    cmake --build "$tsan" -j"$jobs" --target race_check >>"$logs/tsan-build.log" 2>&1; then
-  # the suite's disk cache, filled by the first step, spares most compiles
-  if ! TSAN_OPTIONS=halt_on_error=1 TABCL_CACHE_DIR="$build/test-cache" \
-       "$tsan/tests/race_check" >"$logs/tsan.log" 2>&1 ||
-     grep -q "WARNING: ThreadSanitizer" "$logs/tsan.log"; then
-    echo "FAIL: race_check under ThreadSanitizer"; fail=1
-    { echo "--- race_check under ThreadSanitizer"; head -80 "$logs/tsan.log"; } >>"$details"
-  fi
-  tail -1 "$logs/tsan.log"
+  # the suite's disk cache, filled by the first step, spares most compiles;
+  # as tuned (small calls on the calling threads), then with the index's
+  # device plans, so that both meet other threads on one index
+  for plans in tuned device; do
+    log=$logs/tsan-$plans.log
+    if ! TSAN_OPTIONS=halt_on_error=1 TABCL_CACHE_DIR="$build/test-cache" \
+         TABCL_TUNE=$([ $plans = device ] && echo "$device_plans") \
+         "$tsan/tests/race_check" >"$log" 2>&1 ||
+       grep -q "WARNING: ThreadSanitizer" "$log"; then
+      echo "FAIL: race_check under ThreadSanitizer ($plans plans)"; fail=1
+      { echo "--- race_check under ThreadSanitizer ($plans plans)"; head -80 "$log"; } >>"$details"
+    fi
+    tail -1 "$log"
+  done
 else
   echo "FAIL: ThreadSanitizer build"; tail -30 "$logs/tsan-build.log"; fail=1
 fi
