@@ -646,3 +646,32 @@ Test(plan, backend_table_order) {
   tabcl__sdpa_facts noblas = {0, 1, 1, 0, 0};
   cr_expect_eq(tabcl__sdpa_plan_make(&gc, &noblas, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
 }
+
+/* Small fits, lookups and aligns on the calling thread: CPUs only (the
+   table's fit.host_labels and lookup.host_rows), within the row and byte
+   bounds, and never where the override sets the keys to 0. */
+Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
+  dev_case devs[8];
+  int nd = make_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    const tabcl__device_desc *dev = &devs[i].d;
+    for (int off = 0; off < 2; off++) {
+      tabcl__tuning tune = tuning_for(dev, off ? "fit.host_labels=0;lookup.host_rows=0" : NULL);
+      tabcl__target tg = {dev, &tune, 0};
+      const int cpu = dev->is_cpu && !off;
+      tabcl__fit_plan p;
+      tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 8, &p);
+      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 8, &p);
+      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 16385, 16385, 16385 * 8, 16385, 16385, 8, &p);
+      cr_expect_eq(p.host, 0, "%s: a fit of 16,385 labels", devs[i].what);
+      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 2048, 1000, 1000, 2048, &p);
+      cr_expect_eq(p.host, 0, "%s: a fit of 2 MB of labels", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 64000), cpu, "%s, off %d", devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 16384, 16384 * 32), cpu, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 16385, 16385), 0, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 16384 * 32 + 1), 0, "%s", devs[i].what);
+    }
+  }
+}

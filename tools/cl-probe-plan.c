@@ -60,6 +60,7 @@ void probe_plans(tabcl_context *ctx) {
   }
 
   static const struct { const char *name; int64_t rows, bytes; } lookups[] = {
+      {"lookup 1e3 x 8 B", 1000, 8000},
       {"lookup 1e5 x 8 B", 100000, 800000},
       {"lookup 1e5 x 4 KiB", 100000, 409600000},
   };
@@ -70,6 +71,7 @@ void probe_plans(tabcl_context *ctx) {
   }
 
   static const struct { const char *name; int64_t labels, bytes; } fits[] = {
+      {"fit 1e3 x 8 B", 1000, 8000},
       {"fit 2e5 x 8 B", 200000, 1600000},
       {"fit 2e5 x 4 KiB", 200000, 819200000},
   };

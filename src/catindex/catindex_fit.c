@@ -162,11 +162,6 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
 /* Up to this many label bytes (padded), where uploads map, the fit's
    labels are copied into their buffer when it is made (upload_labels). */
 #define FIT_COPIED_AT_CREATE_MAX ((uint64_t)256 << 10)
-/* A fit on the calling thread copies its labels at creation up to this
-   many (padded): it then enqueues nothing, where a map would add a command
-   and its wait. Its second copy of 1 MiB costs less than the device fit's
-   launches (10,000 labels of 64 B: 1.04 ms on PoCL's device plan). */
-#define FIT_HOST_COPIED_MAX ((uint64_t)1 << 20)
 
 /* On a CPU device vdata's bytes are host memory either way, and a large
    fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
@@ -229,7 +224,7 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
   tabcl_status st = TABCL_OK;
   if (labels_in_own_memory(idx, src, padded, &st)) return st;
   if (copied_at_create(ctx, src, padded,
-                       on_host ? FIT_HOST_COPIED_MAX : FIT_COPIED_AT_CREATE_MAX)) {
+                       on_host ? TABCL__FIT_HOST_BYTES : FIT_COPIED_AT_CREATE_MAX)) {
     /* A small fit where uploads map: the bytes laid out here and copied
        when the buffer is made (CL_MEM_COPY_HOST_PTR), no command and no
        wait; the map, its wait and the unmap took about 48 us of a fit of
@@ -373,8 +368,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
   /* A small fit from host memory on a CPU device: on the calling thread,
      its tables made with their contents (host_fit), so that the fit
      enqueues no command at all and waits for none. */
-  s->on_host = copied_at_create(ctx, src, p->vdata_bytes, FIT_HOST_COPIED_MAX) &&
-               idx->labels <= tabcl__tuned(&ctx->tune, TABCL__TUNE_FIT_HOST_LABELS, 0);
+  s->on_host = p->host && copied_at_create(ctx, src, p->vdata_bytes, TABCL__FIT_HOST_BYTES);
   /* only the columns with nulls list their slots */
   s->hslots = tabcl__malloc((sparse ? (size_t)sparse : 1) * sizeof *s->hslots);
   if (!s->hslots)

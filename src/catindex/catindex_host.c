@@ -56,11 +56,8 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
                                        const tabcl__catindex_host **out) {
   *out = NULL;
-  const int64_t most = tabcl__tuned(&idx->ctx->tune, TABCL__TUNE_LOOKUP_HOST_ROWS, 0);
-  /* one thread hashes every byte: long labels go to the device's threads
-     (32 bytes a row on average, at most; 2,000 rows of 512 B took 0.25 ms
-     here against 0.14 ms on PoCL's two threads) */
-  if (rows > most || bytes > most * 32 || !idx->host_lock_made) return TABCL_OK;
+  const tabcl__target tg = tabcl__context_target(idx->ctx);
+  if (!tabcl__lookup_on_host(&tg, rows, bytes) || !idx->host_lock_made) return TABCL_OK;
   if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
     return TABCL_OK;
   tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);

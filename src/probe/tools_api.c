@@ -185,6 +185,12 @@ tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, ch
 
 tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap) {
+  const tabcl__target tg = tabcl__context_target(ctx);
+  if (tabcl__lookup_on_host(&tg, rows, bytes)) {
+    snprintf(text, cap, "%lld rows, %lld bytes: on the calling thread (the host XXH3, a search "
+             "of the index's tables, mapped for reading once)", (long long)rows, (long long)bytes);
+    return TABCL_OK;
+  }
   tabcl__lookup_plan p;
   /* every label of the average length, an index without kept collisions */
   tabcl_status s = tabcl__lookup_plan_for(ctx, rows, bytes, rows > 0 ? bytes / rows : 0, 1, &p);
