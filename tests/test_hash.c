@@ -2,6 +2,7 @@
  * libxxhash's XXH3_64bits_withSeed, every length class, unaligned starts,
  * any byte values, nulls, empty columns, one huge label among many short
  * ones, column seeds, masks, slicing, and failure injection. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -87,6 +88,37 @@ Test(hash_host, random_lengths_and_seeds) {
     cr_assert_eq(tabcl__xxh3_64(buf + start, len, seed), XXH3_64bits_withSeed(buf + start, len, seed),
                  "len %zu start %zu seed %llx", len, start, (unsigned long long)seed);
   }
+  free(buf);
+}
+
+/* Labels over 240 bytes take an AVX2 loop where the host has it; the plain
+   loop is what every other host runs, so both are checked here. */
+Test(hash_host, long_labels_on_both_loops) {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  cr_expect_eq(tabcl__xxh3_simd(), __builtin_cpu_supports("avx2") ? 1 : 0,
+               "the AVX2 loop is taken exactly where the host has AVX2");
+#else
+  cr_expect_eq(tabcl__xxh3_simd(), 0, "no SIMD loop on this host");
+#endif
+  tt_rng r = {tt_seed("hash_host/both_loops")};
+  uint8_t *buf = random_bytes(&r, 70000 + 64);
+  for (int plain = 0; plain < 2; plain++) {
+    atomic_store(&tabcl__xxh3_plain_only, plain);
+    if (plain) cr_expect_eq(tabcl__xxh3_simd(), 0, "the plain loop forced");
+    for (int i = 0; i < 300; i++) {
+      size_t len = 241 + (size_t)tt_below(&r, i % 3 == 0 ? 69760 : 4200);
+      size_t start = (size_t)tt_below(&r, 64);
+      uint64_t seed = tt_next(&r);
+      tabcl__xxh3_state keys;
+      tabcl__xxh3_keys(&keys, seed);
+      uint64_t want = XXH3_64bits_withSeed(buf + start, len, seed);
+      cr_assert_eq(tabcl__xxh3_64(buf + start, len, seed), want, "%s loop: len %zu start %zu",
+                   plain ? "plain" : "default", len, start);
+      cr_assert_eq(tabcl__xxh3_64_keyed(&keys, buf + start, len), want,
+                   "%s loop, keyed: len %zu start %zu", plain ? "plain" : "default", len, start);
+    }
+  }
+  atomic_store(&tabcl__xxh3_plain_only, 0);
   free(buf);
 }
 

@@ -666,12 +666,17 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
       tabcl__fit_plan_make(&tg, 16385, 16385, 16385 * 8, 16385, 16385, 8, &p);
       cr_expect_eq(p.host, 0, "%s: a fit of 16,385 labels", devs[i].what);
-      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 2048, 1000, 1000, 2048, &p);
-      cr_expect_eq(p.host, 0, "%s: a fit of 2 MB of labels", devs[i].what);
+      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 4096, &p);
+      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 4096, &p);
+      cr_expect_eq(p.host, 0, "%s: a fit of 8 MB of labels", devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 64000), cpu, "%s, off %d", devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 16384, 16384 * 32), cpu, "%s", devs[i].what);
+      const int64_t most = 16384 * TABCL__LOOKUP_HOST_ROW_BYTES;
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 16384, most), cpu, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 1000 * 512), cpu, "%s: 512 B labels",
+                   devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 16385, 16385), 0, "%s", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 16384 * 32 + 1), 0, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, most + 1), 0, "%s", devs[i].what);
     }
   }
 }

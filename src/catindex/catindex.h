@@ -203,13 +203,22 @@ typedef struct tabcl__fit_plan {
                               host memory and uploads are not staged (catindex_fit.c) */
 } tabcl__fit_plan;
 /* The labels (padded) a fit on the calling thread copies into the index's
-   buffer at its creation, at most: it then enqueues nothing. Its second
-   copy of 1 MiB costs less than the device fit's launches (10,000 labels
-   of 64 B: 1.04 ms on PoCL's device plan, 0.18 ms on the calling thread). */
-#define TABCL__FIT_HOST_BYTES ((uint64_t)1 << 20)
+   buffer at its creation, at most: it then enqueues nothing. With the host
+   hash's AVX2 loop, fits up to about 7.8 MB of labels took less on the
+   calling thread than on PoCL's two threads (10,000 x 512 B: 0.84 against
+   2.36 ms; 1,750 x 4 KiB: 0.77 against 1.24 ms), and at 8.2 MB more (2.26
+   against 1.35 ms); before it, 1 MiB was the bound. */
+#define TABCL__FIT_HOST_BYTES ((uint64_t)6 << 20)
+/* One thread hashes and compares every query byte, so long labels go to
+   the device's threads past lookup.host_rows x this many bytes. With the
+   AVX2 loop the calling thread was faster up to 2 MB on PoCL's two threads
+   (4,000 x 512 B: 0.15 against 0.23 ms; 8,000 x 256 B: 0.32 against 0.51)
+   and level at 4-5 MB; with the plain loop the bound was 32 bytes a row. */
+#define TABCL__LOOKUP_HOST_ROW_BYTES 128
 /* Whether a host lookup or align of `rows` query rows (an align: its
    categories) of `bytes` bytes runs on the calling thread: at most
-   lookup.host_rows rows (0 on GPUs) and 32 bytes a row on average. Pure. */
+   lookup.host_rows rows (0 on GPUs) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
+   a row on average. Pure. */
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,

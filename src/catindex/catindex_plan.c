@@ -131,10 +131,7 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
 
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes) {
   const int64_t most = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_ROWS, 0);
-  /* one thread hashes every byte: long labels go to the device's threads
-     (2,000 rows of 512 B took 0.25 ms on the calling thread against 0.14 ms
-     on PoCL's two threads) */
-  return rows <= most && bytes <= most * 32;
+  return rows <= most && bytes <= most * TABCL__LOOKUP_HOST_ROW_BYTES;
 }
 
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {

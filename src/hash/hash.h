@@ -21,6 +21,12 @@ typedef struct tabcl__xxh3_state {
 void tabcl__xxh3_keys(tabcl__xxh3_state *st, uint64_t xxh3_seed);
 uint64_t tabcl__xxh3_64_keyed(const tabcl__xxh3_state *st, const void *data, size_t len);
 
+/* Whether labels over 240 bytes take the AVX2 loop (x86 hosts that have
+   it); 0 everywhere while tabcl__xxh3_plain_only is set (tests, to check
+   both loops against libxxhash on one machine). */
+int tabcl__xxh3_simd(void);
+extern _Atomic int tabcl__xxh3_plain_only;
+
 /* Host hash of one label: tabcl__xxh3_64(bytes, n, tabcl__column_seed(seed, col)) & mask. */
 uint64_t tabcl__label_hash(const void *bytes, size_t n, uint64_t seed, int col, uint64_t mask);
 
