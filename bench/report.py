@@ -404,6 +404,29 @@ def label_bytes(case):
     return int(m.group(1)) if m else None
 
 
+def fresh_rows(tab, peer):
+    """Not targets: pandas on labels made anew for each call (lookup_host.py,
+    pandas_fresh_*), where CPython has no hash of theirs kept yet."""
+    rows = []
+    for peer_metric, tab_metric, what in (
+            ("pandas_fresh_ms", "host_lookup_ms",
+             "lookup, the host call, against get_indexer on new query objects"),
+            ("pandas_fresh_fit_ms", "fit_ms", "fit against pandas building its Index from new objects")):
+        ev, ok, known = [], True, False
+        for (b, c), ms in sorted(peer.items()):
+            t = tab.get((b, c), OrderedDict()).get(tab_metric)
+            if b != "lookup" or peer_metric not in ms or not t or not as_ms(t):
+                continue
+            known = True
+            x = as_ms(ms[peer_metric]) / as_ms(t)
+            ok = ok and x > 1.0
+            ev.append("%s %sx" % (c, fmt(x)))
+        rows.append(("(information) %s (pandas/tabcl)" % what, "; ".join(ev) or "no data",
+                     ("faster in every case" if ok else "not faster in every case") if known
+                     else "no data"))
+    return rows
+
+
 def cpu_targets(tab, peer):
     """The CPU issue's targets (issue 15), when its host peers ran: each
     (target, evidence, verdict)."""
@@ -448,16 +471,6 @@ def cpu_targets(tab, peer):
     rows.append(("fit faster than pandas building its Index, every case (pandas/tabcl)", e, verdict(ok, known)))
     e, ok, known = versus("align", "pandas_align_ms", "host_align_ms", lambda c: 1.0000001)
     rows.append(("align faster than the pandas re-coding, every case (pandas/tabcl)", e, verdict(ok, known)))
-    # Not targets: pandas on labels made anew for each call (lookup_host.py,
-    # pandas_fresh_*), where CPython has no hash of theirs kept yet.
-    e, ok, known = versus("lookup", "pandas_fresh_ms", "host_lookup_ms", lambda c: 1.0000001)
-    rows.append(("(information) lookup, the host call, against get_indexer on new query objects "
-                 "(pandas/tabcl)", e, "faster in every case" if known and ok else
-                 ("not faster in every case" if known else "no data")))
-    e, ok, known = versus("lookup", "pandas_fresh_fit_ms", "fit_ms", lambda c: 1.0000001)
-    rows.append(("(information) fit against pandas building its Index from new objects "
-                 "(pandas/tabcl)", e, "faster in every case" if known and ok else
-                 ("not faster in every case" if known else "no data")))
     for case in ("tab_b2000_l54_h8_d64_f32", "long_b1_h16_l1024_d64_f32"):
         t, p, _ = pick_auto(tab, peer, "attention", case, "numpy_ms")
         r = ratio(t, p)[0] if t and p else None
@@ -520,6 +533,9 @@ def main():
     ap.add_argument("--command")
     ap.add_argument("--note", action="append")
     ap.add_argument("--out")
+    ap.add_argument("--targets", choices=("auto", "cpu", "gpu"), default="auto",
+                    help="which issue's targets to judge: auto takes the CPU's where numpy "
+                         "peers ran and no torch peer")
     a = ap.parse_args()
     trec, prec = read_jsonl(a.tabcl), read_jsonl(a.peers)
     tab, peer = index(trec), index(prec)
@@ -531,9 +547,11 @@ def main():
     out += summary(tab, peer)
     out += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
     # the CPU run's peers (bench/run-cpu.sh) are numpy's; the GPU run has torch
-    # (host peers alone, as lookup_host.py by itself on a CPU, count as the CPU run)
-    cpu = not any(r.get("peer") == "torch" for r in prec)
-    for t, e, v in (cpu_targets(tab, peer) if cpu else targets(tab, peer)):
+    # (--targets cpu where the host peers ran alone, as lookup_host.py by itself on a CPU)
+    cpu = any(r.get("peer") == "numpy" for r in prec) and not any(r.get("peer") == "torch" for r in prec)
+    if a.targets != "auto":
+        cpu = a.targets == "cpu"
+    for t, e, v in (cpu_targets(tab, peer) if cpu else targets(tab, peer)) + fresh_rows(tab, peer):
         out.append("| %s | %s | %s |" % (t, e, v))
     out += bench_tables(tab, peer)
     text = "\n".join(out) + "\n"
