@@ -50,9 +50,9 @@ struct tabcl__device_desc;
   X(LOOKUP_SERIAL, "lookup.serial", INT, 0, 1024,                                               \
     "0: the GPU lookup kernels; N: one work-item a run of rows, N work-items a compute unit")    \
   X(FIT_HOST_LABELS, "fit.host_labels", INT, 0, 4294967296LL,                                 \
-    "fits from host memory of at most N labels (1 MiB of bytes) on the calling thread")       \
+    "fits from host memory of at most N labels (6 MiB of bytes) on the calling thread")       \
   X(LOOKUP_HOST_ROWS, "lookup.host_rows", INT, 0, 1099511627776LL,                            \
-    "host lookups and aligns of at most N query rows (32 B a row) on the calling thread")       \
+    "host lookups and aligns of at most N query rows (128 B a row) on the calling thread")       \
   X(LOOKUP_GROUP_BYTES, "lookup.group_bytes", INT, 0, 1099511627776LL,                          \
     "average query bytes from which a work-group compares each label")                           \
   X(LOOKUP_GROUP_LANES, "lookup.group_lanes", POW2, 1, 1024,                                    \
