@@ -364,6 +364,90 @@ static void sweep(int which, int op) {
   tabcl_context_destroy(ctx);
 }
 
+/* A host lookup of long columns on a staged context with several fill
+   threads (as on GPUs), whose offsets are checked as they are copied into
+   staging: codes against the reference; a decrease in the second column
+   (at its last label, then in its middle) is TABCL_INVALID_ARGUMENT with
+   validation's message, no code written and nothing leaked; then every
+   host allocation and OpenCL call of the call fails in turn. */
+Test(catindex_faults, long_lookup_checked_on_upload) {
+  tabcl_context *ctx = tt_context();
+  tt_staging(ctx, 1, 0);
+  tt_tune(ctx, "upload.threads=3;upload.in_place=0;lookup.host_rows=0;fit.host_labels=0");
+  cat_warm(ctx);
+  sweep_data d;
+  sweep_data_init(&d);
+  enum { N = 70000 };
+  tt_strings q[2];
+  for (int c = 0; c < 2; c++) {
+    tt_strings_init(&q[c], 5);
+    for (int64_t i = 0; i < N; i++) {
+      const tabcl_strings_view *src = &d.qv[c];
+      const int64_t k = (i * 7919) % src->length;
+      if (!tabcl__strings_valid(src, k)) tt_strings_push_null(&q[c]);
+      else tt_strings_push(&q[c], src->data + src->offsets[k],
+                           (size_t)(src->offsets[k + 1] - src->offsets[k]));
+    }
+  }
+  tabcl_strings_view qv[2] = {tt_view(&q[0]), tt_view(&q[1])};
+  cr_assert(tabcl__strings_check_in_upload(ctx, &qv[0]) && tabcl__strings_check_in_upload(ctx, &qv[1]),
+            "both columns take the check on their upload");
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 2, d.vv, TABCL_CODES_BY_POSITION, &idx));
+  cat_expect_lookup(idx, 2, d.vv, TABCL_CODES_BY_POSITION, qv, "long columns, checked on upload");
+  int32_t *c0 = malloc(N * 4), *c1 = malloc(N * 4);
+  int32_t *codes[2] = {c0, c1};
+  int64_t *o = (int64_t *)(uintptr_t)qv[1].offsets;
+  static const int64_t at[] = {N - 1, N / 2};
+  for (size_t k = 0; k < 2; k++) {
+    /* label at[k] ends before it starts (its end moved back past its start) */
+    const int64_t keep = o[at[k] + 1];
+    o[at[k] + 1] = at[k] + 1 == N ? o[at[k]] : o[at[k]] - 1;
+    if (at[k] + 1 == N) o[at[k]] += 1;   /* the last offsets: one decrease, sound ends */
+    tabcl_strings_view bad = qv[1];
+    cr_assert_eq(tabcl__strings_validate(&bad, "tabcl_category_index_lookup", 1, NULL),
+                 TABCL_INVALID_ARGUMENT);
+    char want[256];
+    snprintf(want, sizeof want, "%s", tabcl_last_error());
+    poison(c0, N);
+    poison(c1, N);
+    tt_live base = tt_live_now();
+    tabcl_strings_view both[2] = {qv[0], bad};
+    cr_expect_eq(tabcl_category_index_lookup(idx, 2, both, codes), TABCL_INVALID_ARGUMENT);
+    cr_expect_str_eq(tabcl_last_error(), want);
+    cr_expect(poisoned(c0, N) && poisoned(c1, N), "a rejected lookup wrote codes");
+    tt_expect_no_leak(base);
+    if (at[k] + 1 == N) o[at[k]] -= 1;
+    o[at[k] + 1] = keep;
+  }
+  for (int which = 0; which < 2; which++)
+    for (long n = 1; n < 100000; n++) {
+      poison(c0, N);
+      poison(c1, N);
+      tt_live base = tt_live_now();
+      tabcl__fault_set(which == 0 ? n : 0, which == 1 ? n : 0);
+      tabcl_status s = tabcl_category_index_lookup(idx, 2, qv, codes);
+      int fired = tabcl__fault_fired();
+      tabcl__fault_reset();
+      if (!fired) {
+        cr_expect_eq(s, TABCL_OK, "no fault, yet %s: %s", tabcl_status_name(s), tabcl_last_error());
+        cr_log_info("long lookup, %s sweep: %ld points", which ? "OpenCL" : "alloc", n - 1);
+        break;
+      }
+      cr_expect_neq(s, TABCL_OK, "%s failure %ld was swallowed", which ? "OpenCL" : "alloc", n);
+      if (s == TABCL_OK) break;
+      cr_expect(poisoned(c0, N) && poisoned(c1, N), "failure %ld wrote codes", n);
+      tt_expect_no_leak(base);
+    }
+  cat_expect_lookup(idx, 2, d.vv, TABCL_CODES_BY_POSITION, qv, "after the sweeps");
+  tabcl_category_index_destroy(idx);
+  free(c0);
+  free(c1);
+  for (int c = 0; c < 2; c++) tt_strings_free(&q[c]);
+  sweep_data_free(&d);
+  tabcl_context_destroy(ctx);
+}
+
 Test(catindex_faults, fit_host_allocations) { sweep(0, OP_FIT); }
 Test(catindex_faults, fit_opencl_calls) { sweep(1, OP_FIT); }
 Test(catindex_faults, lookup_host_allocations) { sweep(0, OP_LOOKUP); }

@@ -208,9 +208,12 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
     const tabcl_strings_view *v = views[c];
     /* a column without bytes has nothing to hand over (and OpenCL no
        buffer of zero bytes): its small copy it is */
-    st = in_place && v->length && v->data && v->offsets[v->length] > 0
-             ? tabcl__strings_in_place(idx->ctx, v, longest[c], &dev[c])
-             : tabcl__strings_upload_checked(idx->ctx, v, longest[c], &dev[c]);
+    if (longest[c] < 0)   /* its check rides on its upload (tabcl_category_index_lookup) */
+      st = tabcl__strings_upload_checking(idx->ctx, v, fn, c, &dev[c]);
+    else
+      st = in_place && v->length && v->data && v->offsets[v->length] > 0
+               ? tabcl__strings_in_place(idx->ctx, v, longest[c], &dev[c])
+               : tabcl__strings_upload_checked(idx->ctx, v, longest[c], &dev[c]);
   }
   if (!st) st = tabcl__catindex_lookup_dev(idx, dev, out, out_off, 0, NULL, NULL);
   for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
@@ -252,7 +255,10 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   int64_t rows = 0, bytes = 0;
   for (int c = 0; c < ncols && !st; c++) {
     const tabcl_strings_view *v = &queries[c];
-    if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
+    /* a long column's offsets are checked as they are copied into staging
+       (longest -1 until then), else here */
+    if (tabcl__strings_check_in_upload(idx->ctx, v)) longest[c] = -1;
+    else if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
     if (v->length && !codes[c])
       st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
                        c, (long long)v->length);
@@ -262,6 +268,8 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   /* a small call on a CPU device: on the calling thread (catindex_host.c) */
   const tabcl__catindex_host *on_host = NULL;
   if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &on_host);
+  for (int c = 0; on_host && !st && c < ncols; c++)   /* no upload to ride: checked now */
+    if (longest[c] < 0) st = tabcl__strings_validate_on(idx->ctx, &queries[c], fn, c, &longest[c]);
   if (st || !rows || on_host) {
     for (int c = 0; on_host && c < ncols; c++)
       tabcl__catindex_host_lookup(idx, on_host, c, &queries[c], codes[c]);

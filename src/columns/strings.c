@@ -119,19 +119,23 @@ typedef struct offsets_scan {
   atomic_int bad;
 } offsets_scan;
 
+/* Labels [0, n) of o checked, their longest and any decrease folded into sc. */
+static void scan_fold(offsets_scan *sc, const int64_t *o, int64_t n) {
+  uint64_t most = 0;
+  int bad = 0;
+  OFFSETS_PASS(int64_t, o, n, most, bad)
+  if (bad) atomic_store(&sc->bad, 1);
+  uint64_t seen = atomic_load(&sc->most);
+  while (most > seen && !atomic_compare_exchange_weak(&sc->most, &seen, most)) {
+  }
+}
+
 static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
   (void)dst;
   /* the scan itself is not const (the caller's own object): only its
      atomics are written */
   offsets_scan *sc = (offsets_scan *)(uintptr_t)arg;
-  const int64_t *o = sc->o + at / 8;
-  uint64_t most = 0;
-  int bad = 0;
-  OFFSETS_PASS(int64_t, o, n / 8, most, bad)
-  if (bad) atomic_store(&sc->bad, 1);
-  uint64_t seen = atomic_load(&sc->most);
-  while (most > seen && !atomic_compare_exchange_weak(&sc->most, &seen, most)) {
-  }
+  scan_fold(sc, sc->o + at / 8, (int64_t)(n / 8));
 }
 
 /* From this many labels the check's first pass runs on the fill threads
@@ -187,6 +191,8 @@ typedef struct column_src {
   const int32_t *o32;
   int64_t first;
   const uint8_t *validity;
+  int64_t length;         /* labels (o64/o32 hold length + 1) */
+  offsets_scan *scan;     /* non-NULL: check the 64-bit offsets while rebasing them */
 } column_src;
 
 static void fill_data(void *dst, size_t at, size_t n, const void *arg) {
@@ -205,6 +211,13 @@ static void fill_offsets(void *dst, size_t at, size_t n, const void *arg) {
     for (size_t k = 0; k < count; k++) d[k] = c->o64[i0 + k] - c->first;
   else
     for (size_t k = 0; k < count; k++) d[k] = (int64_t)c->o32[i0 + k] - c->first;
+  if (c->scan && c->o64 && (int64_t)i0 < c->length) {
+    /* the labels that start in this part (the last part holds the final
+       offset, which starts none), while its offsets are in the cache */
+    const int64_t labels = (int64_t)count < c->length - (int64_t)i0 ? (int64_t)count
+                                                                    : c->length - (int64_t)i0;
+    scan_fold(c->scan, c->o64 + i0, labels);
+  }
 }
 
 static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
@@ -250,12 +263,46 @@ tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strin
   t.length = v->length;
   t.bytes = offsets[v->length] - offsets[0];
   column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t.bytes, offsets, NULL,
-                    offsets[0], v->validity};
+                    offsets[0], v->validity, v->length, NULL};
   s = upload_column(ctx, t.length, &src, &t);
   if (s) {
     tabcl__strings_release(&t);
     return s;
   }
+  *out = t;
+  return TABCL_OK;
+}
+
+int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v) {
+  if (!ctx || !v || !v->offsets || v->length < VALIDATE_PARALLEL_MIN) return 0;
+  if (!tabcl__upload_staged(ctx) || tabcl__fill_threads(ctx) < 2) return 0;
+  /* a column handed over in place is not copied, so has no fill to ride */
+  if (tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_IN_PLACE, 0) == 1) return 0;
+  const int64_t first = v->offsets[0], last = v->offsets[v->length];
+  return first >= 0 && last >= first && (v->data || last == first);
+}
+
+tabcl_status tabcl__strings_upload_checking(tabcl_context *ctx, const tabcl_strings_view *v,
+                                            const char *fn, int col, tabcl__dev_strings *out) {
+  offsets_scan sc = {.o = v->offsets};
+  atomic_init(&sc.most, 0);
+  atomic_init(&sc.bad, 0);
+  tabcl__dev_strings t = {0};
+  t.length = v->length;
+  t.bytes = v->offsets[v->length] - v->offsets[0];
+  column_src src = {v->data ? v->data + v->offsets[0] : NULL, (size_t)t.bytes, v->offsets, NULL,
+                    v->offsets[0], v->validity, v->length, &sc};
+  tabcl_status s = upload_column(ctx, t.length, &src, &t);
+  if (!s && atomic_load(&sc.bad)) {
+    /* finds the fault and says it; a decrease always fails there */
+    s = tabcl__strings_validate(v, fn, col, NULL);
+    if (!s) s = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: offsets decrease", fn, col);
+  }
+  if (s) {
+    tabcl__strings_release(&t);
+    return s;
+  }
+  t.max_label = (int64_t)atomic_load(&sc.most);
   *out = t;
   return TABCL_OK;
 }
@@ -297,7 +344,7 @@ tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const i
   t.length = length;
   t.bytes = (int64_t)offsets[length] - offsets[0];
   column_src src = {data ? data + offsets[0] : NULL, (size_t)t.bytes, NULL, offsets, offsets[0],
-                    validity};
+                    validity, length, NULL};
   s = upload_column(ctx, length, &src, &t);
   if (s) {
     tabcl__strings_release(&t);

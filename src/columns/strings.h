@@ -42,6 +42,21 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i);
    nothing is left allocated. */
 tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
                                            int64_t longest, tabcl__dev_strings *out);
+/* Whether the check of v's offsets may ride on its upload (the next
+   call) instead of a pass of its own: long columns (64Ki labels and more)
+   uploaded through the staging area by several fill threads (GPUs), whose
+   ends are sound (offset 0 >= 0, the last >= the first, data present
+   where there are bytes). Where it answers 0, validate first. */
+int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v);
+/* Uploads v (unchecked, but tabcl__strings_check_in_upload said yes),
+   checking its offsets on the way: the fill threads that rebase them into
+   staging also find the longest label and any decrease. A fault is
+   reported as tabcl__strings_validate reports it (fn, col), and nothing is
+   left allocated; the staging writes already enqueued went to pooled
+   buffers, which return to the pool. Saves one pass over the offsets
+   (traced on the H200: 53-75 us of a 0.27-0.31 ms lookup of 100,000 rows). */
+tabcl_status tabcl__strings_upload_checking(tabcl_context *ctx, const tabcl_strings_view *v,
+                                            const char *fn, int col, tabcl__dev_strings *out);
 /* Validates, then uploads (tests, self-checks, the benchmark). */
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
                                    tabcl__dev_strings *out);
