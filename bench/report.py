@@ -404,6 +404,23 @@ def label_bytes(case):
     return int(m.group(1)) if m else None
 
 
+def versus(tab, peer, bench, peer_metric, tab_metric, need):
+    """(evidence, ok, known): tabcl's tab_metric against the peer's, each
+    case's ratio peer/tabcl needing need(case) or more."""
+    ev, ok, known = [], True, False
+    for (b, c), ms in sorted(peer.items()):
+        if b != bench or peer_metric not in ms:
+            continue
+        t = tab.get((b, c), OrderedDict()).get(tab_metric)
+        if not t or not as_ms(t):
+            continue
+        known = True
+        x = as_ms(ms[peer_metric]) / as_ms(t)
+        ok = ok and x >= need(c)
+        ev.append("%s %sx" % (c, fmt(x)))
+    return "; ".join(ev) or "no data", ok, known
+
+
 def fresh_rows(tab, peer):
     """Not targets: pandas on labels made anew for each call (lookup_host.py,
     pandas_fresh_*), where CPython has no hash of theirs kept yet."""
@@ -412,16 +429,8 @@ def fresh_rows(tab, peer):
             ("pandas_fresh_ms", "host_lookup_ms",
              "lookup, the host call, against get_indexer on new query objects"),
             ("pandas_fresh_fit_ms", "fit_ms", "fit against pandas building its Index from new objects")):
-        ev, ok, known = [], True, False
-        for (b, c), ms in sorted(peer.items()):
-            t = tab.get((b, c), OrderedDict()).get(tab_metric)
-            if b != "lookup" or peer_metric not in ms or not t or not as_ms(t):
-                continue
-            known = True
-            x = as_ms(ms[peer_metric]) / as_ms(t)
-            ok = ok and x > 1.0
-            ev.append("%s %sx" % (c, fmt(x)))
-        rows.append(("(information) %s (pandas/tabcl)" % what, "; ".join(ev) or "no data",
+        e, ok, known = versus(tab, peer, "lookup", peer_metric, tab_metric, lambda c: 1.0000001)
+        rows.append(("(information) %s (pandas/tabcl)" % what, e,
                      ("faster in every case" if ok else "not faster in every case") if known
                      else "no data"))
     return rows
@@ -447,29 +456,13 @@ def cpu_targets(tab, peer):
     rows.append(("hash >= 1.5x libxxhash on one core, labels >= 64 B", "; ".join(ev) or "no data",
                  verdict(ok, known)))
 
-    def versus(bench, peer_metric, tab_metric, need):
-        """(evidence, ok, known): tabcl's tab_metric against the peer's, each
-        case's ratio peer/tabcl needing need(case) or more."""
-        ev, ok, known = [], True, False
-        for (b, c), ms in sorted(peer.items()):
-            if b != bench or peer_metric not in ms:
-                continue
-            t = tab.get((b, c), OrderedDict()).get(tab_metric)
-            if not t or not as_ms(t):
-                continue
-            known = True
-            x = as_ms(ms[peer_metric]) / as_ms(t)
-            ok = ok and x >= need(c)
-            ev.append("%s %sx" % (c, fmt(x)))
-        return "; ".join(ev) or "no data", ok, known
-
-    e, ok, known = versus("lookup", "pandas_ms", "host_lookup_ms",
+    e, ok, known = versus(tab, peer, "lookup", "pandas_ms", "host_lookup_ms",
                           lambda c: 3.0 if (label_bytes(c) or 1 << 30) <= 64 else 1.0000001)
     rows.append(("lookup, the host call, faster than pandas get_indexer in every case, >= 3x up to 64 B "
                  "(pandas/tabcl)", e, verdict(ok, known)))
-    e, ok, known = versus("lookup", "pandas_fit_ms", "fit_ms", lambda c: 1.0000001)
+    e, ok, known = versus(tab, peer, "lookup", "pandas_fit_ms", "fit_ms", lambda c: 1.0000001)
     rows.append(("fit faster than pandas building its Index, every case (pandas/tabcl)", e, verdict(ok, known)))
-    e, ok, known = versus("align", "pandas_align_ms", "host_align_ms", lambda c: 1.0000001)
+    e, ok, known = versus(tab, peer, "align", "pandas_align_ms", "host_align_ms", lambda c: 1.0000001)
     rows.append(("align faster than the pandas re-coding, every case (pandas/tabcl)", e, verdict(ok, known)))
     for case in ("tab_b2000_l54_h8_d64_f32", "long_b1_h16_l1024_d64_f32"):
         t, p, _ = pick_auto(tab, peer, "attention", case, "numpy_ms")

@@ -253,22 +253,28 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
   return s ? s : tabcl__strings_upload_checked(ctx, v, longest, out);
 }
 
-tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
-                                           int64_t longest, tabcl__dev_strings *out) {
-  tabcl__dev_strings t = {0};
-  tabcl_status s;
-  t.max_label = longest;
+/* A host view's three buffers into *t, its offsets checked on the way
+   where scan is given; on failure nothing is left allocated. */
+static tabcl_status upload_view(tabcl_context *ctx, const tabcl_strings_view *v,
+                                offsets_scan *scan, tabcl__dev_strings *t) {
   static const int64_t zero_offset[1] = {0};
   const int64_t *offsets = v->offsets ? v->offsets : zero_offset;
-  t.length = v->length;
-  t.bytes = offsets[v->length] - offsets[0];
-  column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t.bytes, offsets, NULL,
-                    offsets[0], v->validity, v->length, NULL};
-  s = upload_column(ctx, t.length, &src, &t);
-  if (s) {
-    tabcl__strings_release(&t);
-    return s;
-  }
+  memset(t, 0, sizeof *t);
+  t->length = v->length;
+  t->bytes = offsets[v->length] - offsets[0];
+  column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t->bytes, offsets, NULL,
+                    offsets[0], v->validity, v->length, scan};
+  tabcl_status s = upload_column(ctx, t->length, &src, t);
+  if (s) tabcl__strings_release(t);
+  return s;
+}
+
+tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
+                                           int64_t longest, tabcl__dev_strings *out) {
+  tabcl__dev_strings t;
+  tabcl_status s = upload_view(ctx, v, NULL, &t);
+  if (s) return s;
+  t.max_label = longest;
   *out = t;
   return TABCL_OK;
 }
@@ -287,18 +293,13 @@ tabcl_status tabcl__strings_upload_checking(tabcl_context *ctx, const tabcl_stri
   offsets_scan sc = {.o = v->offsets};
   atomic_init(&sc.most, 0);
   atomic_init(&sc.bad, 0);
-  tabcl__dev_strings t = {0};
-  t.length = v->length;
-  t.bytes = v->offsets[v->length] - v->offsets[0];
-  column_src src = {v->data ? v->data + v->offsets[0] : NULL, (size_t)t.bytes, v->offsets, NULL,
-                    v->offsets[0], v->validity, v->length, &sc};
-  tabcl_status s = upload_column(ctx, t.length, &src, &t);
-  if (!s && atomic_load(&sc.bad)) {
+  tabcl__dev_strings t;
+  tabcl_status s = upload_view(ctx, v, &sc, &t);
+  if (s) return s;
+  if (atomic_load(&sc.bad)) {
     /* finds the fault and says it; a decrease always fails there */
     s = tabcl__strings_validate(v, fn, col, NULL);
     if (!s) s = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: offsets decrease", fn, col);
-  }
-  if (s) {
     tabcl__strings_release(&t);
     return s;
   }
