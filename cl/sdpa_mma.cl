@@ -224,45 +224,92 @@ inline void load_tile(__local elem_t *dst, __global const elem_t *src, long stri
 #define W32(tile, r, c) (*(__local const uint *)((tile) + (r) * RS + (c)))
 
 // The exponential of the softmax. The pipelined 16-bit kernel takes the
-// hardware's approximation (native_exp2: ex2.approx, a relative error near
-// 2^-22, far below the 2^-11 or 2^-8 to which P is then rounded); against
-// exp2 it measured no faster on the H200 (4.33 against 4.30 ms at 4 x 32
-// heads x 4,096 tokens, head dim 64), so it is a choice of no weight. The
-// other builds keep exp2 (f32 is held to 1e-5).
+// hardware's approximation with subnormal results flushed to zero
+// (ex2.approx.ftz.f32, a relative error near 2^-22, far below the 2^-11 or
+// 2^-8 to which P is then rounded). native_exp2 is the same approximation
+// without the flush, and NVIDIA's compiler makes it four instructions (a
+// range test, a multiply on each side of the approximation): in a profile
+// of the H200 those were 54 of the 490 instructions a warp issued per key
+// tile (head dim 64, 32 keys), for 32 MMAs. What the flush loses is below
+// 2^-126 of a row's largest term, which is 1. The other builds keep exp2
+// (f32 is held to 1e-5).
+inline float ex2_ftz(float x) {
+  float r;
+  __asm__("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 #ifndef SM_EXP2
 #if MMA_PIPE && MMA_DTYPE != 0
-#define SM_EXP2 native_exp2
+#define SM_EXP2 ex2_ftz
 #else
 #define SM_EXP2 exp2
 #endif
 #endif
 
+// A key tile's S scaled into the log2 domain, with entries outside the
+// lengths, past the causal diagonal or masked out set to -inf, for a mask
+// of the given kind (a constant at each call, so that each kind is its own
+// straight code: with the kind tested per entry, NVIDIA's compiler turned
+// the mask's loads and conversions into predicated instructions that every
+// tile issued, mask or not).
+__attribute__((always_inline)) inline void scale_mask(float s[NSN][4], int k0, int qi0, int qi1,
+                                                      int tq, int lq, int lk, int causal,
+                                                      int kind, __global const uchar *mask,
+                                                      long mbase, float scale2) {
+  #pragma unroll
+  for (int j = 0; j < NSN; j++) {
+    #pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
+      int ok = SDPA_IN_RANGE(qi, kj);
+      float x = s[j][e] * scale2;
+      if (kind == 1 && ok) ok = mask[SDPA_MASK_AT(qi, kj)] != 0;
+      if (kind == 2 && ok)
+        x += scalar_of(((__global const elem_t *)mask)[SDPA_MASK_AT(qi, kj)]) * LOG2E;
+      s[j][e] = ok ? x : -INFINITY;
+    }
+  }
+}
+
+// Whether the key tile from k0 needs no per-entry test in this kernel: no
+// mask, every key real and, if causal, every key at or below the diagonal
+// of the group's first query. Unlike SDPA_TILE_PLAIN (common.cl) it does
+// not ask that every query row be real: rows past the last query hold zeros
+// of Q here, their scores stay finite, and they are never written, so a
+// group of 64 rows over the tabular shape's 54 queries takes this path too.
+#define MMA_TILE_PLAIN(k0) (mask_kind == 0 && (k0) + BK <= lk && (!causal || (k0) + BK <= q0 + 1))
+
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
 // S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
 // maxima and partial sums move on; returns the factors (alpha) that rescale
 // what O holds so far. plain: the tile needs no per-entry tests
-// (SDPA_TILE_PLAIN in common.cl).
+// (MMA_TILE_PLAIN). A plain tile with a positive scale is not scaled entry
+// by entry: its row maxima are taken on the raw scores and scaled (a
+// positive factor keeps their order, and rounding keeps it too), and each
+// exponent is one fused multiply-add, s * scale - max; otherwise the scores
+// are scaled and masked first and the factor is 1.
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
                            __global const uchar *mask, long mbase, float scale2, int plain) {
+  const int fold = plain && scale2 > 0.f;
+  const float f = fold ? scale2 : 1.f;
+  if (plain && !fold) {
+    #pragma unroll
+    for (int j = 0; j < NSN; j++) {
+      #pragma unroll
+      for (int e = 0; e < 4; e++) s[j][e] *= scale2;
+    }
+  } else if (!plain) {
+    if (mask_kind == 0)
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 0, mask, mbase, scale2);
+    else if (mask_kind == 1)
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 1, mask, mbase, scale2);
+    else
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 2, mask, mbase, scale2);
+  }
   float mx0 = -INFINITY, mx1 = -INFINITY;
   #pragma unroll
   for (int j = 0; j < NSN; j++) {
-    if (plain) {
-      #pragma unroll
-      for (int e = 0; e < 4; e++) s[j][e] *= scale2;
-    } else {
-      #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int qi = e < 2 ? qi0 : qi1, kj = k0 + j * 8 + 2 * tq + (e & 1);
-        int ok = SDPA_IN_RANGE(qi, kj);
-        float x = s[j][e] * scale2;
-        if (ok && mask_kind == 1) ok = mask[SDPA_MASK_AT(qi, kj)] != 0;
-        else if (ok && mask_kind == 2)
-          x += scalar_of(((__global const elem_t *)mask)[SDPA_MASK_AT(qi, kj)]) * LOG2E;
-        s[j][e] = ok ? x : -INFINITY;
-      }
-    }
     mx0 = fmax(mx0, fmax(s[j][0], s[j][1]));
     mx1 = fmax(mx1, fmax(s[j][2], s[j][3]));
   }
@@ -270,7 +317,7 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   mx0 = fmax(mx0, shfl_xor(mx0, 2));
   mx1 = fmax(mx1, shfl_xor(mx1, 1));
   mx1 = fmax(mx1, shfl_xor(mx1, 2));
-  const float mn0 = fmax(m_run[0], mx0), mn1 = fmax(m_run[1], mx1);
+  const float mn0 = fmax(m_run[0], mx0 * f), mn1 = fmax(m_run[1], mx1 * f);
   // A row with nothing attendable yet keeps m = -inf; exponents then use 0
   // so that masked entries give exp2(-inf) = 0 instead of NaN.
   const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
@@ -279,8 +326,8 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   float sum0 = 0, sum1 = 0;
   #pragma unroll
   for (int j = 0; j < NSN; j++) {
-    s[j][0] = SM_EXP2(s[j][0] - mu0), s[j][1] = SM_EXP2(s[j][1] - mu0);
-    s[j][2] = SM_EXP2(s[j][2] - mu1), s[j][3] = SM_EXP2(s[j][3] - mu1);
+    s[j][0] = SM_EXP2(fma(s[j][0], f, -mu0)), s[j][1] = SM_EXP2(fma(s[j][1], f, -mu0));
+    s[j][2] = SM_EXP2(fma(s[j][2], f, -mu1)), s[j][3] = SM_EXP2(fma(s[j][3], f, -mu1));
     sum0 += s[j][0] + s[j][1];
     sum1 += s[j][2] + s[j][3];
   }
@@ -313,6 +360,7 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
 // 8 leaves rows off 16 bytes: those calls load tiles with load_tile's plain
 // loads, one stage, as the kernel below does.
 #define STAGE (2 * BK * RS)                /* one stage: K then V */
+#define Q_BESIDE (BQ <= 2 * BK)            /* Q fits one stage */
 
 inline uint lds_addr(__local const elem_t *p) { return (uint)(size_t)p; }
 
@@ -331,6 +379,7 @@ inline void cp_async16(__local elem_t *dst, __global const elem_t *src, int byte
 }
 inline void cp_async_commit(void) { __asm__ volatile("cp.async.commit_group;" ::: "memory"); }
 inline void cp_async_wait_all(void) { __asm__ volatile("cp.async.wait_group 0;" ::: "memory"); }
+inline void cp_async_wait_one(void) { __asm__ volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 #define LDSM_X4(r, addr)                                                              \
   __asm__ volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"      \
@@ -355,6 +404,22 @@ inline void issue_tile(__local elem_t *dst, __global const elem_t *src, long str
   }
 }
 
+// The same for a tile whose BK rows are all real, with the work-item's own
+// place in it worked out once a pass (issue_tile spent about 24
+// instructions on each 16-byte copy, a quarter of all the kernel issued):
+// NT is a multiple of a row's TILE_U4 words, so a work-item copies the same
+// 16-byte column of rows rt, rt + RPP, ... of every tile. dst and src point
+// at its first copy; bytes is 16, or 0 where its column is past d (then
+// src is the tile's first row, and nothing is read).
+#define RPP (NT / TILE_U4)                 /* rows one pass of the group copies */
+inline void issue_rows(__local elem_t *dst, __global const elem_t *src, long stride, int rt,
+                       int bytes) {
+  #pragma unroll
+  for (int u = 0; u < (BK + RPP - 1) / RPP; u++)
+    if (BK % RPP == 0 || rt + u * RPP < BK)
+      cp_async16(dst + u * RPP * RS, src + (bytes ? u * RPP * stride : 0), bytes);
+}
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
               __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
@@ -367,14 +432,27 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
   SDPA_GROUP_SETUP(elem_t, 8);
 
-  // Q through local memory (the whole area: BQ <= 4 BK rows, sdpa_mma.c),
-  // into registers once.
+  const int kv_end = SDPA_KV_END;
+  const int ntiles = (kv_end + BK - 1) / BK;
+  // Q through local memory into registers, once. Where it fits one stage
+  // (BQ <= 2 BK rows) it goes through the second while the first key tile
+  // lands in the first, so that the waits for the two overlap: a group of
+  // the tabular shape has two key tiles, and waited for Q, then for them.
+  // Otherwise Q takes the whole area (BQ <= 4 BK rows, sdpa_mma.c) first.
+  __local elem_t *qs = Q_BESIDE ? smem + STAGE : smem;
   if (vec) {
-    issue_tile(smem, qb, qstride, BQ, qn, d, t);
+    issue_tile(qs, qb, qstride, BQ, qn, d, t);
     cp_async_commit();
-    cp_async_wait_all();
+    if (Q_BESIDE && ntiles > 0) {
+      issue_tile(smem, kb, kstride, BK, lk, d, t);
+      issue_tile(smem + BK * RS, vb, kstride, BK, lk, d, t);
+      cp_async_commit();
+      cp_async_wait_one();   /* Q's copies have landed; the tile's may not */
+    } else {
+      cp_async_wait_all();
+    }
   } else {
-    load_tile(smem, qb, qstride, BQ, qn, d, 0, t);
+    load_tile(qs, qb, qstride, BQ, qn, d, 0, t);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
   // Warp w owns query rows [16 MT w, 16 MT (w + 1)), MT tiles of 16: each
@@ -388,9 +466,11 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     const int r = (w * MT + mt) * 16 + (lane & 7) + (((lane >> 3) & 1) << 3);
     const int c = (lane >> 4) << 3;
     #pragma unroll
-    for (int kc = 0; kc < NKC; kc++) LDSM_X4(qa[mt][kc], lds_addr(smem + r * RS + kc * 16 + c));
+    for (int kc = 0; kc < NKC; kc++) LDSM_X4(qa[mt][kc], lds_addr(qs + r * RS + kc * 16 + c));
   }
-  barrier(CLK_LOCAL_MEM_FENCE);
+  // Beside the first tile, Q's stage is next written after the loop's
+  // first barrier, which every warp reaches after these loads.
+  if (!Q_BESIDE) barrier(CLK_LOCAL_MEM_FENCE);
 
   float o[MT][NON][4], m_run[MT][2], l_run[MT][2];
   #pragma unroll
@@ -401,20 +481,24 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     l_run[mt][0] = l_run[mt][1] = 0;
   }
   const int r0 = w * MT * 16 + g;   /* row of this lane in the warp's first tile */
-  const int kv_end = SDPA_KV_END;
-  const int ntiles = (kv_end + BK - 1) / BK;
 
+#if !Q_BESIDE
   if (vec && ntiles > 0) {
     issue_tile(smem, kb, kstride, BK, lk, d, t);
     issue_tile(smem + BK * RS, vb, kstride, BK, lk, d, t);
     cp_async_commit();
   }
+#endif
   // This lane's ldmatrix rows: for K (x4: keys 0-7 and 8-15 of a 16-key
   // pair of tiles, head-dim columns 0-7 and 8-15 of a chunk) and for V
   // (.trans: keys 0-7 and 8-15 of a chunk, columns 0-7 and 8-15 of a pair
   // of O's tiles).
   const int kr = (lane & 7) + ((lane >> 4) << 3), kc8 = ((lane >> 3) & 1) << 3;
   const int vr = (lane & 7) + (((lane >> 3) & 1) << 3), vc8 = (lane >> 4) << 3;
+  // This work-item's copies in a whole tile (issue_rows).
+  const int crt = t / TILE_U4, cct = (t % TILE_U4) * VECN, cbytes = cct < d ? 16 : 0;
+  const int cdst = crt * RS + cct;
+  const long csrc = cbytes ? crt * kstride + cct : 0;
 
   for (int j = 0; j < ntiles; j++) {
     const int k0 = j * BK, kn = min(BK, lk - k0);
@@ -428,8 +512,13 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       if (j + 1 < ntiles) {
         __local elem_t *nk = smem + ((j + 1) & 1) * STAGE;
         const long at = (long)(k0 + BK) * kstride;
-        issue_tile(nk, kb + at, kstride, BK, lk - k0 - BK, d, t);
-        issue_tile(nk + BK * RS, vb + at, kstride, BK, lk - k0 - BK, d, t);
+        if (k0 + 2 * BK <= lk) {
+          issue_rows(nk + cdst, kb + at + csrc, kstride, crt, cbytes);
+          issue_rows(nk + BK * RS + cdst, vb + at + csrc, kstride, crt, cbytes);
+        } else {
+          issue_tile(nk, kb + at, kstride, BK, lk - k0 - BK, d, t);
+          issue_tile(nk + BK * RS, vb + at, kstride, BK, lk - k0 - BK, d, t);
+        }
         cp_async_commit();
       }
     } else {
@@ -462,7 +551,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       }
     }
 
-    const int plain = SDPA_TILE_PLAIN(k0);
+    const int plain = MMA_TILE_PLAIN(k0);
     #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
       const int qi0 = q0 + r0 + 16 * mt, qi1 = qi0 + 8;
@@ -692,7 +781,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
     }
 
-    const int plain = SDPA_TILE_PLAIN(k0);
+    const int plain = MMA_TILE_PLAIN(k0);
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
                                       mask_kind, mask, mbase, scale2, plain);
     #pragma unroll
