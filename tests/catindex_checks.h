@@ -15,25 +15,33 @@
 
 /* The plans a pass takes: the lookup kernels with one work-item a row, a
    work-group a row, or the CPU plan's runs of rows a work-item
-   (lookup.serial); or the calling thread (lookup.host_rows, whatever the
-   device). */
-#define CAT_PASSES 4
-static const char *const cat_passes[CAT_PASSES] = {"item", "group", "serial", "host"};
+   (lookup.serial); the calling thread (lookup.host_rows, whatever the
+   device); or three host threads (lookup.host_threads; calls of a few
+   thousand rows and more are split among them). */
+#define CAT_PASSES 5
+static const char *const cat_passes[CAT_PASSES] = {"item", "group", "serial", "host", "threads"};
 static inline void cat_pass_tune(tabcl_context *ctx, int pass) {
   if (pass < 0)
-    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=auto");
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=auto;"
+                 "lookup.host_threads=auto");
+  else if (pass == 4)
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=0;"
+                 "lookup.host_threads=3");
   else if (pass == 3)
-    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=1099511627776");
+    tt_tune(ctx, "lookup.serial=auto;lookup.group_bytes=auto;lookup.host_rows=1099511627776;"
+                 "lookup.host_threads=auto");
   else if (pass == 2)
-    tt_tune(ctx, "lookup.serial=3;lookup.group_bytes=auto;lookup.host_rows=0");
+    tt_tune(ctx, "lookup.serial=3;lookup.group_bytes=auto;lookup.host_rows=0;"
+                 "lookup.host_threads=0");
   else
-    tt_tune(ctx, "lookup.serial=0;lookup.group_bytes=%s;lookup.host_rows=0",
+    tt_tune(ctx, "lookup.serial=0;lookup.group_bytes=%s;lookup.host_rows=0;lookup.host_threads=0",
             pass == 0 ? "1099511627776" : "0");
 }
 
 /* An align's plan: -1 as tuned, 0 the device's, 1 the calling thread's. */
 static inline void cat_align_tune(tabcl_context *ctx, int host) {
-  tt_tune(ctx, "lookup.host_rows=%s", host < 0 ? "auto" : host ? "1099511627776" : "0");
+  tt_tune(ctx, "lookup.host_rows=%s;lookup.host_threads=%s",
+          host < 0 ? "auto" : host ? "1099511627776" : "0", host < 0 ? "auto" : host ? "1" : "0");
 }
 
 /* Looks queries up in idx once a plan (cat_passes, whatever the device:

@@ -133,6 +133,38 @@ Test(catindex, random_vocabularies_both_orders) {
   tabcl_context_destroy(ctx);
 }
 
+/* Host lookups past lookup.host_rows are split over host threads
+   (lookup.host_threads) in runs of rows that start on multiples of 16
+   rows, where the validity bitmap's bytes start: calls of thousands to
+   tens of thousands of rows with nulls, unknown labels and offsets that
+   start past 0 give every code on every plan (cat_expect_lookup's passes,
+   "threads" among them), one column or three in a call. */
+Test(catindex, threaded_host_lookups_of_many_rows) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/threaded_host_lookups_of_many_rows")};
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  static const int64_t rows[3] = {3 * 4096 + 5, 20011, 8197};
+  tt_strings v[3], q[3];
+  tabcl_strings_view vv[3], qv[3];
+  for (int c = 0; c < 3; c++) {
+    tt_strings_init(&v[c], 0);
+    random_vocab(&r, &v[c], 300 + 700 * c, 24, 1);
+    vv[c] = tt_view(&v[c]);
+    tt_strings_init(&q[c], 3 * c);
+    random_queries(&r, &vv[c], &q[c], rows[c], 24);
+    qv[c] = tt_view(&q[c]);
+  }
+  cat_fit_and_expect(ctx, 3, vv, qv, "three columns");
+  cat_fit_and_expect(ctx, 1, &vv[1], &qv[1], "one column");
+  for (int c = 0; c < 3; c++) {
+    tt_strings_free(&v[c]);
+    tt_strings_free(&q[c]);
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
 /* Where transfers are staged (GPUs), the host lookup's codes go from the
    staging area straight into the caller's arrays when they fit one chunk,
    and through a copy of the call's own when not: both give the codes. */
@@ -720,7 +752,7 @@ Test(catindex, no_program_builds_after_the_first_fit_and_lookup) {
   o.cache_dir = "";   /* every program counts as built */
   tabcl_context *ctx = tt_context_with(&o);
   /* the device's plans, whatever the sizes: the calling thread's build nothing */
-  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0");
+  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0");
   tt_rng r = {tt_seed("catindex/no_program_builds_after_the_first_fit_and_lookup")};
   fit_lookup_align(ctx, &r, 10, 20, 8);
   /* past a sort tile on every device: the sort's other program (a sort

@@ -368,12 +368,13 @@ static void sweep(int which, int op) {
    threads (as on GPUs), whose offsets are checked as they are copied into
    staging: codes against the reference; a decrease in the second column
    (at its last label, then in its middle) is TABCL_INVALID_ARGUMENT with
-   validation's message, no code written and nothing leaked; then every
-   host allocation and OpenCL call of the call fails in turn. */
+   validation's message, no code written and nothing leaked, on the
+   device's plan and both host plans; then every host allocation and
+   OpenCL call of the call fails in turn. */
 Test(catindex_faults, long_lookup_checked_on_upload) {
   tabcl_context *ctx = tt_context();
   tt_staging(ctx, 1, 0);
-  tt_tune(ctx, "upload.threads=3;upload.in_place=0;lookup.host_rows=0;fit.host_labels=0");
+  tt_tune(ctx, "upload.threads=3;upload.in_place=0;lookup.host_rows=0;lookup.host_threads=0;fit.host_labels=0");
   cat_warm(ctx);
   sweep_data d;
   sweep_data_init(&d);
@@ -399,7 +400,15 @@ Test(catindex_faults, long_lookup_checked_on_upload) {
   int32_t *codes[2] = {c0, c1};
   int64_t *o = (int64_t *)(uintptr_t)qv[1].offsets;
   static const int64_t at[] = {N - 1, N / 2};
-  for (size_t k = 0; k < 2; k++) {
+  /* on the device's plan, the calling thread and three host threads (the
+     host plans check the offsets before they run, and must not run after
+     a failed check) */
+  static const char *const plans[] = {"lookup.host_rows=0;lookup.host_threads=0",
+                                      "lookup.host_rows=1099511627776",
+                                      "lookup.host_rows=0;lookup.host_threads=3"};
+  for (size_t pk = 0; pk < 3 * 2; pk++) {
+    const size_t k = pk % 2;
+    tt_tune(ctx, "%s", plans[pk / 2]);
     /* label at[k] ends before it starts (its end moved back past its start) */
     const int64_t keep = o[at[k] + 1];
     o[at[k] + 1] = at[k] + 1 == N ? o[at[k]] : o[at[k]] - 1;
@@ -413,13 +422,16 @@ Test(catindex_faults, long_lookup_checked_on_upload) {
     poison(c1, N);
     tt_live base = tt_live_now();
     tabcl_strings_view both[2] = {qv[0], bad};
-    cr_expect_eq(tabcl_category_index_lookup(idx, 2, both, codes), TABCL_INVALID_ARGUMENT);
-    cr_expect_str_eq(tabcl_last_error(), want);
-    cr_expect(poisoned(c0, N) && poisoned(c1, N), "a rejected lookup wrote codes");
+    cr_expect_eq(tabcl_category_index_lookup(idx, 2, both, codes), TABCL_INVALID_ARGUMENT, "%s",
+                 plans[pk / 2]);
+    cr_expect_str_eq(tabcl_last_error(), want, "%s", plans[pk / 2]);
+    cr_expect(poisoned(c0, N) && poisoned(c1, N), "%s: a rejected lookup wrote codes",
+              plans[pk / 2]);
     tt_expect_no_leak(base);
     if (at[k] + 1 == N) o[at[k]] -= 1;
     o[at[k] + 1] = keep;
   }
+  tt_tune(ctx, "lookup.host_rows=auto;lookup.host_threads=auto");
   for (int which = 0; which < 2; which++)
     for (long n = 1; n < 100000; n++) {
       poison(c0, N);

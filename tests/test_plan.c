@@ -656,7 +656,7 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
     for (int off = 0; off < 2; off++) {
-      tabcl__tuning tune = tuning_for(dev, off ? "fit.host_labels=0;lookup.host_rows=0" : NULL);
+      tabcl__tuning tune = tuning_for(dev, off ? "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0" : NULL);
       tabcl__target tg = {dev, &tune, 0};
       const int cpu = dev->is_cpu && !off;
       tabcl__fit_plan p;
@@ -677,6 +677,25 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
                    devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 16385, 16385), 0, "%s", devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, most + 1), 0, "%s", devs[i].what);
+      /* past those bounds: a thread a compute unit on CPUs (lookup.host_threads),
+         the device's kernels elsewhere and where the override sets 0 */
+      const int units = dev->compute_units < 1 ? 1
+                        : dev->compute_units > TABCL__LOOKUP_HOST_THREADS_MAX
+                            ? TABCL__LOOKUP_HOST_THREADS_MAX
+                            : (int)dev->compute_units;
+      const int past = cpu ? units : 0;
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 1000, 64000), cpu, "%s, off %d", devs[i].what,
+                   off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 16385, 16385), past, "%s, off %d",
+                   devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 1000, most + 1), past, "%s, off %d: 4 KiB rows",
+                   devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000000, 800000000), past, "%s, off %d",
+                   devs[i].what, off);
     }
+    /* the override's count, on any device */
+    tabcl__tuning tune = tuning_for(dev, "lookup.host_threads=5");
+    tabcl__target tg = {dev, &tune, 0};
+    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000), 5, "%s", devs[i].what);
   }
 }

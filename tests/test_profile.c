@@ -457,7 +457,7 @@ Test(profile, small_allocation_is_out_of_memory) {
   tabcl_category_index *idx = NULL;
   /* the device's plans, which build the programs the calls below use
      before the leak baseline (a small fit on the calling thread builds none) */
-  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0");
+  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0");
   tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vocab, TABCL_CODES_BY_POSITION, &idx));
   tt_live base = tt_live_now();
   tabcl_strings_view huge = {1, off_big, bytes, NULL};

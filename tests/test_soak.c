@@ -284,7 +284,7 @@ Test(soak, mixed_calls) {
   /* the device's plans while warming: small fits and lookups on the
      calling thread (a CPU's default) build no program, so that warming
      with them would leave programs for the run to build */
-  for (int c = 0; c < 2; c++) tt_tune(s.ctx[c], "fit.host_labels=0;lookup.host_rows=0");
+  for (int c = 0; c < 2; c++) tt_tune(s.ctx[c], "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0");
   for (int ord = 0; ord < 2; ord++)
     for (int on = 0; on < 2; on++) {
       op_fit(&s, ord, on);
@@ -302,7 +302,7 @@ Test(soak, mixed_calls) {
         }
   warm_kv = -1;
   warming = 0;
-  for (int c = 0; c < 2; c++) tt_tune(s.ctx[c], "fit.host_labels=auto;lookup.host_rows=auto");
+  for (int c = 0; c < 2; c++) tt_tune(s.ctx[c], "fit.host_labels=auto;lookup.host_rows=auto;lookup.host_threads=auto");
   cr_log_info("soak: warm-up took %.1f s", now_s() - warm_start);
   drop_index(&s);
   tt_live base = tt_live_now();

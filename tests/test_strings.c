@@ -656,7 +656,8 @@ Test(strings_faults, staged_cl_failures) {
    whose first such call maps its tables. */
 static void sweep_lookup(int which, int fresh, int host) {
   tabcl_context *ctx = context_staged(1, 32);
-  tt_tune(ctx, "lookup.host_rows=%s", host ? "1099511627776" : "0");
+  tt_tune(ctx, "lookup.host_rows=%s;lookup.host_threads=%s", host ? "1099511627776" : "0",
+          host ? "auto" : "0");
   static const char *const vocab[] = {"red", "green", "blue", "a much longer label than the rest"};
   static const char *const query[] = {"blue", "nope", "red", "a much longer label than the rest",
                                       "green"};

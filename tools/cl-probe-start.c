@@ -47,7 +47,7 @@ int first_lookup_main(const char *device, const char *profile, int device_plans)
   tabcl_options o = {0};
   o.device = device;
   o.device_profile = profile;
-  if (device_plans) o.tune = "fit.host_labels=0;lookup.host_rows=0";
+  if (device_plans) o.tune = "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0";
   tabcl_context *ctx = NULL;
   tabcl_category_index *idx = NULL;
   static int32_t codes[LABELS];

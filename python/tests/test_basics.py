@@ -30,7 +30,7 @@ def test_devices_and_their_selectors(ctx):
 def test_context_cache_dir_takes_paths(tmp_path, monkeypatch):
     # the index's device plans: on a CPU device a fit and lookup this small
     # run on the calling thread and build no program
-    monkeypatch.setenv("TABCL_TUNE", "fit.host_labels=0;lookup.host_rows=0")
+    monkeypatch.setenv("TABCL_TUNE", "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0")
     c = tabcl.Context(cache_dir=tmp_path / "cache")
     tabcl.CategoryIndex.fit(c, [["a", "b"]]).lookup([["b"]])
     built, from_cache, launches = c.stats()

@@ -80,14 +80,21 @@ typedef struct tabcl__catindex_host {
 } tabcl__catindex_host;
 
 /* Whether a host call with `rows` query rows of `bytes` bytes in all runs
-   on the calling thread (tabcl__lookup_on_host), and if so the mapped
-   tables (mapping them on first use). A failure to map is the call's
-   failure; the index stays as it was. */
+   on the host (tabcl__lookup_host_threads), and if so the mapped tables
+   (mapping them on first use) and the threads it takes; NULL and 0 where
+   it runs on the device. A failure to map is the call's failure; the index
+   stays as it was. */
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       const tabcl__catindex_host **out);
+                                       const tabcl__catindex_host **out, int *threads);
 /* Looks column c's queries up on the calling thread into codes[0 .. length). */
 void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *h,
                                  int c, const tabcl_strings_view *q, int32_t *codes);
+/* The same over up to `threads` threads (the context's fill threads and
+   the calling thread), each a run of rows; the codes are the same. Calls
+   of fewer than a few thousand rows stay on the calling thread. */
+void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
+                                   const tabcl__catindex_host *h, int threads, int c,
+                                   const tabcl_strings_view *q, int32_t *codes);
 /* Unmaps the tables (destroy). */
 void tabcl__catindex_host_release(tabcl_category_index *idx);
 
@@ -220,6 +227,15 @@ typedef struct tabcl__fit_plan {
    lookup.host_rows rows (0 on GPUs) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
    a row on average. Pure. */
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
+/* The most threads a host lookup takes (the context's fill threads and the
+   calling thread). */
+#define TABCL__LOOKUP_HOST_THREADS_MAX 64
+/* How a host lookup or align of `rows` query rows of `bytes` bytes runs on
+   the host: 1 on the calling thread (tabcl__lookup_on_host), N > 1 split
+   over N threads, the calling thread among them (lookup.host_threads:
+   on CPU devices, whose cores the threads share with the kernels, one a
+   compute unit), 0 not on the host (the device's kernels). Pure. */
+int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
                           int64_t longest_label, tabcl__fit_plan *p);

@@ -33,12 +33,12 @@ static tabcl_status check_inputs(const tabcl_dictionary_view *inputs, int ncols,
   return TABCL_OK;
 }
 
-/* The whole align on the calling thread (catindex_host.c): each column's
+/* The whole align on the host (catindex_host.c): each column's
    categories looked up into its block of one table, then every row's code
    mapped through it. Nothing is written to codes before the one allocation
    has succeeded. */
 static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catindex_host *h,
-                                  int ncols, const tabcl_dictionary_view *inputs,
+                                  int threads, int ncols, const tabcl_dictionary_view *inputs,
                                   int32_t *const *codes, int64_t categories, const char *fn) {
   int32_t *table = tabcl__malloc(((size_t)categories + 1) * sizeof *table);
   if (!table)
@@ -47,7 +47,7 @@ static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catind
                        (long long)categories + 1);
   for (int c = 0; c < ncols; c++) {
     const tabcl_dictionary_view *in = &inputs[c];
-    tabcl__catindex_host_lookup(idx, h, c, &in->categories, table);
+    tabcl__catindex_host_lookup_n(idx, h, threads, c, &in->categories, table);
     for (int64_t i = 0; i < in->length; i++) {
       const int32_t k = in->codes[i];
       codes[c][i] = k < 0 ? -1 : table[k];
@@ -92,8 +92,10 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     if (v->length) category_bytes += v->offsets[v->length] - v->offsets[0];
   }
   const tabcl__catindex_host *on_host = NULL;
-  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &on_host);
-  if (!st && on_host) st = align_on_host(idx, on_host, ncols, inputs, codes, categories, fn);
+  int threads = 0;
+  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &on_host, &threads);
+  if (!st && on_host)
+    st = align_on_host(idx, on_host, threads, ncols, inputs, codes, categories, fn);
   if (st || on_host) {
     tabcl__free(longest);
     return st;

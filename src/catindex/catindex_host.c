@@ -1,4 +1,6 @@
-/* Small host calls on the calling thread (lookup.host_rows, CPU devices).
+/* Host calls on the host's own threads (CPU devices): small ones on the
+ * calling thread (lookup.host_rows), larger ones split over the context's
+ * threads (lookup.host_threads).
  *
  * A host lookup on a CPU device through OpenCL costs a few launches and one
  * wait for the driver's threads, tens of microseconds (cl-probe's "round
@@ -54,15 +56,18 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
 }
 
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       const tabcl__catindex_host **out) {
+                                       const tabcl__catindex_host **out, int *threads) {
   *out = NULL;
+  *threads = 0;
   const tabcl__target tg = tabcl__context_target(idx->ctx);
-  if (!tabcl__lookup_on_host(&tg, rows, bytes) || !idx->host_lock_made) return TABCL_OK;
+  const int n = tabcl__lookup_host_threads(&tg, rows, bytes);
+  if (n < 1 || !idx->host_lock_made) return TABCL_OK;
   if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
     return TABCL_OK;
   tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
   if (h) {
     *out = h;
+    *threads = n;
     return TABCL_OK;
   }
   tabcl_status st = TABCL_OK;
@@ -79,6 +84,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
   }
   pthread_mutex_unlock(&idx->host_lock);
   *out = h;
+  *threads = h ? n : 0;
   return st;
 }
 
@@ -94,6 +100,16 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
    over a batch, each stage first asks for what the next one reads
    (prefetch), so a batch's misses overlap. */
 #define HOST_BATCH 16
+
+/* While a row is hashed, the first HOST_PREFETCH_BYTES of the row
+   HOST_PREFETCH_AHEAD rows on are asked for: long labels are read from
+   memory, not the cache, and the hash of one label after another left the
+   core waiting (100,000 rows of 512 B on two threads, PoCL's VM, medians of
+   11: 3.8 ms without, 3.2 one row ahead, 2.7 four rows, 2.3-2.4 eight
+   rows; for queries that all match, 4.1-4.4, 3.7, 3.2, 2.9-3.2; labels of
+   8 and 64 B level). */
+#define HOST_PREFETCH_BYTES 1024
+#define HOST_PREFETCH_AHEAD 8
 
 /* The lower bound of h among keys [lo, lo + n), without branches. */
 static int64_t lower_bound(const uint64_t *keys, int64_t lo, int64_t n, uint64_t h) {
@@ -124,6 +140,11 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
       h[k] = 0;
       if (valid && !(valid[i >> 3] >> (i & 7) & 1)) continue;
       const int64_t s = q->offsets[i], len = q->offsets[i + 1] - s;
+      if (i + HOST_PREFETCH_AHEAD < q->length) {
+        const int64_t ns = q->offsets[i + HOST_PREFETCH_AHEAD],
+                      nl = q->offsets[i + HOST_PREFETCH_AHEAD + 1] - ns;
+        for (int64_t b = 0; b < nl && b < HOST_PREFETCH_BYTES; b += 64) HOST_PREFETCH(data + ns + b);
+      }
       h[k] = tabcl__xxh3_64_keyed(&keys, len ? data + s : (const uint8_t *)"", (size_t)len) & mask;
       at[k] = first + (shift < 64 ? (int64_t)(h[k] >> shift) : 0);
       HOST_PREFETCH(&t->dir[at[k]]);
@@ -162,6 +183,42 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
       codes[i] = code;
     }
   }
+}
+
+/* Rows a part of a threaded host lookup takes at least: a part costs a
+   parked thread's wake-up and join, some microseconds, and a row 10 to 20
+   ns on one core (labels up to 64 B, PoCL's CPU, bench/RESULTS.md). */
+#define HOST_PART_ROWS 2048
+
+typedef struct host_part {
+  const tabcl_category_index *idx;
+  const tabcl__catindex_host *t;
+  int c;
+  const tabcl_strings_view *q;
+} host_part;
+
+/* Rows [at / 4, (at + n) / 4) of a threaded lookup into dst, their codes:
+   the fill's bytes are the codes' bytes. Parts start on whole 64-byte
+   lines of codes (tabcl__fill_parallel_parts), so on a multiple of 16 rows,
+   where the validity bitmap's bytes start too. */
+static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
+  const host_part *p = arg;
+  const int64_t r0 = (int64_t)(at / sizeof(int32_t));
+  const tabcl_strings_view sub = {(int64_t)(n / sizeof(int32_t)), p->q->offsets + r0, p->q->data,
+                                  p->q->validity ? p->q->validity + r0 / 8 : NULL};
+  tabcl__catindex_host_lookup(p->idx, p->t, p->c, &sub, dst);
+}
+
+void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
+                                   const tabcl__catindex_host *t, int threads, int c,
+                                   const tabcl_strings_view *q, int32_t *codes) {
+  if (threads < 2 || q->length < 2 * HOST_PART_ROWS) {
+    tabcl__catindex_host_lookup(idx, t, c, q, codes);
+    return;
+  }
+  const host_part p = {idx, t, c, q};
+  tabcl__fill_parallel_parts(idx->ctx, threads, HOST_PART_ROWS * sizeof *codes, lookup_part,
+                             codes, 0, (size_t)q->length * sizeof *codes, &p);
 }
 
 void tabcl__catindex_host_release(tabcl_category_index *idx) {

@@ -265,14 +265,17 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
     rows += v->length;
     if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
   }
-  /* a small call on a CPU device: on the calling thread (catindex_host.c) */
+  /* on a CPU device: on the calling thread, or the context's threads too
+     (catindex_host.c) */
   const tabcl__catindex_host *on_host = NULL;
-  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &on_host);
+  int threads = 0;
+  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &on_host, &threads);
   for (int c = 0; on_host && !st && c < ncols; c++)   /* no upload to ride: checked now */
     if (longest[c] < 0) st = tabcl__strings_validate_on(idx->ctx, &queries[c], fn, c, &longest[c]);
   if (st || !rows || on_host) {
-    for (int c = 0; on_host && c < ncols; c++)
-      tabcl__catindex_host_lookup(idx, on_host, c, &queries[c], codes[c]);
+    /* not after a failed check: a rejected call writes no code */
+    for (int c = 0; on_host && !st && c < ncols; c++)
+      tabcl__catindex_host_lookup_n(idx, on_host, threads, c, &queries[c], codes[c]);
     tabcl__free(longest);
     if (!st) tabcl__clear_error();
     return st;

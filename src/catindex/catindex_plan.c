@@ -134,6 +134,14 @@ int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes) {
   return rows <= most && bytes <= most * TABCL__LOOKUP_HOST_ROW_BYTES;
 }
 
+int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes) {
+  if (tabcl__lookup_on_host(t, rows, bytes)) return 1;
+  /* the rule: a thread a compute unit, which on a CPU device is a core */
+  const int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS,
+                                 t->dev->compute_units ? (int64_t)t->dev->compute_units : 1);
+  return n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
+}
+
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {
   if (p->host) {
     snprintf(buf, cap,

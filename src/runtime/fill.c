@@ -143,12 +143,13 @@ static size_t cut(fill_part *part, size_t parts, tabcl__fill_fn fill, void *dst,
   return k;
 }
 
-/* The fill on the parked threads, started here up to threads - 1 of them;
-   0 where they are busy (the caller then starts its own). */
-static int fill_parked(tabcl_context *ctx, size_t threads, tabcl__fill_fn fill, void *dst,
-                       size_t at, size_t n, const void *arg) {
+/* The fill on the parked threads, started here up to threads - 1 of them,
+   in parts of at least `least` bytes; 0 where they are busy (the caller
+   then starts its own). */
+static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__fill_fn fill,
+                       void *dst, size_t at, size_t n, const void *arg) {
   tabcl__fill_workers *w = &ctx->workers;
-  size_t parts = n / FILL_PART_MIN_PARKED;
+  size_t parts = n / least;
   if (parts > threads) parts = threads;
   if (parts < 2) {
     fill(dst, at, n, arg);
@@ -177,15 +178,22 @@ static int fill_parked(tabcl_context *ctx, size_t threads, tabcl__fill_fn fill, 
 
 void tabcl__fill_parallel_n(tabcl_context *ctx, int nthreads, tabcl__fill_fn fill, void *dst,
                             size_t at, size_t n, const void *arg) {
+  tabcl__fill_parallel_parts(ctx, nthreads, FILL_PART_MIN_PARKED, fill, dst, at, n, arg);
+}
+
+void tabcl__fill_parallel_parts(tabcl_context *ctx, int nthreads, size_t least,
+                                tabcl__fill_fn fill, void *dst, size_t at, size_t n,
+                                const void *arg) {
   const size_t threads = nthreads < 1 ? 1 : nthreads > FILL_THREADS_MAX ? FILL_THREADS_MAX
                                                                           : (size_t)nthreads;
+  if (least < 64) least = 64;
   if (threads < 2) {
     fill(dst, at, n, arg);
     return;
   }
-  if (fill_parked(ctx, threads, fill, dst, at, n, arg)) return;
+  if (fill_parked(ctx, threads, least, fill, dst, at, n, arg)) return;
   /* the parked threads are busy: threads of this call's own */
-  size_t parts = n / FILL_PART_MIN;
+  size_t parts = n / (least > FILL_PART_MIN ? least : FILL_PART_MIN);
   if (parts > threads) parts = threads;
   if (parts < 2) {
     fill(dst, at, n, arg);

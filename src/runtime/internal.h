@@ -446,6 +446,13 @@ void tabcl__fill_parallel(tabcl_context *ctx, tabcl__fill_fn fill, void *dst, si
    tabcl__fill_threads_for). */
 void tabcl__fill_parallel_n(tabcl_context *ctx, int threads, tabcl__fill_fn fill, void *dst,
                             size_t at, size_t n, const void *arg);
+/* The same with the parked threads' parts at least `least` bytes (at least
+   64): for work whose bytes stand for more than a copy's (a host lookup's
+   codes: 4 bytes a row hashed, searched and compared). Parts are whole
+   64-byte lines, so a part of 4-byte elements starts on a multiple of 16. */
+void tabcl__fill_parallel_parts(tabcl_context *ctx, int threads, size_t least,
+                                tabcl__fill_fn fill, void *dst, size_t at, size_t n,
+                                const void *arg);
 /* The context's fill threads (fill.c): init at create (0 or an error),
    destroy joins them. */
 int tabcl__fill_workers_init(tabcl_context *ctx);

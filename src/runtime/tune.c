@@ -63,6 +63,8 @@ static const tune_row table[] = {
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "16384", R("fit.host_labels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "0", R("lookup.host_rows")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "16384", R("lookup.host_rows")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "0", R("lookup.host_threads")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "auto", R("lookup.host_threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_BYTES, "256", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_LANES, "auto", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "1", R("upload.staging")},
