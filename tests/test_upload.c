@@ -3,8 +3,10 @@
  * (tabcl__buffer_create_from) equal plain transfers for every area size,
  * offset and length, and fail cleanly under injected failures. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "columns/strings.h"
 #include "tabcl/tabcl_cl.h"
@@ -173,6 +175,85 @@ Test(upload, fills_from_several_callers_at_once) {
     cr_expect_eq(job[i].bad, 0, "caller %d: %d uploads wrong", i, job[i].bad);
     free((void *)job[i].src);
   }
+  tabcl_context_destroy(ctx);
+}
+
+/* A fill on the parked threads is cut into more parts than threads, each
+   taken by whichever thread is free: while the calling thread is held in
+   the first part, the helper takes every other part (a helper that wakes
+   late, or a thread slowed by its core, no longer holds back a whole half
+   of the work). Every byte is filled once, parts on whole 64-byte lines. */
+enum { PARTS_SEEN_MAX = 256 };
+typedef struct parts_seen {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  size_t at[PARTS_SEEN_MAX], n[PARTS_SEEN_MAX];
+  pthread_t by[PARTS_SEEN_MAX];
+  size_t total, others_done;   /* the fill's bytes; those of finished parts but the first */
+  int count, first_waited;
+} parts_seen;
+
+static void fill_seen(void *dst, size_t at, size_t n, const void *arg) {
+  parts_seen *ps = (parts_seen *)(uintptr_t)arg;
+  uint8_t *d = dst;
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(d[i] + 1 + ((at + i) & 0x3f));
+  pthread_mutex_lock(&ps->lock);
+  int k = ps->count++;
+  if (k < PARTS_SEEN_MAX) {
+    ps->at[k] = at;
+    ps->n[k] = n;
+    ps->by[k] = pthread_self();
+  }
+  if (at == 0) {
+    /* held until every other part is done, 10 s at most */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    int rc = 0;
+    while (rc == 0 && ps->others_done < ps->total - n)
+      rc = pthread_cond_timedwait(&ps->done, &ps->lock, &until);
+    ps->first_waited = rc == 0;
+  } else {
+    ps->others_done += n;
+    pthread_cond_broadcast(&ps->done);
+  }
+  pthread_mutex_unlock(&ps->lock);
+}
+
+Test(upload, parked_fill_parts_go_to_whoever_is_free) {
+  tabcl_context *ctx = tt_context();
+  const size_t least = 4096, n = 64 * least + 192;
+  uint8_t *dst = calloc(n, 1);
+  cr_assert(dst);
+  for (int round = 0; round < 3; round++) {
+    parts_seen ps = {.total = n};
+    pthread_mutex_init(&ps.lock, NULL);
+    pthread_cond_init(&ps.done, NULL);
+    memset(dst, 0, n);
+    tabcl__fill_parallel_parts(ctx, 2, least, fill_seen, dst, 0, n, &ps);
+    cr_assert(ps.count > 2 && ps.count <= PARTS_SEEN_MAX, "round %d: %d parts for 2 threads",
+              round, ps.count);
+    for (size_t i = 0; i < n; i++)
+      cr_assert_eq(dst[i], (uint8_t)(1 + (i & 0x3f)), "round %d: byte %zu filled %s", round, i,
+                   dst[i] ? "wrongly or twice" : "never");
+    int first = -1;
+    for (int k = 0; k < ps.count; k++) {
+      cr_expect_eq(ps.at[k] % 64, 0, "a part at %zu", ps.at[k]);
+      cr_expect(ps.n[k] >= least || ps.at[k] + ps.n[k] == n, "a part of %zu bytes", ps.n[k]);
+      if (ps.at[k] == 0) first = k;
+    }
+    cr_assert_geq(first, 0);
+    cr_expect(ps.first_waited, "round %d: the other parts waited for the first one's thread",
+              round);
+    for (int k = 0; k < ps.count; k++)
+      if (k != first)
+        cr_expect(!pthread_equal(ps.by[k], ps.by[first]),
+                  "round %d: the part at %zu waited for the thread held in the first", round,
+                  ps.at[k]);
+    pthread_cond_destroy(&ps.done);
+    pthread_mutex_destroy(&ps.lock);
+  }
+  free(dst);
   tabcl_context_destroy(ctx);
 }
 

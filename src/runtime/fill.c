@@ -27,6 +27,13 @@
 #define FILL_PART_MIN ((size_t)1 << 20)
 #define FILL_PART_MIN_PARKED ((size_t)256 << 10)
 #define FILL_THREADS_MAX (TABCL__FILL_WORKERS_MAX + 1)
+/* Parts a parked fill is cut into, a thread's worth each at most this many:
+   a part is taken by whichever thread is free, so a helper that wakes late
+   (a parked thread's wake-up took up to a millisecond on a 2-core VM)
+   still takes the parts left, instead of one half of the work waiting for
+   it. */
+#define FILL_PARTS_PER_THREAD 4
+#define FILL_PARTS_MAX 256
 
 typedef struct tabcl__fill_part {
   tabcl__fill_fn fill;
@@ -150,16 +157,18 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
                        void *dst, size_t at, size_t n, const void *arg) {
   tabcl__fill_workers *w = &ctx->workers;
   size_t parts = n / least;
-  if (parts > threads) parts = threads;
+  if (parts > threads * FILL_PARTS_PER_THREAD) parts = threads * FILL_PARTS_PER_THREAD;
+  if (parts > FILL_PARTS_MAX) parts = FILL_PARTS_MAX;
   if (parts < 2) {
     fill(dst, at, n, arg);
     return 1;
   }
   if (pthread_mutex_trylock(&w->job) != 0) return 0;
-  fill_part part[FILL_THREADS_MAX];
+  fill_part part[FILL_PARTS_MAX];
   parts = cut(part, parts, fill, dst, at, n, arg);
+  const size_t helpers = (parts < threads ? parts : threads) - 1;
   pthread_mutex_lock(&w->lock);
-  while ((size_t)w->threads + 1 < parts &&
+  while ((size_t)w->threads < helpers &&
          pthread_create(&w->tid[w->threads], NULL, worker_main, w) == 0)
     w->threads++;
   w->part = part;

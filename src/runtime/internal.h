@@ -449,7 +449,9 @@ void tabcl__fill_parallel_n(tabcl_context *ctx, int threads, tabcl__fill_fn fill
 /* The same with the parked threads' parts at least `least` bytes (at least
    64): for work whose bytes stand for more than a copy's (a host lookup's
    codes: 4 bytes a row hashed, searched and compared). Parts are whole
-   64-byte lines, so a part of 4-byte elements starts on a multiple of 16. */
+   64-byte lines, so a part of 4-byte elements starts on a multiple of 16.
+   On the parked threads a fill is cut into up to four parts a thread,
+   each taken by whichever thread is free (a late thread takes fewer). */
 void tabcl__fill_parallel_parts(tabcl_context *ctx, int threads, size_t least,
                                 tabcl__fill_fn fill, void *dst, size_t at, size_t n,
                                 const void *arg);
