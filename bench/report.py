@@ -436,7 +436,48 @@ def fresh_rows(tab, peer):
     return rows
 
 
-def cpu_targets(tab, peer):
+def probe_fma_gflops(path):
+    """cl-probe --json's fp32 FMA figure (GFLOP/s) of its first device that
+    has one, else None."""
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    devices = data.get("devices") if isinstance(data, dict) else None
+    for d in devices if isinstance(devices, list) else []:
+        m = d.get("measured") if isinstance(d, dict) else None
+        v = m.get("fp32 FMA (GFLOP/s)") if isinstance(m, dict) else None
+        v = v.get("value") if isinstance(v, dict) else v
+        try:   # cl-probe writes its figures as strings
+            v = float(v)
+        except (TypeError, ValueError):
+            continue
+        if v > 0:
+            return v
+    return None
+
+
+def fma_target(tab, peer, probe_path):
+    """cl-probe's fp32 FMA figure within 25% of numpy's sgemm on the same
+    cores (attention_numpy.py --sgemm): (target, evidence, verdict)."""
+    fma = probe_fma_gflops(probe_path)
+    rec = peer.get(("probe", "fp32_fma"), {}).get("numpy_sgemm_gflops")
+    sgemm = float(rec["value"]) if rec else None
+    known = fma is not None and sgemm is not None and sgemm > 0
+    r = fma / sgemm if known else None
+    if known:
+        ev = "cl-probe %s GFLOP/s, numpy sgemm %s GFLOP/s: %sx" % (fmt(fma), fmt(sgemm), fmt(r))
+    else:
+        ev = "cl-probe %s, numpy sgemm %s" % (fmt(fma) if fma is not None else "no figure",
+                                              fmt(sgemm) if sgemm is not None else "no figure")
+    return ("cl-probe fp32 FMA within 25% of numpy's sgemm on the same cores (cl-probe/numpy)", ev,
+            verdict(known and 0.75 <= r <= 1.25, known))
+
+
+def cpu_targets(tab, peer, probe_path=None):
     """The CPU issue's targets (issue 15), when its host peers ran: each
     (target, evidence, verdict)."""
     rows = []
@@ -475,6 +516,7 @@ def cpu_targets(tab, peer):
     rows.append(("sort of 2^20 pairs within 3x numpy's stable argsort + gather",
                  "tabcl %s, numpy %s: %sx" % (fig(t), fig(p), fmt(r)) if r is not None else "no figures from both",
                  verdict(r is not None and r <= 3.0, r is not None)))
+    rows.append(fma_target(tab, peer, probe_path))
     return rows
 
 
@@ -544,7 +586,7 @@ def main():
     cpu = any(r.get("peer") == "numpy" for r in prec) and not any(r.get("peer") == "torch" for r in prec)
     if a.targets != "auto":
         cpu = a.targets == "cpu"
-    for t, e, v in (cpu_targets(tab, peer) if cpu else targets(tab, peer)) + fresh_rows(tab, peer):
+    for t, e, v in (cpu_targets(tab, peer, a.probe) if cpu else targets(tab, peer)) + fresh_rows(tab, peer):
         out.append("| %s | %s | %s |" % (t, e, v))
     out += bench_tables(tab, peer)
     text = "\n".join(out) + "\n"

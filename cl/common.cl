@@ -1,9 +1,24 @@
 // Shared by every tabcl program; prepended by the host before the program's
 // own source. The host also defines, from the device's capabilities:
 //   TABCL_HAS_FP64, TABCL_VENDOR_NVIDIA/AMD/INTEL, TABCL_IS_CPU,
-//   TABCL_MAX_WG (max work-group size), TABCL_LOCAL_MEM (bytes).
+//   TABCL_MAX_WG (max work-group size), TABCL_LOCAL_MEM (bytes),
+//   TABCL_HAS_FMA (CL_FP_FMA in the device's single FP config).
 #ifndef TABCL_HAS_FP64
 #define TABCL_HAS_FP64 0
+#endif
+#ifndef TABCL_HAS_FMA
+#define TABCL_HAS_FMA 1
+#endif
+
+// a * b + c for the kernels' sums of products. fma() must round once, so
+// a device without the instruction (CL_FP_FMA unset: Mesa 22.3's llvmpipe)
+// runs a software routine for it, about 400x slower than mad() there
+// (cl-probe's FMA figure, bench/RESULTS.md); mad() lets the device use its
+// multiply and add. Where the instruction is, fma() as before.
+#if TABCL_HAS_FMA
+#define MULADD(a, b, c) fma(a, b, c)
+#else
+#define MULADD(a, b, c) mad(a, b, c)
 #endif
 #if TABCL_HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable

@@ -190,7 +190,7 @@ inline void store4(__global store_t *row, int c0, int d, int vec, real4 x) {
 }
 
 inline real dot4(real4 a, real4 b, real acc) {
-  return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, acc))));
+  return MULADD(a.w, b.w, MULADD(a.z, b.z, MULADD(a.y, b.y, MULADD(a.x, b.x, acc))));
 }
 
 // Loads rows r0.. of a [rows, d] tile whose rows are `stride` elements apart
@@ -466,7 +466,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
           for (int c = 0; c < CG; c++) {
             const real4 vv = kvs[j * DP4 + (tc ^ (j & SWV)) + c * TC];
             #pragma unroll
-            for (int i = 0; i < RQO; i++) acc[i][c] = fma((real4)(pv[i]), vv, acc[i][c]);
+            for (int i = 0; i < RQO; i++) acc[i][c] = MULADD((real4)(pv[i]), vv, acc[i][c]);
           }
         }
       }

@@ -177,7 +177,7 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
       for (int c = 0; c < d; c++) {
         const float16 qc = vload16(c, qtr);
         #pragma unroll
-        for (int j = 0; j < W; j++) s[j] = fma(qc, (float16)(kr[j * kstride + c]), s[j]);
+        for (int j = 0; j < W; j++) s[j] = MULADD(qc, (float16)(kr[j * kstride + c]), s[j]);
       }
     } else
 #endif
@@ -188,13 +188,13 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
         for (int c = 0; c < d; c++) {
           const float16 qc = vload16(c, qtr);
           #pragma unroll
-          for (int j = 0; j < W / 2; j++) s[j] = fma(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
+          for (int j = 0; j < W / 2; j++) s[j] = MULADD(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
         }
       } else {
         for (int c = 0; c < d; c++) {
           const float16 qc = vload16(c, qtr);
           #pragma unroll
-          for (int j = 0; j < W; j++) s[j] = fma(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
+          for (int j = 0; j < W; j++) s[j] = MULADD(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
         }
       }
     }
@@ -240,7 +240,7 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
         s[j] = (float16)(0.0f);
       }
     }
-    l = fma(l, a, psum);
+    l = MULADD(l, a, psum);
     m = mb;
 #if SDPA_DTYPE == 0
     if (jn == W && lk <= CPU_DIRECT_KEYS) {
@@ -248,7 +248,7 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
       for (int c = 0; c < d; c++) {
         float16 o = vload16(c, otr) * a;
         #pragma unroll
-        for (int j = 0; j < W; j++) o = fma(s[j], (float16)(vr[j * kstride + c]), o);
+        for (int j = 0; j < W; j++) o = MULADD(s[j], (float16)(vr[j * kstride + c]), o);
         vstore16(o, c, otr);
       }
     } else
@@ -259,14 +259,14 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
         for (int c = 0; c < d; c++) {
           float16 o = vload16(c, otr) * a;
           #pragma unroll
-          for (int j = 0; j < W / 2; j++) o = fma(s[j], (float16)(blk[j * CPU_DP + c]), o);
+          for (int j = 0; j < W / 2; j++) o = MULADD(s[j], (float16)(blk[j * CPU_DP + c]), o);
           vstore16(o, c, otr);
         }
       } else {
         for (int c = 0; c < d; c++) {
           float16 o = vload16(c, otr) * a;
           #pragma unroll
-          for (int j = 0; j < W; j++) o = fma(s[j], (float16)(blk[j * CPU_DP + c]), o);
+          for (int j = 0; j < W; j++) o = MULADD(s[j], (float16)(blk[j * CPU_DP + c]), o);
           vstore16(o, c, otr);
         }
       }

@@ -263,6 +263,39 @@ Test(profile, build_options_follow) {
   }
 }
 
+/* fma() is a software routine where the device's single FP config lacks
+   CL_FP_FMA (Mesa 22.3's llvmpipe: its fused attention kernel took 16.0 s
+   for 16 heads x 1,024 tokens, 2.4 s with mad; bench/RESULTS.md): the
+   kernels' MULADD follows -DTABCL_HAS_FMA, which must say what the device
+   says, on the device and under every profile (a profile clamps limits,
+   not instructions), and a program the library builds must be given it. */
+Test(profile, build_options_say_whether_fma_is_an_instruction) {
+  tabcl_context *plain = tt_context();
+  cl_device_fp_config fp32 = 0;
+  cr_assert_eq(clGetDeviceInfo(plain->device, CL_DEVICE_SINGLE_FP_CONFIG,
+                               sizeof fp32, &fp32, NULL), CL_SUCCESS);
+  const int fma = (fp32 & CL_FP_FMA) != 0;
+  char want[32];
+  snprintf(want, sizeof want, "-DTABCL_HAS_FMA=%d", fma);
+  cr_log_info("%s: CL_FP_FMA %s", plain->info.name, fma ? "set" : "not set");
+  for (int i = -1; i < NFAM; i++) {
+    tabcl_context *ctx = i < 0 ? plain : profile_context(families[i].name);
+    const char *who = i < 0 ? "the device" : families[i].name;
+    cr_expect_eq(ctx->info.has_fma, fma, "%s", who);
+    char opts[512];
+    tabcl__device_build_options(&ctx->info, opts, sizeof opts);
+    cr_expect(strstr(opts, want) != NULL, "%s: %s", who, opts);
+    cl_program p = NULL;
+    tt_assert_ok(tabcl__program_get(ctx, "probe", NULL, &p, NULL));
+    char built[1024] = "";
+    cr_assert_eq(clGetProgramBuildInfo(p, ctx->device, CL_PROGRAM_BUILD_OPTIONS,
+                                       sizeof built - 1, built, NULL), CL_SUCCESS);
+    if (built[0]) cr_expect(strstr(built, want) != NULL, "%s: built with %s", who, built);
+    if (i >= 0) tabcl_context_destroy(ctx);
+  }
+  tabcl_context_destroy(plain);
+}
+
 /* Every family's plans, for the suite's device clamped to it, stay within
    its limits: groups, local memory, buffers within one allocation; f64
    attention refused without fp64. */

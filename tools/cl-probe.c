@@ -30,7 +30,7 @@ static double now(void) {
 
 /* ---- the device table ---- */
 
-typedef enum kind { K_STR, K_UINT, K_ULONG, K_SIZE, K_SIZES, K_TYPE, K_EXT, K_FP } kind;
+typedef enum kind { K_STR, K_UINT, K_ULONG, K_SIZE, K_SIZES, K_TYPE, K_EXT, K_FP, K_FMA } kind;
 typedef struct query {
   const char *name;
   cl_device_info param;
@@ -54,6 +54,7 @@ static const query queries[] = {
     {"global memory (bytes)", CL_DEVICE_GLOBAL_MEM_SIZE, K_ULONG, NULL},
     {"address bits", CL_DEVICE_ADDRESS_BITS, K_UINT, NULL},
     {"base address align (bits)", CL_DEVICE_MEM_BASE_ADDR_ALIGN, K_UINT, NULL},
+    {"fp32 fused multiply-add", CL_DEVICE_SINGLE_FP_CONFIG, K_FMA, NULL},
     {"fp64", CL_DEVICE_DOUBLE_FP_CONFIG, K_FP, NULL},
     {"fp16 (cl_khr_fp16)", CL_DEVICE_EXTENSIONS, K_EXT, "cl_khr_fp16"},
     {"subgroups (cl_khr_subgroups)", CL_DEVICE_EXTENSIONS, K_EXT, "cl_khr_subgroups"},
@@ -117,6 +118,14 @@ static int report_query(cl_device_id d, const query *q) {
       e = clGetDeviceInfo(d, q->param, sizeof fp, &fp, NULL);
       /* Devices without fp64 may reject the query: that means "no". */
       row(q->name, NULL, "%s", e == CL_SUCCESS && fp ? "yes" : "no");
+      return 0;
+    }
+    case K_FMA: {
+      /* without CL_FP_FMA, fma() is a software routine: the kernels use mad() */
+      cl_device_fp_config fp = 0;
+      if ((e = clGetDeviceInfo(d, q->param, sizeof fp, &fp, NULL)) != CL_SUCCESS) break;
+      row(q->name, NULL, "%s", fp & CL_FP_FMA ? "yes (kernels use fma)"
+                                               : "no: fma() is emulated (kernels use mad)");
       return 0;
     }
   }
@@ -292,9 +301,14 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, wall_clock, &bw);
   failures += failed_row("copy bandwidth (GB/s)", s);
   if (!s) row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
-  int iters = o->quick ? 128 : 4096;
-  if (wall_clock && tc.fma_iters > iters) iters = tc.fma_iters;
-  s = tabcl__measure_fma(ctx, iters, o->quick ? 3 : 10, wall_clock, &flops);
+  /* Launches at least as long as the timer check's (TABCL__TIMER_MIN_WALL_S
+     of wall time), on every device: on PoCL's two cores a launch of 4,096
+     iterations lasted 0.3 ms, and its wake-up and wait moved the figure
+     between 97 and 208 GFLOP/s from one run to the next (234 with long
+     launches, numpy's sgemm 194-206; bench/RESULTS.md). */
+  int iters = o->quick ? 128 : 4096, scale = 1;
+  if ((double)tc.fma_iters * tc.fma_scale > iters) iters = tc.fma_iters, scale = tc.fma_scale;
+  s = tabcl__measure_fma(ctx, iters, scale, o->quick ? 3 : 10, wall_clock, &flops);
   failures += failed_row("fp32 FMA (GFLOP/s)", s);
   if (!s) row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
   double rt = 0, rt_min = 0;

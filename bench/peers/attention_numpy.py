@@ -15,6 +15,12 @@ whole [B, H, Lq, Lk] score tensor of the tabular shape would not fit a
 small machine's cache, and chunking is what a careful numpy user does.
 
 The time is wall-clock, the median of --reps runs after one warm-up.
+
+--sgemm N (2,048 by default, 0: none) also times one N x N f32 matmul, the
+figure issue 15 holds cl-probe's fp32 FMA figure against (within 25%): the
+rate the same cores reach in the best-tuned dense kernel at hand, recorded
+as bench "probe", case "fp32_fma", numpy_sgemm_gflops (2 N^3 FLOPs, the
+best of --reps runs, as a peak is; the product checked against float64).
 OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: a machine that sets
 them for old OpenBLAS builds should unset them for this command (the
 figures then come from the kernels OpenBLAS picks for this CPU); the run
@@ -57,6 +63,28 @@ def attention(q, k, v, causal, chunk):
     return out
 
 
+def sgemm_gflops(n, reps):
+    """(GFLOP/s, ok, message): the best of reps n x n f32 products after a
+    warm-up, a few entries of the product checked against float64."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    c = a @ b   # the warm-up, also checked
+    worst = 0.0
+    for _ in range(16):
+        i, j = rng.integers(n), rng.integers(n)
+        want = float(a[i].astype(np.float64) @ b[:, j].astype(np.float64))
+        scale = float(np.abs(a[i]).astype(np.float64) @ np.abs(b[:, j]).astype(np.float64))
+        worst = max(worst, abs(float(c[i, j]) - want) / max(scale, 1e-30))
+    best = None
+    for _ in range(max(reps, 1)):
+        t0 = time.perf_counter()
+        np.matmul(a, b, out=c)
+        t = time.perf_counter() - t0
+        best = t if best is None or t < best else best
+    return 2.0 * n ** 3 / best * 1e-9, worst < 1e-5, "worst error %.2g of |a||b|" % worst
+
+
 def check(q, k, v, causal, out, rows=8):
     """(ok, message): a few (batch, head, query) rows against float64, the
     error relative to the row's largest output (an output near zero has no
@@ -86,6 +114,7 @@ def main():
     ap.add_argument("--cases", help="comma-separated case names")
     ap.add_argument("--chunk-mib", type=float, default=32, help="scores computed at once, MiB")
     ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
+    ap.add_argument("--sgemm", type=int, default=2048, help="also time an N x N f32 matmul (0: not)")
     a = ap.parse_args()
     if a.cases:
         names = [n for n in a.cases.split(",") if n]
@@ -141,6 +170,14 @@ def main():
         rec("attention", name, "numpy_tflops", tflops, "TFLOP/s", vs="tflops", note=note)
         rows.append((name, "%.3f" % ms, "%.4f" % tflops, msg + ("; " + note if note else "")))
     table(rows, ["case", "ms", "TFLOP/s", "check"])
+    if a.sgemm > 0:
+        gflops, ok, msg = sgemm_gflops(a.sgemm, a.reps)
+        if ok:
+            rec("probe", "fp32_fma", "numpy_sgemm_gflops", gflops, "GFLOP/s",
+                note="%d x %d f32 matmul, the best of %d" % (a.sgemm, a.sgemm, max(a.reps, 1)))
+        else:
+            failed += 1
+        print("\nnumpy sgemm %d x %d: %.1f GFLOP/s (%s)" % (a.sgemm, a.sgemm, gflops, msg))
     budget.report()
     return 1 if failed else 0
 

@@ -161,6 +161,25 @@ class PeersOnDumps(unittest.TestCase):
 
 
 class Report(unittest.TestCase):
+    def test_fma_target_reads_probe_and_sgemm(self):
+        import report
+        d = tempfile.mkdtemp(prefix="tabcl-report-fma-")
+        try:
+            path = os.path.join(d, "probe.json")
+            peer = report.index([{"bench": "probe", "case": "fp32_fma", "metric": "numpy_sgemm_gflops",
+                                  "value": 200.0, "unit": "GFLOP/s", "peer": "numpy"}])
+            for fma, want in (("234.0", "met"), ("140.0", "**not met**"), ("260.0", "**not met**"),
+                              ("151.0", "met")):
+                with open(path, "w") as f:
+                    json.dump({"devices": [{"selector": "0:0", "measured": {
+                        "fp32 FMA (GFLOP/s)": {"value": fma}}}]}, f)
+                t, ev, v = report.fma_target({}, peer, path)
+                self.assertEqual(v, want, "%s against 200: %s" % (fma, ev))
+            self.assertEqual(report.fma_target({}, {}, path)[2], "not measured")
+            self.assertEqual(report.fma_target({}, peer, os.path.join(d, "none.json"))[2], "not measured")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_pairing(self):
         import report
         tab = report.index([
@@ -269,6 +288,12 @@ class NumpyPeers(unittest.TestCase):
             bad = whole.copy()
             bad[...] += 0.01
             self.assertFalse(A.check(q, k, v, causal, bad)[0])
+
+    def test_sgemm_figure_is_checked(self):
+        import attention_numpy as A
+        gflops, ok, msg = A.sgemm_gflops(64, 2)
+        self.assertTrue(ok, msg)
+        self.assertGreater(gflops, 0)
 
     def test_sort_peer_on_a_dump(self):
         d = tempfile.mkdtemp(prefix="tabcl-numpy-sort-")

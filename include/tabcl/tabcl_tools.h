@@ -204,6 +204,8 @@ typedef struct tabcl__timer_check {
   int trusted;
   double profiled_s, wall_s;
   int fma_iters; /* n: FMA iterations of a launch that took the minimum wall time */
+  int fma_scale; /* its work-items, a multiple of the probe's shape (more than 1 where
+                    the device's loop limit capped the iterations) */
 } tabcl__timer_check;
 tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out);
 
@@ -213,11 +215,15 @@ tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out);
    device whose timer failed tabcl__check_timer. */
 tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, int wall_clock,
                                  double *bytes_per_s);
-/* Independent FMA chains; fp32 FLOP/s (an FMA counts 2), median of reps.
-   Timed by wall clock, pass the check's fma_iters as iters if larger, so
-   that launch overheads do not count for much. */
-tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, int wall_clock,
-                                double *flops);
+/* Independent multiply-add chains (MULADD: fma where the device has the
+   instruction); fp32 FLOP/s (one counts 2), median of reps, launches of
+   iters iterations over scale times the probe's work-items (the work kept
+   under the device's loop limit by moving iterations into work-items).
+   cl-probe and tabcl-bench pass the timer check's fma_iters and fma_scale
+   where larger than their own counts, so that launch overheads do not count
+   for much. */
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int reps,
+                                int wall_clock, double *flops);
 /* The least a host call that runs anything on the device waits: one launch
    of a kernel over 16 work-items, then a blocking read of its 128 bytes,
    by the host's clock; median and minimum seconds of reps (after one

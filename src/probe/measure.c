@@ -132,8 +132,36 @@ static void fma_shape(const tabcl_context *ctx, cl_kernel k, size_t *global, siz
   *global = units * 8 * *wg;
 }
 
-tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, int wall_clock,
-                                double *flops) {
+/* `work` FMA-loop iterations of the probe's work-items as (iterations a
+   work-item, a multiple of the probe's work-items): the iterations stay
+   under the device's loop limit, `share` times over (the timer check also
+   runs launches of three times as many). A driver that ends loops early
+   does so silently (Mesa 22.3's llvmpipe after 65,535 iterations in all),
+   and the figures would count work never done: once llvmpipe's kernels
+   used mad (common.cl, MULADD), its timer check grew launches to a million
+   iterations and cl-probe reported 9,067 GFLOP/s for two cores. The limit
+   is asked for only where the loops could reach it. */
+static tabcl_status fit_loops(tabcl_context *ctx, double work, int share, int *iters,
+                              size_t *scale) {
+  if (work < 1) work = 1;
+  if (work > (double)(1 << 30)) work = (double)(1 << 30);
+  *iters = (int)work;
+  *scale = 1;
+  if (work * share <= (double)TABCL__LOOPS_UNCHECKED) return TABCL_OK;
+  uint64_t limit = 0;
+  tabcl_status s = tabcl__loop_limit(ctx, &limit);
+  if (s || !limit) return s;
+  /* half the limit, as planners keep (tabcl__loop_budget) */
+  const double most = (double)(limit / 2 / (uint64_t)share > 0 ? limit / 2 / (uint64_t)share : 1);
+  if (work > most) {
+    *scale = (size_t)ceil(work / most);
+    *iters = (int)most;
+  }
+  return TABCL_OK;
+}
+
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int reps,
+                                int wall_clock, double *flops) {
   cl_mem out = NULL;
   cl_kernel k = NULL;
   double times[64];
@@ -145,9 +173,12 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int reps, int wal
   const int lanes = ctx->info.is_cpu ? 16 : 1;
   const char *name = lanes > 1 ? "probe_fma16" : "probe_fma";
   if (lanes > 1) iters = iters / lanes > 0 ? iters / lanes : 1;
-  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, name, &k);
+  size_t more = 1;
+  tabcl_status s = fit_loops(ctx, (double)iters * (scale > 1 ? scale : 1), 1, &iters, &more);
+  if (!s) s = tabcl__kernel_create(ctx, "probe", NULL, name, &k);
   size_t global = 1, wg = 1;
   fma_shape(ctx, k, &global, &wg);
+  global *= more;
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &out, "fma output");
   if (!s) s = TABCL_SET_ARGS(k, name, TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
   for (int r = -1; !s && r < reps; r++) {
@@ -187,6 +218,8 @@ static tabcl_status fma_once(tabcl_context *ctx, cl_kernel k, cl_mem out, size_t
 tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out) {
   enum { REPS = 3 };
   out->trusted = 0;
+  out->fma_iters = 0;   /* none found: the callers keep their own counts */
+  out->fma_scale = 1;
   out->profiled_s = out->wall_s = 0;
   cl_mem buf = NULL;
   cl_kernel k = NULL;
@@ -197,19 +230,31 @@ tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out) {
                                    "timer check output");
   /* Grow the work until a launch is long enough that launch and wait
      overheads are small beside it (the first launch also warms up); the
-     lower of two runs, since a busy host can delay one. */
+     lower of two runs, since a busy host can delay one. Past the device's
+     loop limit the work grows in work-items (fit_loops). */
   int iters = 16;
-  double prof = 0, wall = 0, again = 0;
+  size_t scale = 1;
+  double work = 16, prof = 0, wall = 0, again = 0;
+  const size_t shape = global;
   while (!s) {
     s = fma_once(ctx, k, buf, global, wg, iters, &prof, &wall);
     if (!s && wall >= TABCL__TIMER_MIN_WALL_S) {
       s = fma_once(ctx, k, buf, global, wg, iters, &prof, &again);
       if (again < wall) wall = again;
     }
-    if (s || wall >= TABCL__TIMER_MIN_WALL_S || iters >= (1 << 26)) break;
+    if (s || wall >= TABCL__TIMER_MIN_WALL_S || work >= (double)(1 << 26)) break;
     double grow = wall > 0 ? 1.5 * TABCL__TIMER_MIN_WALL_S / wall : 16;
-    iters = grow >= 16 ? iters * 16 : grow <= 2 ? iters * 2 : (int)(iters * grow);
-    if (iters > (1 << 26)) iters = 1 << 26;
+    work *= grow >= 16 ? 16 : grow <= 2 ? 2 : grow;
+    if (work > (double)(1 << 26)) work = (double)(1 << 26);
+    if ((s = fit_loops(ctx, work, 3, &iters, &scale))) break;
+    if (global != shape * scale) {
+      /* more work-items: a bigger output buffer */
+      tabcl__buffer_release(buf);
+      buf = NULL;
+      global = shape * scale;
+      s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &buf,
+                               "timer check output");
+    }
   }
   /* n and 3n iterations, alternated, REPS of each; the medians compared. */
   double p1[REPS], w1[REPS], p3[REPS], w3[REPS];
@@ -224,6 +269,7 @@ tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out) {
   }
   if (!s) {
     out->fma_iters = iters;
+    out->fma_scale = (int)scale;
     out->profiled_s = tabcl__median(p3, REPS) - tabcl__median(p1, REPS);
     out->wall_s = tabcl__median(w3, REPS) - tabcl__median(w1, REPS);
     out->trusted = !missing && !over && out->wall_s > 0 &&

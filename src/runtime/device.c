@@ -83,6 +83,9 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device
   if (err != CL_SUCCESS) fp64 = 0; /* optional query on 1.x devices without fp64 */
   info->has_fp64 = fp64 != 0 || strstr(ext, "cl_khr_fp64") != NULL;
   info->has_fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+  cl_device_fp_config fp32 = 0;
+  QUERY(CL_DEVICE_SINGLE_FP_CONFIG, fp32);
+  info->has_fma = (fp32 & CL_FP_FMA) != 0;
   info->has_subgroups = strstr(ext, "cl_khr_subgroups") != NULL ||
                         strstr(ext, "cl_intel_subgroups") != NULL;
   info->is_gpu = (info->type & CL_DEVICE_TYPE_GPU) != 0;

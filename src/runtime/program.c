@@ -135,9 +135,10 @@ done:
 void tabcl__device_build_options(const tabcl__device_desc *info, char *buf, size_t cap) {
   snprintf(buf, cap,
            "-cl-std=CL1.2 -DTABCL_HAS_FP64=%d -DTABCL_VENDOR_NVIDIA=%d -DTABCL_VENDOR_AMD=%d "
-           "-DTABCL_VENDOR_INTEL=%d -DTABCL_IS_CPU=%d -DTABCL_MAX_WG=%zu -DTABCL_LOCAL_MEM=%llu",
+           "-DTABCL_VENDOR_INTEL=%d -DTABCL_IS_CPU=%d -DTABCL_MAX_WG=%zu -DTABCL_LOCAL_MEM=%llu "
+           "-DTABCL_HAS_FMA=%d",
            info->has_fp64, info->is_nvidia, info->is_amd, info->is_intel, info->is_cpu,
-           info->max_work_group_size, (unsigned long long)info->local_mem_size);
+           info->max_work_group_size, (unsigned long long)info->local_mem_size, info->has_fma);
 }
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
