@@ -514,7 +514,6 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
     s = tabcl_category_index_lookup(idx, ncols, qv, got);
     if (r < 0) host_first_s = bench_now() - t0;
     else host_t[r] = bench_now() - t0;
-    if (getenv("BENCH_SEQ")) fprintf(stderr, "%s %d %.3f\n", name, r, (bench_now() - t0) * 1e3);
   }
   for (int c = 0; c < ncols && !s; c++)
     for (int64_t i = 0; i < k->q; i++) wrong += got[c][i] != cols[c].want[i];
