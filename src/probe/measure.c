@@ -140,9 +140,10 @@ static void fma_shape(const tabcl_context *ctx, cl_kernel k, size_t *global, siz
    and the figures would count work never done: once llvmpipe's kernels
    used mad (common.cl, MULADD), its timer check grew launches to a million
    iterations and cl-probe reported 9,067 GFLOP/s for two cores. The limit
-   is asked for only where the loops could reach it. */
-static tabcl_status fit_loops(tabcl_context *ctx, double work, int share, int *iters,
-                              size_t *scale) {
+   is asked for only where the loops could reach it. The multiple stays at
+   most `most_scale` (launches then do less than `work`, never more). */
+static tabcl_status fit_loops(tabcl_context *ctx, double work, int share, size_t most_scale,
+                              int *iters, size_t *scale) {
   if (work < 1) work = 1;
   if (work > (double)(1 << 30)) work = (double)(1 << 30);
   *iters = (int)work;
@@ -154,10 +155,18 @@ static tabcl_status fit_loops(tabcl_context *ctx, double work, int share, int *i
   /* half the limit, as planners keep (tabcl__loop_budget) */
   const double most = (double)(limit / 2 / (uint64_t)share > 0 ? limit / 2 / (uint64_t)share : 1);
   if (work > most) {
-    *scale = (size_t)ceil(work / most);
+    const double want = ceil(work / most);
+    *scale = want < (double)most_scale ? (size_t)want : (most_scale ? most_scale : 1);
     *iters = (int)most;
   }
   return TABCL_OK;
+}
+
+/* The most work-items an FMA launch of `shape` work-items grows to: 2^24,
+   a 64 MiB output buffer. */
+static size_t most_scale(size_t shape) {
+  const size_t most = ((size_t)1 << 24) / (shape ? shape : 1);
+  return most ? most : 1;
 }
 
 tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int reps,
@@ -173,11 +182,12 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int re
   const int lanes = ctx->info.is_cpu ? 16 : 1;
   const char *name = lanes > 1 ? "probe_fma16" : "probe_fma";
   if (lanes > 1) iters = iters / lanes > 0 ? iters / lanes : 1;
-  size_t more = 1;
-  tabcl_status s = fit_loops(ctx, (double)iters * (scale > 1 ? scale : 1), 1, &iters, &more);
-  if (!s) s = tabcl__kernel_create(ctx, "probe", NULL, name, &k);
-  size_t global = 1, wg = 1;
+  tabcl_status s = tabcl__kernel_create(ctx, "probe", NULL, name, &k);
+  size_t global = 1, wg = 1, more = 1;
   fma_shape(ctx, k, &global, &wg);
+  if (!s)
+    s = fit_loops(ctx, (double)iters * (scale > 1 ? scale : 1), 1, most_scale(global), &iters,
+                  &more);
   global *= more;
   if (!s) s = tabcl__buffer_create(ctx, CL_MEM_WRITE_ONLY, global * sizeof(float), NULL, &out, "fma output");
   if (!s) s = TABCL_SET_ARGS(k, name, TABCL_ARG(out), TABCL_ARG(a), TABCL_ARG(b), TABCL_ARG(iters));
@@ -246,7 +256,7 @@ tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out) {
     double grow = wall > 0 ? 1.5 * TABCL__TIMER_MIN_WALL_S / wall : 16;
     work *= grow >= 16 ? 16 : grow <= 2 ? 2 : grow;
     if (work > (double)(1 << 26)) work = (double)(1 << 26);
-    if ((s = fit_loops(ctx, work, 3, &iters, &scale))) break;
+    if ((s = fit_loops(ctx, work, 3, most_scale(shape), &iters, &scale))) break;
     if (global != shape * scale) {
       /* more work-items: a bigger output buffer */
       tabcl__buffer_release(buf);
