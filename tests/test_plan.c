@@ -664,8 +664,10 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
       tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 8, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 16385, 16385, 16385 * 8, 16385, 16385, 8, &p);
-      cr_expect_eq(p.host, 0, "%s: a fit of 16,385 labels", devs[i].what);
+      tabcl__fit_plan_make(&tg, 1048576, 1048576, 1048576 * 4, 1048576, 1048576, 4, &p);
+      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 1,048,576 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 1048577, 1048577, 1048577 * 4, 1048577, 1048577, 4, &p);
+      cr_expect_eq(p.host, 0, "%s: a fit of 1,048,577 labels", devs[i].what);
       tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 4096, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
       tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 4096, &p);

@@ -60,7 +60,7 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "0", R("lookup on a CPU")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "8", R("lookup on a CPU")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "0", R("fit.host_labels")},
-    {"cpu", NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "16384", R("fit.host_labels")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "1048576", R("fit.host_labels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "0", R("lookup.host_rows")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "16384", R("lookup.host_rows")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "0", R("lookup.host_threads")},
