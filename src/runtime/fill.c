@@ -27,11 +27,11 @@
 #define FILL_PART_MIN ((size_t)1 << 20)
 #define FILL_PART_MIN_PARKED ((size_t)256 << 10)
 #define FILL_THREADS_MAX (TABCL__FILL_WORKERS_MAX + 1)
-/* Parts a parked fill is cut into, a thread's worth each at most this many:
-   a part is taken by whichever thread is free, so a helper that wakes late
-   (a parked thread's wake-up took up to a millisecond on a 2-core VM)
-   still takes the parts left, instead of one half of the work waiting for
-   it. */
+/* Parts a parked fill is cut into: up to this many a thread, each taken by
+   whichever thread is free, so that a thread held back (woken late, or its
+   core busy) takes fewer instead of the others waiting for its share. Cut
+   in one part a thread, host lookups on a 2-core VM took as long with two
+   threads as with one (bench/RESULTS.md, 2026-12-05). */
 #define FILL_PARTS_PER_THREAD 4
 #define FILL_PARTS_MAX 256
 
