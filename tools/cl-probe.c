@@ -301,14 +301,8 @@ static int probe_device(const probe_opts *o, int pi, int di, cl_device_id d) {
   s = tabcl__measure_copy(ctx, bytes, o->quick ? 3 : 10, wall_clock, &bw);
   failures += failed_row("copy bandwidth (GB/s)", s);
   if (!s) row("copy bandwidth (GB/s)", NULL, "%.1f", bw * 1e-9);
-  /* Launches at least as long as the timer check's (TABCL__TIMER_MIN_WALL_S
-     of wall time), on every device: on PoCL's two cores a launch of 4,096
-     iterations lasted 0.3 ms, and its wake-up and wait moved the figure
-     between 97 and 208 GFLOP/s from one run to the next (234 with long
-     launches, numpy's sgemm 194-206; bench/RESULTS.md). */
-  int iters = o->quick ? 128 : 4096, scale = 1;
-  if ((double)tc.fma_iters * tc.fma_scale > iters) iters = tc.fma_iters, scale = tc.fma_scale;
-  s = tabcl__measure_fma(ctx, iters, scale, o->quick ? 3 : 10, wall_clock, &flops);
+  /* launches at least as long as the timer check's, on every device */
+  s = tabcl__measure_fma(ctx, o->quick ? 128 : 4096, &tc, o->quick ? 3 : 10, wall_clock, &flops);
   failures += failed_row("fp32 FMA (GFLOP/s)", s);
   if (!s) row("fp32 FMA (GFLOP/s)", NULL, "%.1f", flops * 1e-9);
   double rt = 0, rt_min = 0;

@@ -216,14 +216,13 @@ tabcl_status tabcl__check_timer(tabcl_context *ctx, tabcl__timer_check *out);
 tabcl_status tabcl__measure_copy(tabcl_context *ctx, size_t bytes, int reps, int wall_clock,
                                  double *bytes_per_s);
 /* Independent multiply-add chains (MULADD: fma where the device has the
-   instruction); fp32 FLOP/s (one counts 2), median of reps, launches of
-   iters iterations over scale times the probe's work-items (the work kept
-   under the device's loop limit by moving iterations into work-items).
-   cl-probe and tabcl-bench pass the timer check's fma_iters and fma_scale
-   where larger than their own counts, so that launch overheads do not count
-   for much. */
-tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int reps,
-                                int wall_clock, double *flops);
+   instruction); fp32 FLOP/s (one counts 2), median of reps. Launches of
+   iters iterations, or as much work as the timer check's (check, which may
+   be NULL: its fma_iters times fma_scale) where that is more, so that
+   launch overheads do not count for much; the work kept under the
+   device's loop limit by moving iterations into work-items. */
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__timer_check *check,
+                                int reps, int wall_clock, double *flops);
 /* The least a host call that runs anything on the device waits: one launch
    of a kernel over 16 work-items, then a blocking read of its 128 bytes,
    by the host's clock; median and minimum seconds of reps (after one

@@ -169,8 +169,16 @@ static size_t most_scale(size_t shape) {
   return most ? most : 1;
 }
 
-tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, int scale, int reps,
-                                int wall_clock, double *flops) {
+tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__timer_check *check,
+                                int reps, int wall_clock, double *flops) {
+  /* Launches at least as long as the timer check's (TABCL__TIMER_MIN_WALL_S
+     of wall time): on PoCL's two cores a launch of 4,096 iterations lasted
+     0.3 ms, and its wake-up and wait moved the figure between 97 and 208
+     GFLOP/s from one run to the next (234 with long launches, numpy's
+     sgemm 194-206; bench/RESULTS.md). */
+  int scale = 1;
+  if (check && (double)check->fma_iters * check->fma_scale > iters)
+    iters = check->fma_iters, scale = check->fma_scale;
   cl_mem out = NULL;
   cl_kernel k = NULL;
   double times[64];

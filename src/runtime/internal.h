@@ -111,7 +111,7 @@ typedef struct tabcl__device_desc {
   int has_fp64, has_fp16, has_subgroups;
   int has_fma;                  /* CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG: fma() is an
                                    instruction, not a software routine (Mesa's llvmpipe
-                                   says no: its fma() ran 400x slower than mad()) */
+                                   says no: its fma() ran 200-350x slower than mad()) */
   int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
   int cl_major, cl_minor;       /* device OpenCL version */
   char profile[32];             /* the device profile clamping these values, "" for none */

@@ -8,15 +8,13 @@
 double bench_event_seconds(cl_event start, cl_event end) { return tabcl__event_seconds(start, end); }
 
 static int wall_clock; /* the profiling timer failed its check: time by the host's clock */
-static int check_iters, check_scale; /* FMA iterations and work-item multiple of a launch
-                                         of the check's minimum wall time */
+static tabcl__timer_check check; /* its FMA launch of the minimum wall time sizes the peak's */
 
 int bench_timer_setup(tabcl_context *ctx, const bench_args *a) {
   tabcl__timer_check tc;
   tabcl_status s = tabcl__check_timer(ctx, &tc);
   wall_clock = s || !tc.trusted;
-  check_iters = s ? 0 : tc.fma_iters;
-  check_scale = s ? 1 : tc.fma_scale;
+  check = tc;   /* a failed check found no count (fma_iters 0) */
   if (s)
     printf("# timer: wall clock (the profiling timer could not be checked: %s)\n",
            tabcl_last_error());
@@ -88,10 +86,9 @@ int bench_round_trip(tabcl_context *ctx, int quick, double *median_s, double *mi
 double bench_fma_peak(tabcl_context *ctx, int quick) {
   static double cached = 0;
   if (cached > 0) return cached;
-  int iters = quick ? 256 : 4096, scale = 1;
-  /* launches as long as the timer check's, as cl-probe's (tools/cl-probe.c) */
-  if ((double)check_iters * check_scale > iters) iters = check_iters, scale = check_scale;
-  if (tabcl__measure_fma(ctx, iters, scale, quick ? 3 : 10, wall_clock, &cached) != TABCL_OK) {
+  /* launches as long as the timer check's, as cl-probe's */
+  if (tabcl__measure_fma(ctx, quick ? 256 : 4096, &check, quick ? 3 : 10, wall_clock, &cached) !=
+      TABCL_OK) {
     fprintf(stderr, "fma peak: %s\n", tabcl_last_error());
     cached = 0;
   }
