@@ -672,13 +672,13 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
       tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 4096, &p);
       cr_expect_eq(p.host, 0, "%s: a fit of 8 MB of labels", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 64000), cpu, "%s, off %d", devs[i].what, off);
-      const int64_t most = 16384 * TABCL__LOOKUP_HOST_ROW_BYTES;
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 16384, most), cpu, "%s", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, 1000 * 512), cpu, "%s: 512 B labels",
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 500, 32000), cpu, "%s, off %d", devs[i].what, off);
+      const int64_t most = 512 * TABCL__LOOKUP_HOST_ROW_BYTES;
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 512, most), cpu, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 100, 100 * 512), cpu, "%s: 512 B labels",
                    devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 16385, 16385), 0, "%s", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 1000, most + 1), 0, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 513, 513), 0, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 100, most + 1), 0, "%s", devs[i].what);
       /* past those bounds: a thread a compute unit on CPUs (lookup.host_threads),
          the device's kernels elsewhere and where the override sets 0 */
       const int units = dev->compute_units < 1 ? 1
@@ -686,11 +686,11 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
                             ? TABCL__LOOKUP_HOST_THREADS_MAX
                             : (int)dev->compute_units;
       const int past = cpu ? units : 0;
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 1000, 64000), cpu, "%s, off %d", devs[i].what,
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000), cpu, "%s, off %d", devs[i].what,
                    off);
       cr_expect_eq(tabcl__lookup_host_threads(&tg, 16385, 16385), past, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 1000, most + 1), past, "%s, off %d: 4 KiB rows",
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100, most + 1), past, "%s, off %d: 656 B rows",
                    devs[i].what, off);
       cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000000, 800000000), past, "%s, off %d",
                    devs[i].what, off);

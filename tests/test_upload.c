@@ -226,6 +226,9 @@ Test(upload, parked_fill_parts_go_to_whoever_is_free) {
   uint8_t *dst = calloc(n, 1);
   cr_assert(dst);
   for (int round = 0; round < 3; round++) {
+    /* round 1 follows round 0 at once (the helper is still watching for
+       work, fill.c); round 2 comes after it has gone to sleep */
+    if (round == 2) nanosleep(&(struct timespec){0, 5000000}, NULL);
     parts_seen ps = {.total = n};
     pthread_mutex_init(&ps.lock, NULL);
     pthread_cond_init(&ps.done, NULL);

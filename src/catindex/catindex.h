@@ -217,10 +217,13 @@ typedef struct tabcl__fit_plan {
    against 1.35 ms); before it, 1 MiB was the bound. */
 #define TABCL__FIT_HOST_BYTES ((uint64_t)6 << 20)
 /* One thread hashes and compares every query byte, so long labels go to
-   the device's threads past lookup.host_rows x this many bytes. With the
-   AVX2 loop the calling thread was faster up to 2 MB on PoCL's two threads
-   (4,000 x 512 B: 0.15 against 0.23 ms; 8,000 x 256 B: 0.32 against 0.51)
-   and level at 4-5 MB; with the plain loop the bound was 32 bytes a row. */
+   the host threads past lookup.host_rows x this many bytes. When those
+   threads slept between calls the calling thread was faster up to 2 MB
+   (4,000 x 512 B: 0.15 against 0.23 ms); once they watched for the next
+   call (fill.c), two threads took less from 1,000 rows of 64 B on (12
+   against 14 us; 4,000 x 64 B 36 against 56 us; 1,000 x 4 KiB 0.11 against
+   0.21 ms; loops of one call after another, 2-core VM, 2026-12-05), so
+   lookup.host_rows on CPUs is 512. */
 #define TABCL__LOOKUP_HOST_ROW_BYTES 128
 /* Whether a host lookup or align of `rows` query rows (an align: its
    categories) of `bytes` bytes runs on the calling thread: at most

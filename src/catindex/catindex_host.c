@@ -185,10 +185,13 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
   }
 }
 
-/* Rows a part of a threaded host lookup takes at least: a part costs a
-   parked thread's wake-up and join, some microseconds, and a row 10 to 20
-   ns on one core (labels up to 64 B, PoCL's CPU, bench/RESULTS.md). */
-#define HOST_PART_ROWS 2048
+/* Rows a part of a threaded host lookup takes at least (labels up to
+   HOST_PART_ROWS_BYTES on average; part_rows): a part costs a lock and a
+   hand-over, about a microsecond where the threads are watching for work,
+   and a row 10 to 20 ns on one core (labels up to 64 B, PoCL's CPU,
+   bench/RESULTS.md). Parts of 128 to 2,048 rows gave the same times. */
+#define HOST_PART_ROWS 256
+#define HOST_PART_ROWS_BYTES 64
 
 typedef struct host_part {
   const tabcl_category_index *idx;
@@ -209,15 +212,27 @@ static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
   tabcl__catindex_host_lookup(p->idx, p->t, p->c, &sub, dst);
 }
 
+/* Rows a part takes at least for q: HOST_PART_ROWS for labels up to 64 B
+   on average, fewer for longer ones, whose rows cost more each (a row of 4
+   KiB is hashed and compared in about 0.2 us, as long as 16 rows of 8 B):
+   about the same work a part, on a multiple of 16 rows. */
+static int64_t part_rows(const tabcl_strings_view *q) {
+  const int64_t mean = q->length ? (q->offsets[q->length] - q->offsets[0]) / q->length : 0;
+  if (mean <= HOST_PART_ROWS_BYTES) return HOST_PART_ROWS;
+  const int64_t rows = HOST_PART_ROWS * HOST_PART_ROWS_BYTES / mean;
+  return rows < 16 ? 16 : rows & ~(int64_t)15;
+}
+
 void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
                                    const tabcl__catindex_host *t, int threads, int c,
                                    const tabcl_strings_view *q, int32_t *codes) {
-  if (threads < 2 || q->length < 2 * HOST_PART_ROWS) {
+  const int64_t rows = part_rows(q);
+  if (threads < 2 || q->length < 2 * rows) {
     tabcl__catindex_host_lookup(idx, t, c, q, codes);
     return;
   }
   const host_part p = {idx, t, c, q};
-  tabcl__fill_parallel_parts(idx->ctx, threads, HOST_PART_ROWS * sizeof *codes, lookup_part,
+  tabcl__fill_parallel_parts(idx->ctx, threads, (size_t)rows * sizeof *codes, lookup_part,
                              codes, 0, (size_t)q->length * sizeof *codes, &p);
 }
 

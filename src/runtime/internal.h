@@ -168,7 +168,11 @@ typedef struct tabcl__fill_workers {
   pthread_t tid[TABCL__FILL_WORKERS_MAX];
   int threads, stop;
   struct tabcl__fill_part *part;
-  size_t parts, next, left;   /* parts [next, parts) not taken yet; left not finished */
+  size_t parts, next;         /* parts [next, parts) not taken yet */
+  atomic_size_t left;         /* parts not finished (written under lock; read without it
+                                 by the fill's caller while it waits) */
+  atomic_uint posted;         /* fills posted so far (written under lock; read by threads
+                                 that wait for the next one before they park) */
 } tabcl__fill_workers;
 
 /* A context's pool of device buffers for host calls' temporaries (pool.c). */

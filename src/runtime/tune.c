@@ -62,7 +62,7 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "0", R("fit.host_labels")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_FIT_HOST_LABELS, "1048576", R("fit.host_labels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "0", R("lookup.host_rows")},
-    {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "16384", R("lookup.host_rows")},
+    {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "512", R("lookup.host_rows")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "0", R("lookup.host_threads")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "auto", R("lookup.host_threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_BYTES, "256", R("lookup kernels")},
