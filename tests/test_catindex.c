@@ -165,6 +165,25 @@ Test(catindex, threaded_host_lookups_of_many_rows) {
   tabcl_context_destroy(ctx);
 }
 
+/* Long labels: a threaded host lookup takes fewer rows a part (down to 16
+   for labels of 4 KiB and more, catindex_host.c), so a call of a few
+   hundred rows is split, nulls and all. */
+Test(catindex, threaded_host_lookups_of_long_labels) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/threaded_host_lookups_of_long_labels")};
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  random_vocab(&r, &v, 120, 9000, 1);
+  tabcl_strings_view vv = tt_view(&v);
+  tt_strings_init(&q, 3);
+  random_queries(&r, &vv, &q, 333, 9000);
+  tabcl_strings_view qv = tt_view(&q);
+  cat_fit_and_expect(ctx, 1, &vv, &qv, "labels up to 9,000 B");
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
 /* Where transfers are staged (GPUs), the host lookup's codes go from the
    staging area straight into the caller's arrays when they fit one chunk,
    and through a copy of the call's own when not: both give the codes. */
