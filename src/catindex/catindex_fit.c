@@ -198,6 +198,15 @@ static void fill_faulted(void *dst, size_t at, size_t n, const void *arg) {
 /* Up to this many label bytes (padded), where uploads map, the fit's
    labels are copied into their buffer when it is made (upload_labels). */
 #define FIT_COPIED_AT_CREATE_MAX ((uint64_t)256 << 10)
+/* The same bound for fits on the calling thread, which have no command
+   to wait for anyway. Past it the two copies (here, then the driver's into
+   a buffer of fresh pages) cost more than a map and one copy, done by the
+   fill threads: on PoCL, the 2-core VM, 10,000 x 512 B (5 MB) fitted in
+   0.55-0.59 ms against 0.63-0.74, 8,000 x 512 B 0.41-0.46 against 0.50-
+   0.57, 1,000 x 4 KiB 0.29-0.31 against 0.33-0.36; level at 2 MB (4,000 x
+   512 B); 1 MB and less lost (2,000 x 512 B 0.15 against 0.12, 100 x 4
+   KiB 0.09-0.11 against 0.04). */
+#define FIT_HOST_COPIED_AT_CREATE_MAX ((uint64_t)2 << 20)
 
 /* On a CPU device vdata's bytes are host memory either way, and a large
    fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
@@ -262,7 +271,7 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
   tabcl_status st = TABCL_OK;
   if (labels_in_own_memory(idx, src, padded, &st)) return st;
   if (copied_at_create(ctx, src, padded,
-                       on_host ? TABCL__FIT_HOST_BYTES : FIT_COPIED_AT_CREATE_MAX)) {
+                       on_host ? FIT_HOST_COPIED_AT_CREATE_MAX : FIT_COPIED_AT_CREATE_MAX)) {
     /* A small fit where uploads map: the bytes laid out here and copied
        when the buffer is made (CL_MEM_COPY_HOST_PTR), no command and no
        wait; the map, its wait and the unmap took about 48 us of a fit of
