@@ -1153,6 +1153,35 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
   tabcl_context_destroy(ctx);
 }
 
+/* Fits on the calling thread (CPU devices) of 2 to 6 MiB of labels fill
+   the index's buffer through a map on the fill threads, smaller ones lay
+   the bytes out for the driver to copy (catindex_fit.c): both sides of the
+   bound give the codes, and a fit that leaves nothing behind. */
+Test(catindex, host_fits_either_side_of_the_mapped_fill) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/host_fits_either_side_of_the_mapped_fill")};
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  static const int64_t labels[2] = {300, 1500};   /* labels of 0 to 8,192 B */
+  for (int k = 0; k < 2; k++) {
+    tt_strings v, q;
+    tt_strings_init(&v, 0);
+    random_vocab(&r, &v, labels[k], 8192, 1);
+    tabcl_strings_view vv = tt_view(&v);
+    const int64_t bytes = vv.offsets[vv.length];
+    if (k == 0) cr_assert_lt(bytes, 2 << 20, "%lld label bytes", (long long)bytes);
+    else cr_assert(bytes > (2 << 20) && bytes < (6 << 20), "%lld label bytes", (long long)bytes);
+    tt_strings_init(&q, 5);
+    random_queries(&r, &vv, &q, 700, 8192);
+    tabcl_strings_view qv = tt_view(&q);
+    cat_fit_and_expect(ctx, 1, &vv, &qv, k ? "2 to 6 MiB" : "under 2 MiB");
+    tt_strings_free(&v);
+    tt_strings_free(&q);
+  }
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
 /* A fit past 32 MiB of labels on a device that shares host memory keeps
    them in memory of the index's own (catindex_fit.c); elsewhere the plain
    upload. Either way lookups, align and save see the same labels, and the
