@@ -173,19 +173,18 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
 #define FAULT_RUN ((size_t)4 << 20)
 typedef struct faulted_fill {
   label_fill labels;
-  uint8_t *base;      /* the memory's start, page aligned (tabcl__malloc_large) */
   atomic_int *refused; /* set by a run whose memory could not be faulted in */
 } faulted_fill;
 
 static void fill_faulted(void *dst, size_t at, size_t n, const void *arg) {
   const faulted_fill *f = arg;
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   for (size_t done = 0; done < n && !atomic_load_explicit(f->refused, memory_order_relaxed);) {
     const size_t take = n - done < FAULT_RUN ? n - done : FAULT_RUN;
     /* from the page the run starts in: a page two runs share is faulted
        twice, which costs nothing the second time */
-    const size_t from = (at + done) / page * page, to = at + done + take;
-    if (madvise(f->base + from, to - from, MADV_POPULATE_WRITE) != 0) {
+    const uintptr_t run = (uintptr_t)dst + done, from = run / page * page;
+    if (madvise((void *)from, run + take - from, MADV_POPULATE_WRITE) != 0) {
       atomic_store_explicit(f->refused, 1, memory_order_relaxed);
       return;
     }
@@ -232,7 +231,7 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
   if (!h) return 0;
   atomic_int refused;
   atomic_init(&refused, 0);
-  const faulted_fill f = {{idx, src->v}, h, &refused};
+  const faulted_fill f = {{idx, src->v}, &refused};
   tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, (size_t)padded), fill_faulted, h, 0,
                          (size_t)padded, &f);
   /* a kernel without MADV_POPULATE_WRITE (before Linux 5.14), or memory it

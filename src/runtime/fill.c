@@ -146,23 +146,22 @@ static double now_us(void) {
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-/* Whether a fill after the `seen`-th is posted within FILL_WAKE_SPIN_US,
-   watched without the lock. */
-static int posted_soon(tabcl__fill_workers *w, unsigned seen) {
-  const double until = now_us() + FILL_WAKE_SPIN_US;
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(&w->posted, memory_order_relaxed) != seen) return 1;
-    if (!(i & 15) && now_us() > until) return 0;
-    sched_yield();
-  }
+static int posted_since(const tabcl__fill_workers *w, size_t seen) {
+  return atomic_load_explicit(&w->posted, memory_order_relaxed) != seen;
 }
 
-/* Whether every part is finished within FILL_WAKE_SPIN_US, watched
-   without the lock. */
-static int finished_soon(tabcl__fill_workers *w) {
+static int all_finished(const tabcl__fill_workers *w, size_t unused) {
+  (void)unused;
+  return !atomic_load_explicit(&w->left, memory_order_acquire);
+}
+
+/* Whether ready(w, arg) holds within FILL_WAKE_SPIN_US, watched without
+   the lock, the core yielded at every turn. */
+static int watch(const tabcl__fill_workers *w, int (*ready)(const tabcl__fill_workers *, size_t),
+                 size_t arg) {
   const double until = now_us() + FILL_WAKE_SPIN_US;
   for (unsigned i = 1;; i++) {
-    if (!atomic_load_explicit(&w->left, memory_order_acquire)) return 1;
+    if (ready(w, arg)) return 1;
     if (!(i & 15) && now_us() > until) return 0;
     sched_yield();
   }
@@ -179,7 +178,7 @@ static void *worker_main(void *arg) {
        just after is never missed */
     const unsigned seen = atomic_load_explicit(&w->posted, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
-    const int soon = posted_soon(w, seen);
+    const int soon = watch(w, posted_since, seen);
     pthread_mutex_lock(&w->lock);
     if (!soon && !w->stop && atomic_load_explicit(&w->posted, memory_order_relaxed) == seen)
       pthread_cond_wait(&w->work, &w->lock);
@@ -233,7 +232,7 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   /* the other threads' last parts watched for a while, then waited for */
   if (atomic_load_explicit(&w->left, memory_order_relaxed)) {
     pthread_mutex_unlock(&w->lock);
-    (void)finished_soon(w);
+    (void)watch(w, all_finished, 0);
     pthread_mutex_lock(&w->lock);
   }
   while (atomic_load_explicit(&w->left, memory_order_acquire))
