@@ -184,6 +184,154 @@ Test(catindex, threaded_host_lookups_of_long_labels) {
   tabcl_context_destroy(ctx);
 }
 
+/* The host's own directory (catindex_host.c), read from the mapped record
+   after a host lookup and checked slot by slot against its definition:
+   slot t of column c is the first entry whose bucket (hash >> its shift)
+   is t or more. Up to 5 bits finer than the index's where it stays within
+   2^20 slots and the hash's width leaves the bits; none (the index's own
+   directory) where the width leaves none. */
+static void expect_host_directory(tabcl_category_index *idx, int extra, const char *what) {
+  const tabcl__catindex_host *h = atomic_load(&idx->host);
+  cr_assert(h, "%s: no host record after a host lookup", what);
+  if (extra == 0) {
+    cr_expect(h->hdir == h->dir && h->hdinfo == h->dinfo && !h->fine,
+              "%s: a finer directory where the hash leaves no bits for one", what);
+    return;
+  }
+  cr_assert(h->fine && h->hdir == h->fine, "%s: no finer directory", what);
+  int kept = 0;
+  while (kept < 64 && (idx->mask >> kept)) kept++;
+  int64_t at = 0;
+  for (int c = 0; c < idx->ncols; c++) {
+    const int64_t shift = h->dinfo[2 * c + 1], fshift = h->hdinfo[2 * c + 1];
+    cr_expect_eq(fshift, shift - extra, "%s: column %d: shift %lld, expected %lld", what, c,
+                 (long long)fshift, (long long)(shift - extra));
+    cr_expect_eq(h->hdinfo[2 * c], at, "%s: column %d starts at slot %lld, expected %lld", what,
+                 c, (long long)h->hdinfo[2 * c], (long long)at);
+    const int bits = kept - (int)fshift;
+    const int64_t lo = h->dir[h->dinfo[2 * c]];
+    const int64_t hi = h->dir[h->dinfo[2 * c] + ((int64_t)1 << (kept - (int)shift))];
+    const int64_t slots = ((int64_t)1 << bits) + 1;
+    int64_t bad = 0, e = lo;
+    for (int64_t t = 0; t < slots; t++) {
+      while (e < hi && (fshift >= 64 ? 0 : (int64_t)(h->keys[e] >> fshift)) < t) e++;
+      if (h->hdir[at + t] != (uint32_t)e && bad++ == 0)
+        cr_expect_fail("%s: column %d: host directory slot %lld holds %u, expected %lld", what,
+                       c, (long long)t, h->hdir[at + t], (long long)e);
+    }
+    at += slots;
+  }
+}
+
+Test(catindex, host_directory_finer_than_the_index) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/host_directory_finer_than_the_index")};
+  cat_warm(ctx);
+  tt_live base = tt_live_now();
+  /* labels a column, hash bits, the finer directory's extra bits */
+  static const struct {
+    int64_t n[2];
+    unsigned bits;
+    int extra;
+    const char *what;
+  } cases[] = {
+      {{100, 5000}, 64, 5, "100 and 5,000 labels"},
+      {{1, 2}, 64, 5, "one label and two (a single bucket)"},
+      {{40000, 0}, 64, 2, "40,000 labels (3 bits would pass 2^18 slots)"},
+      {{140000, 0}, 64, 0, "140,000 labels (one bit would pass 2^18 slots)"},
+      {{300, 70}, 9, 1, "9 hash bits (one bit left below the directory's)"},
+      {{300, 70}, 4, 0, "4 hash bits (none left)"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tabcl__context_set_hash_bits(ctx, cases[k].bits);
+    tt_strings v[2], q[2];
+    tabcl_strings_view vv[2], qv[2];
+    for (int c = 0; c < 2; c++) {
+      tt_strings_init(&v[c], 0);
+      char lab[32];
+      for (int64_t i = 0; i < cases[k].n[c]; i++)
+        tt_strings_push(&v[c], lab, (size_t)snprintf(lab, sizeof lab, "c%d label %lld", c,
+                                                     (long long)i));
+      vv[c] = tt_view(&v[c]);
+      tt_strings_init(&q[c], 0);
+      random_queries(&r, &vv[c], &q[c], 3000, 24);
+      qv[c] = tt_view(&q[c]);
+    }
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+    cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, cases[k].what);
+    expect_host_directory(idx, cases[k].extra, cases[k].what);
+    tabcl_category_index_destroy(idx);
+    for (int c = 0; c < 2; c++) {
+      tt_strings_free(&v[c]);
+      tt_strings_free(&q[c]);
+    }
+  }
+  tabcl__context_set_hash_bits(ctx, 64);
+  tt_expect_no_leak(base);
+  tabcl_context_destroy(ctx);
+}
+
+/* The first host lookup maps the index's tables and makes the host's
+   directory: failing any host allocation or OpenCL call on that path gives
+   a named failure, writes no code, leaves nothing mapped or leaked, and the
+   next lookup works. */
+Test(catindex, first_host_lookup_failures) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/first_host_lookup_failures")};
+  cat_warm(ctx);
+  cat_align_tune(ctx, 1);
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  random_vocab(&r, &v, 500, 24, 1);
+  tabcl_strings_view vv = tt_view(&v);
+  tt_strings_init(&q, 0);
+  random_queries(&r, &vv, &q, 700, 24);
+  tabcl_strings_view qv = tt_view(&q);
+  int32_t *codes = malloc((size_t)qv.length * sizeof *codes);
+  cr_assert(codes);
+  for (int which = 0; which < 2; which++) {
+    const char *kind = which ? "OpenCL call" : "host allocation";
+    long n = 1;
+    for (; n < 200; n++) {
+      tabcl_category_index *idx = NULL;
+      tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_VALUE, &idx));
+      tt_live base = tt_live_now();
+      for (int64_t i = 0; i < qv.length; i++) codes[i] = 0x7A7A7A7A;
+      tabcl__clear_error();
+      tabcl__fault_set(which ? 0 : n, which ? n : 0);
+      tabcl_status s = tabcl_category_index_lookup(idx, 1, &qv, &codes);
+      const int fired = tabcl__fault_fired();
+      tabcl__fault_reset();
+      if (!fired) {
+        cr_expect_eq(s, TABCL_OK, "%s %ld: no failure injected, yet %s", kind, n,
+                     tabcl_status_name(s));
+        tabcl_category_index_destroy(idx);
+        break;
+      }
+      cr_expect_neq(s, TABCL_OK, "failing %s %ld was swallowed", kind, n);
+      cr_expect_neq(tabcl_last_error()[0], '\0', "failing %s %ld: no message", kind, n);
+      cr_expect(atomic_load(&idx->host) == NULL, "failing %s %ld left a host record", kind, n);
+      int64_t touched = 0;
+      for (int64_t i = 0; i < qv.length; i++) touched += codes[i] != 0x7A7A7A7A;
+      cr_expect_eq(touched, 0, "failing %s %ld wrote %lld codes", kind, n, (long long)touched);
+      tt_live now = tt_live_now();
+      cr_expect(now.allocs == base.allocs && now.mems == base.mems,
+                "failing %s %ld leaked %ld host allocations and %ld buffers", kind, n,
+                now.allocs - base.allocs, now.mems - base.mems);
+      cat_expect_lookup(idx, 1, &vv, TABCL_CODES_BY_VALUE, &qv, "after a failed first host lookup");
+      cat_align_tune(ctx, 1);
+      tabcl_category_index_destroy(idx);
+    }
+    cr_expect(n > 1 && n < 200, "%s: %ld failure points", kind, n - 1);
+    cr_log_info("first host lookup: %ld %s failure points", n - 1, kind);
+  }
+  free(codes);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}
+
 /* Where transfers are staged (GPUs), the host lookup's codes go from the
    staging area straight into the caller's arrays when they fit one chunk,
    and through a copy of the call's own when not: both give the codes. */

@@ -75,6 +75,13 @@ typedef struct tabcl__catindex_host {
   const uint32_t *dir;
   const int64_t *dinfo;   /* (first slot, shift) pairs */
   const uint8_t *vdata;
+  /* The directory the host searches: a finer one of its own (buckets of
+     about 0.2 entries, made when the tables are mapped) where it stays
+     small, else dir and dinfo. */
+  const uint32_t *hdir;
+  const int64_t *hdinfo;
+  uint32_t *fine;         /* owned: the finer directory's slots, or NULL */
+  int64_t *fine_info;     /* owned: its (first slot, shift) pairs, or NULL */
   cl_mem mem[6];          /* what was mapped, for the unmaps at destroy */
   void *ptr[6];
 } tabcl__catindex_host;
