@@ -1158,17 +1158,16 @@ static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl 
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
                        "%s: column %d: out of host memory for %lld offsets and their validity",
                        fn, c, (long long)n + 1);
-  cl_event ev = NULL;
-  cl_int err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, d->offsets, CL_FALSE, 0,
-                                            ((size_t)n + 1) * 8, *offs, nwait, wait, &ev));
-  err = tabcl__wait_own(err, ev);
-  if (err == CL_SUCCESS && d->validity) {
-    ev = NULL;
-    err = TABCL_CL(clEnqueueReadBuffer(ctx->queue, d->validity, CL_FALSE, 0, (size_t)(n + 7) / 8,
-                                       *valid, 0, NULL, &ev));
-    err = tabcl__wait_own(err, ev);
+  /* the caller's events first, then the offsets and validity through the
+     staging area where there is one (pinned memory: 1.6 MB of offsets read
+     into ordinary memory took about 0.2 ms on the H200, 7.6-8.6 GB/s) */
+  if (nwait) {
+    cl_int err = TABCL_CL(clWaitForEvents(nwait, wait));
+    if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clWaitForEvents", "the wait list");
   }
-  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueReadBuffer", "vocabulary offsets");
+  tabcl_status st = tabcl__download(ctx, d->offsets, 0, ((size_t)n + 1) * 8, *offs);
+  if (!st && d->validity) st = tabcl__download(ctx, d->validity, 0, (size_t)(n + 7) / 8, *valid);
+  if (st) return st;
   if ((*offs)[0] != 0 || (*offs)[n] != d->bytes)
     return tabcl__fail(TABCL_INVALID_ARGUMENT,
                        "%s: column %d: offsets run from %lld to %lld; 0 to bytes (%lld) expected",
