@@ -75,13 +75,11 @@ typedef struct tabcl__catindex_host {
   const uint32_t *dir;
   const int64_t *dinfo;   /* (first slot, shift) pairs */
   const uint8_t *vdata;
-  /* The directory the host searches: a finer one of its own (buckets of
-     about 0.2 entries, made when the tables are mapped) where it stays
-     small, else dir and dinfo. */
-  const uint32_t *hdir;
-  const int64_t *hdinfo;
-  uint32_t *fine;         /* owned: the finer directory's slots, or NULL */
-  int64_t *fine_info;     /* owned: its (first slot, shift) pairs, or NULL */
+  /* The host's own finer directory (buckets of about 0.2 entries, made
+     when the tables are mapped), searched instead of dir and dinfo; NULL
+     where it would not stay small. Owned. */
+  uint32_t *fine;
+  int64_t *fine_info;     /* its (first slot, shift) pairs */
   cl_mem mem[6];          /* what was mapped, for the unmaps at destroy */
   void *ptr[6];
 } tabcl__catindex_host;
@@ -254,6 +252,13 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
    a bucket holds one or two keys on average and the directory at most 4
    bytes a key; never more bits than the mask keeps. */
 int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask);
+/* Fills a directory's slots [0, slots) for one column's sorted keys
+   [lo, lo + n) as catindex_fit_directory does on the device: slot t holds
+   the first entry whose bucket (key >> shift; 0 for a shift of 64) is t or
+   more, lo + n past the last (catindex_plan.c, pure). A host fit's
+   directory and the host lookup's finer one (catindex_host.c). */
+void tabcl__catindex_fill_directory(const uint64_t *keys, int64_t lo, int64_t n, int64_t shift,
+                                    int64_t slots, uint32_t *dir);
 /* The bits a hash may have under mask: its top set bit's position plus one
    (64 for the full hash); a column's directory shift is this less its bits. */
 int tabcl__catindex_mask_bits(uint64_t mask);

@@ -750,19 +750,6 @@ static int cmp_label_then_slot(const void *pa, const void *pb) {
   return r ? r : (x > y) - (x < y);
 }
 
-/* The directory's slots [base, base + slots) of one column's keys
-   [lo, lo + n) on the host, as catindex_fit_directory fills them: slot t
-   is the first entry whose bucket is t or more. */
-static void host_directory(const uint64_t *keys, int64_t lo, int64_t n, int64_t shift,
-                           int64_t slots, uint32_t *dir) {
-  int64_t t = 0;
-  for (int64_t i = 0; i < n; i++) {
-    const int64_t b = shift < 64 ? (int64_t)(keys[lo + i] >> shift) : 0;
-    for (; t <= b; t++) dir[t] = (uint32_t)(lo + i);
-  }
-  for (; t < slots; t++) dir[t] = (uint32_t)(lo + n);
-}
-
 /* The index's directory (catindex.h) from its sorted keys, column c's
    entries range[c] .. range[c + 1]: catindex_fit_directory over each, or
    on the host where the keys are there (hkeys: a host fit's). */
@@ -793,8 +780,8 @@ static tabcl_status make_directory(tabcl_category_index *idx, const fit_scratch 
     }
     for (size_t c = 0; c < nc; c++) {
       const int64_t count = (c + 1 < nc ? info[c + 1].s[0] : slots) - info[c].s[0];
-      host_directory(hkeys, range[c], range[c + 1] - range[c], info[c].s[1], count,
-                     dir + info[c].s[0]);
+      tabcl__catindex_fill_directory(hkeys, range[c], range[c + 1] - range[c], info[c].s[1],
+                                     count, dir + info[c].s[0]);
     }
     st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, (size_t)slots * 4, dir, &idx->dir,
                                    "index directory");

@@ -92,8 +92,6 @@ static int64_t fine_slots(const tabcl_category_index *idx, const tabcl__catindex
 /* The finer directory of h's mapped tables, or none where it would be too
    large (the index's own directory then serves, with the same codes). */
 static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_host *h) {
-  h->hdir = h->dir;
-  h->hdinfo = h->dinfo;
   const int nc = idx->ncols, kept = tabcl__catindex_mask_bits(idx->mask);
   int extra = HOST_FINE_BITS;
   int64_t slots = fine_slots(idx, h, extra);
@@ -114,21 +112,14 @@ static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_h
     const int64_t first = h->dinfo[2 * c], shift = h->dinfo[2 * c + 1];
     const int bits = kept - (int)shift;
     const int64_t lo = h->dir[first], hi = h->dir[first + ((int64_t)1 << bits)];
-    const int64_t fshift = shift - extra, n = ((int64_t)1 << (bits + extra)) + 1;
+    const int64_t n = ((int64_t)1 << (bits + extra)) + 1;
     info[2 * c] = at;
-    info[2 * c + 1] = fshift;
-    int64_t t = 0;
-    for (int64_t i = lo; i < hi; i++) {
-      const int64_t b = fshift < 64 ? (int64_t)(h->keys[i] >> fshift) : 0;
-      for (; t <= b; t++) fine[at + t] = (uint32_t)i;
-    }
-    for (; t < n; t++) fine[at + t] = (uint32_t)hi;
+    info[2 * c + 1] = shift - extra;
+    tabcl__catindex_fill_directory(h->keys, lo, hi - lo, shift - extra, n, fine + at);
     at += n;
   }
   h->fine = fine;
   h->fine_info = info;
-  h->hdir = fine;
-  h->hdinfo = info;
   return TABCL_OK;
 }
 
@@ -235,8 +226,9 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
   tabcl__xxh3_state keys;
   tabcl__xxh3_keys(&keys, tabcl__column_seed(idx->seed, c));
   const uint8_t *data = q->data, *valid = q->validity;
-  const int64_t first = t->hdinfo[2 * c], shift = t->hdinfo[2 * c + 1];
-  const uint32_t *dir = t->hdir;
+  const uint32_t *dir = t->fine ? t->fine : t->dir;
+  const int64_t *info = t->fine ? t->fine_info : t->dinfo;
+  const int64_t first = info[2 * c], shift = info[2 * c + 1];
   for (int64_t i0 = 0; i0 < q->length; i0 += HOST_BATCH) {
     const int m = q->length - i0 < HOST_BATCH ? (int)(q->length - i0) : HOST_BATCH;
     uint64_t h[HOST_BATCH];

@@ -192,6 +192,16 @@ int tabcl__catindex_mask_bits(uint64_t mask) {
   return kept;
 }
 
+void tabcl__catindex_fill_directory(const uint64_t *keys, int64_t lo, int64_t n, int64_t shift,
+                                    int64_t slots, uint32_t *dir) {
+  int64_t t = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t b = shift < 64 ? (int64_t)(keys[lo + i] >> shift) : 0;
+    for (; t <= b; t++) dir[t] = (uint32_t)(lo + i);
+  }
+  for (; t < slots; t++) dir[t] = (uint32_t)(lo + n);
+}
+
 int tabcl__catindex_dir_bits(int64_t entries, uint64_t mask) {
   const int kept = tabcl__catindex_mask_bits(mask);
   int bits = 0;   /* the most with 2^bits < entries, for 2 entries and more */
