@@ -108,21 +108,28 @@ inline int cat_block_of(__global const long *starts, int n, long i) {
 // offs are the column's offsets into vdata (shifted by the column's first
 // byte); its labels are slots label_base + i.
 
-// The column's present slots paired with their hashes, from pair 0, for
-// the sort: slots[first ..] where the column has nulls, else (dense) the
-// column's slots base, base + 1, ... themselves. The try's first column
+// The column's present slots paired with their hashes, written from pair
+// `at` of keys and vals (the column's place in the index's entry tables,
+// where it is sorted and its entries made). A dense column (no nulls) was
+// hashed into keys there already and its slots are base, base + 1, ...
+// themselves; a column with nulls was hashed into `hash` from its label 0
+// and its present slots are slots[first ..]. The try's first column
 // (reset) clears the collision flag, flags[flag_at], which no command
 // before it in the try reads: one host write fewer a try.
 __kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint *slots,
                                  __global ulong *keys, __global uint *vals, long first, long from,
                                  long n, uint base, int dense, __global int *flags, long flag_at,
-                                 int reset) {
+                                 int reset, long at) {
   long j = from + (long)get_global_id(0);
   if (j >= n) return;
   if (reset && j == 0) flags[flag_at] = 0;
-  uint s = dense ? base + (uint)j : slots[first + j];
-  keys[j] = hash[s];
-  vals[j] = s;
+  if (dense) {
+    vals[at + j] = base + (uint)j;
+    return;
+  }
+  uint s = slots[first + j];
+  keys[at + j] = hash[s - base];
+  vals[at + j] = s;
 }
 
 // Sets *flag where sorted neighbours j - 1 and j have one hash but are
@@ -133,8 +140,10 @@ __kernel void catindex_fit_pairs(__global const ulong *hash, __global const uint
 __kernel void catindex_fit_collide(__global const ulong *keys, __global const uint *vals,
                                    __global const ulong *vdata, __global const long *offs,
                                    uint label_base, long from, long n, __global int *flags,
-                                   long flag_at) {
+                                   long flag_at, long at) {
   __global int *flag = flags + flag_at;
+  keys += at;
+  vals += at;
   long j = from + (long)get_global_id(0) + 1;
   if (j >= n || keys[j] != keys[j - 1]) return;
   long a = (long)(vals[j - 1] - label_base), b = (long)(vals[j] - label_base);
@@ -157,7 +166,8 @@ inline int cat_fit_ends_run(__global const ulong *keys, long j, long n) {
 
 // counts[r]: the entries among pairs [r * run, (r + 1) * run).
 __kernel void catindex_fit_count(__global const ulong *keys, long n, long run, long from,
-                                 __global long *counts) {
+                                 __global long *counts, long at) {
+  keys += at;
   long r = from + (long)get_global_id(0);
   long lo = r * run;
   if (lo >= n) return;
@@ -197,27 +207,49 @@ __kernel void catindex_fit_scan(__global long *counts, long runs, long base,
   }
 }
 
-// Writes run r's entries from entry firsts[r]: key, span (first byte in
-// vdata, length) and code, the label's position in its column (a BY_VALUE
-// fit ranks them on the host afterwards).
+// Entries in two passes, because the sorted pairs sit where the entries
+// go (entry e of a column is at or before its pair e, and a work-item's
+// entries may land on pairs another has yet to read). First each run
+// copies the last pair of each run of one hash, from entry firsts[r], into
+// `stage` (the span table, two longs an entry: key, slot), which no pair
+// occupies; catindex_fit_spans then turns them into entries in place.
 __kernel void catindex_fit_entries(__global const ulong *keys, __global const uint *vals,
-                                   __global const long *offs, uint label_base, long n, long run,
-                                   long from, __global const long *firsts, __global ulong *ekeys,
-                                   __global long2 *espans, __global int *ecodes) {
+                                   long n, long run, long from, __global const long *firsts,
+                                   __global long *stage, long at) {
+  keys += at;
+  vals += at;
   long r = from + (long)get_global_id(0);
   long lo = r * run;
   if (lo >= n) return;
   long hi = min(lo + run, n), e = firsts[r];
   for (long j = lo; j < hi; j++) {
     if (!cat_fit_ends_run(keys, j, n)) continue;
-    long i = (long)(vals[j] - label_base), s = offs[i], len = offs[i + 1] - s;
-    ekeys[e] = keys[j];
-    __global long *span = (__global long *)(espans + e);
-    span[0] = s;
-    span[1] = len;
-    ecodes[e] = (int)i;
+    stage[2 * e] = (long)keys[j];
+    stage[2 * e + 1] = (long)vals[j];
     e++;
   }
+}
+
+// Entry at + j of the column (j below its count, totals[col]) from the
+// staged (key, slot): key, span (first byte in vdata, length) and code,
+// the label's position in its column (a BY_VALUE fit ranks them on the
+// host afterwards). Each item reads its staged pair before writing the
+// span over it; no item reads another's. Work-items past a launch's `step`
+// items return: a launch is rounded up to whole groups, and an entry done
+// twice would read its span as a staged pair.
+__kernel void catindex_fit_spans(__global long *espans, __global const long *offs,
+                                 uint label_base, long from, long n, __global const long *totals,
+                                 int col, __global ulong *ekeys, __global int *ecodes, long at,
+                                 long step) {
+  long j = from + (long)get_global_id(0);
+  if ((long)get_global_id(0) >= step || j >= n || j >= totals[col]) return;
+  long e = at + j;
+  long key = espans[2 * e], i = espans[2 * e + 1] - (long)label_base;
+  long s = offs[i], len = offs[i + 1] - s;
+  ekeys[e] = (ulong)key;
+  espans[2 * e] = s;
+  espans[2 * e + 1] = len;
+  ecodes[e] = (int)i;
 }
 
 // Packs the entries of every column, written from the column's first pair

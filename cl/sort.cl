@@ -10,6 +10,10 @@
 // The host defines SORT_TILE (pairs one work-group sorts in local memory, a
 // power of two) and SORT_WG (its work-group size, a power of two dividing
 // SORT_TILE / 2) from the device's local memory and work-group limits.
+//
+// Every kernel's last argument `at` is where the n pairs start in keys and
+// vals: a sort may order one region of larger tables (a fit sorts each
+// column's pairs where the index's entry tables will hold them).
 
 // The defaults only serve builds that name no tile (cl-probe's build check).
 #ifndef SORT_TILE
@@ -119,7 +123,10 @@ void sort_local_merge(__local ulong *lk, __local uint *lv, int logj, int flip, u
 // passes. Tiles are numbered from first_tile so a host can split a launch
 // that would exceed the NDRange limits.
 __kernel __attribute__((reqd_work_group_size(SORT_WG, 1, 1)))
-void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_tile, int full) {
+void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_tile, int full,
+                ulong at) {
+  keys += at;
+  vals += at;
   __local ulong lk[SORT_LOCAL_SLOTS];
   __local uint lv[SORT_LOCAL_SLOTS];
   const uint lid = (uint)get_local_id(0);
@@ -251,7 +258,9 @@ inline void sort_run_finish(__global ulong *keys, __global uint *vals, __global 
 // Runs of `run` pairs from run `first`: full = 1 sorts each whole, 0
 // finishes a merge.
 __kernel void sort_serial(__global ulong *keys, __global uint *vals, __global ulong *sk, ulong n,
-                          ulong run, ulong first, int full) {
+                          ulong run, ulong first, int full, ulong at) {
+  keys += at;
+  vals += at;
   const ulong lo = (first + get_global_id(0)) * run;
   if (lo >= n) return;
   const ulong hi = min(lo + run, n);
@@ -276,7 +285,9 @@ __kernel void sort_serial(__global ulong *keys, __global uint *vals, __global ul
 // to do.
 #define SORT_GLOBAL_KERNEL(R, LOGR)                                                  \
   __kernel void sort_global_##R(__global ulong *keys, __global uint *vals, ulong n, \
-                                uint logj, int flip, ulong first) {                 \
+                                uint logj, int flip, ulong first, ulong at) {       \
+    keys += at;                                                                      \
+    vals += at;                                                                      \
     const ulong w = first + get_global_id(0);                                        \
     SORT_GROUP(ulong, w, logj, LOGR, flip, lo, hi, step)                             \
     if (lo >= n) return;                                                             \

@@ -1753,6 +1753,14 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
   tabcl_strings_view vv[2] = {labels_view(&v[0], vocab0, 6), labels_view(&v[1], vocab1, 2)};
   tabcl_strings_view qv[2] = {labels_view(&q[0], query0, 7), labels_view(&q[1], query1, 3)};
   tabcl_category_index *idx = NULL;
+  /* the device's fit too, where a CPU device (and oclgrind is one) fits
+     this on the calling thread: its pairs sorted and made entries in place */
+  tt_tune(ctx, "fit.host_labels=0");
+  tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
+  cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, "tiny, the device's fit");
+  tabcl_category_index_destroy(idx);
+  idx = NULL;
+  tt_tune(ctx, "fit.host_labels=auto");
   tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
   cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, "tiny");   /* both lookup kernels */
   /* Queries as the CPU kernels may get them in place (upload.in_place):
@@ -1866,5 +1874,107 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
     tt_strings_free(&v[c]);
     tt_strings_free(&q[c]);
   }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- device memory of a device fit ---------------------------------------- */
+
+/* Label i of a unique column: 8 bytes of a bijective mix of i (so no two
+   agree), then `extra` bytes of i's low bits. */
+static void unique_label(uint64_t i, uint64_t salt, size_t extra, uint8_t *buf) {
+  uint64_t x = (i ^ salt) * 0x9E3779B97F4A7C15ULL;
+  x ^= x >> 29;
+  memcpy(buf, &x, 8);
+  for (size_t k = 0; k < extra; k++) buf[8 + k] = (uint8_t)(i >> (8 * (k % 4)));
+}
+
+/* A device fit's peak device memory is the index's own and the scratch the
+   plan names beside it: each column's pairs are made, sorted and turned
+   into entries in the index's entry tables, so the scratch is a count per
+   run, the column totals, and the hashes and slot list of columns with
+   nulls. With the sort's in-place plan (a GPU's) that is within 1.25x of
+   the index for 8-byte labels, the figure issue 16 asks of the H200. A fit
+   that kept its hashes and pairs apart (20 bytes a label) fails the bound.
+   Checked too: the index's own figure is the bytes it keeps, and they all
+   go with it. */
+Test(catindex, device_fit_peak_is_the_index_and_its_planned_scratch) {
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "fit.host_labels=0;sort.serial=0");
+  const uint64_t salt = tt_seed("catindex/device_fit_peak_is_the_index_and_its_planned_scratch");
+  static const struct {
+    int ncols;
+    int64_t n[3];
+    size_t extra;
+    int nulls_every; /* column 1 has a null every this many labels (0: none) */
+  } cases[] = {{1, {40000}, 0, 0}, {3, {5000, 30000, 7000}, 4, 3}, {2, {1, 20000}, 0, 0}};
+  /* twice: the first round builds the programs the context then keeps */
+  tt_live base = tt_live_now();
+  for (size_t round = 0, ci = 0; round < 2; ci = (ci + 1) % 3, round += ci == 0) {
+    if (round == 1 && ci == 0) base = tt_live_now();
+    tt_strings s[3];
+    tabcl_strings_view v[3];
+    int64_t longest_pairs = 0, longest_sparse = 0, sparse_pairs = 0;
+    uint8_t buf[16];
+    for (int c = 0; c < cases[ci].ncols; c++) {
+      tt_strings_init(&s[c], 0);
+      int64_t here = 0;
+      const int nulls = c == 1 && cases[ci].nulls_every;
+      for (int64_t i = 0; i < cases[ci].n[c]; i++) {
+        if (nulls && i % cases[ci].nulls_every == 0) {
+          tt_strings_push_null(&s[c]);
+          continue;
+        }
+        unique_label((uint64_t)i, salt + (uint64_t)c, cases[ci].extra, buf);
+        tt_strings_push(&s[c], buf, 8 + cases[ci].extra);
+        here++;
+      }
+      if (here > longest_pairs) longest_pairs = here;
+      if (nulls) longest_sparse = cases[ci].n[c], sparse_pairs += here;
+      v[c] = tt_view(&s[c]);
+    }
+    tabcl__pool_trim(ctx);
+    const long long before = tabcl__mem_bytes_live();
+    (void)tabcl__mem_bytes_peak_reset();
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, cases[ci].ncols, v, TABCL_CODES_BY_POSITION, &idx));
+    const long long peak = tabcl__mem_bytes_peak_reset() - before;
+    tabcl__pool_trim(ctx);
+    const long long kept = tabcl__mem_bytes_live() - before;
+    cr_expect_eq(kept, idx->device_bytes, "case %zu: the index keeps %lld device bytes, says %lld",
+                 ci, kept, (long long)idx->device_bytes);
+    /* run counts (a CPU plan's runs are longer: a GPU's 64 is the most),
+       the totals and flag, hashes and slots of the columns with nulls, and
+       the 16-byte stand-ins for buffers an empty call still makes */
+    const long long scratch = (longest_pairs / 64 + 1) * 8 + (cases[ci].ncols + 1) * 8 +
+                              longest_sparse * 8 + sparse_pairs * 4 + 16 * 8;
+    cr_expect_leq(peak, kept + scratch,
+                  "case %zu: a fit's peak %lld device bytes; the index %lld and its scratch %lld",
+                  ci, peak, kept, scratch);
+    if (ci == 0)
+      cr_expect_leq(peak * 4, kept * 5, "8-byte labels: peak %lld against the index's %lld",
+                    peak, kept);
+    /* the index is right: every label's code is its position */
+    for (int c = 0; c < cases[ci].ncols; c++) {
+      int32_t *got = malloc((size_t)cases[ci].n[c] * sizeof *got);
+      cr_assert(got);
+      int32_t *outs[3] = {NULL, NULL, NULL};
+      tabcl_strings_view q[3] = {v[0], v[1], v[2]};
+      for (int o = 0; o < cases[ci].ncols; o++) q[o].length = o == c ? q[o].length : 0;
+      outs[c] = got;
+      tt_assert_ok(tabcl_category_index_lookup(idx, cases[ci].ncols, q, outs));
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < cases[ci].n[c]; i++) {
+        const int null = c == 1 && cases[ci].nulls_every && i % cases[ci].nulls_every == 0;
+        wrong += got[i] != (null ? -1 : (int32_t)i);
+      }
+      cr_expect_eq(wrong, 0, "case %zu column %d: %lld codes wrong", ci, c, (long long)wrong);
+      free(got);
+    }
+    tabcl_category_index_destroy(idx);
+    tabcl__pool_trim(ctx);
+    cr_expect_eq(tabcl__mem_bytes_live(), before, "case %zu: device bytes left after destroy", ci);
+    for (int c = 0; c < cases[ci].ncols; c++) tt_strings_free(&s[c]);
+  }
+  tt_expect_no_leak(base);
   tabcl_context_destroy(ctx);
 }

@@ -366,13 +366,15 @@ Test(plan, fit_and_align_plans) {
         const int64_t labels = (int64_t)sizes[si], pairs = labels - labels / 3;
         tabcl__fit_plan p;
         const int64_t lpairs = pairs / 2, longest = avg * 4;
-        tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, lpairs, longest, &p);
+        const int64_t lsparse = labels / 4; /* the longest column with nulls */
+        tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, lpairs, lsparse,
+                             longest, &p);
         cr_expect_leq(p.pairs_wg, dev_wg_cap(dev), "%s", devs[i].what);
         cr_expect_gt(p.pairs_step, 0);
         cr_expect_leq((uint64_t)p.pairs_step, ((uint64_t)1 << 31));
-        cr_expect_eq(p.hash_bytes, (uint64_t)labels * 8);
-        cr_expect_eq(p.key_bytes, (uint64_t)lpairs * 8, "one column's pairs at a time");
-        cr_expect_eq(p.val_bytes, (uint64_t)lpairs * 4);
+        cr_expect_eq(p.hash_bytes, (uint64_t)lsparse * 8,
+                     "hashes of one column with nulls at a time, none for dense ones");
+        cr_expect_eq(p.longest_pairs, lpairs);
         cr_expect_eq(p.slot_bytes, (uint64_t)pairs * 4);
         cr_expect_eq(p.entry_bytes, (uint64_t)pairs * 28);
         cr_expect_geq(p.chunks * TABCL__FIT_CHUNK, longest, "every byte of the longest label");
@@ -660,17 +662,17 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
       tabcl__target tg = {dev, &tune, 0};
       const int cpu = dev->is_cpu && !off;
       tabcl__fit_plan p;
-      tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 8, &p);
+      tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 0, 8, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 8, &p);
+      tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 0, 8, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 1048576, 1048576, 1048576 * 4, 1048576, 1048576, 4, &p);
+      tabcl__fit_plan_make(&tg, 1048576, 1048576, 1048576 * 4, 1048576, 1048576, 0, 4, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 1,048,576 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 1048577, 1048577, 1048577 * 4, 1048577, 1048577, 4, &p);
+      tabcl__fit_plan_make(&tg, 1048577, 1048577, 1048577 * 4, 1048577, 1048577, 0, 4, &p);
       cr_expect_eq(p.host, 0, "%s: a fit of 1,048,577 labels", devs[i].what);
-      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 4096, &p);
+      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 0, 4096, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 4096, &p);
+      tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 0, 4096, &p);
       cr_expect_eq(p.host, 0, "%s: a fit of 8 MB of labels", devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 500, 32000), cpu, "%s, off %d", devs[i].what, off);
       const int64_t most = 512 * TABCL__LOOKUP_HOST_ROW_BYTES;

@@ -264,6 +264,14 @@ tabcl_status tabcl__tools_sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem val
 int64_t tabcl__tools_lookup_peak_bytes(int ncols, const tabcl_strings_view *queries);
 /* Device memory the fitted index holds. */
 int64_t tabcl__tools_index_device_bytes(const tabcl_category_index *idx);
+/* Bytes of the library's device buffers alive in the process (idle pooled
+   ones included; staging areas and sub-buffers not), and the most alive
+   since the last reset, which starts the next peak at the bytes alive then.
+   With tabcl__tools_pool_trim (which releases ctx's idle pooled buffers)
+   first, peak minus live before a call is the device memory it used. */
+int64_t tabcl__tools_device_bytes_live(void);
+int64_t tabcl__tools_device_bytes_peak_reset(void);
+void tabcl__tools_pool_trim(tabcl_context *ctx);
 
 /* Attention backends (README.md, "Attention paths"). */
 enum {

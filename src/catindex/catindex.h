@@ -181,24 +181,30 @@ tabcl_status tabcl__lookup_plan_for(tabcl_context *ctx, int64_t rows, int64_t by
 
 /* A fit of `labels` labels (`pairs` of them present, `data_bytes` label
    bytes; the longest column has `longest_col` labels, `longest_pairs` of
-   them present; the longest label has `longest_label` bytes): the device
-   scratch it makes once, the launches of its kernels, and how many seeds
-   it may try. The fit runs on the device column by column: each seed try
+   them present; the longest column with nulls has `longest_sparse` labels,
+   0 where none has; the longest label has `longest_label` bytes): the
+   device scratch it makes once, the launches of its kernels, and how many
+   seeds it may try. The fit runs on the device column by column, in the
+   index's own entry tables from the column's first pair: each seed try
    hashes the column, pairs its present labels with their hashes
    (catindex_fit_pairs), sorts the pairs (the sort's own plan), flags
    neighbours of one hash that are different labels (catindex_fit_collide),
    and writes one entry per run of one hash, the last position's
-   (catindex_fit_count, catindex_fit_scan, catindex_fit_entries). A try
-   reads back one flag; the index's tables stay on the device. */
+   (catindex_fit_count, catindex_fit_scan, catindex_fit_entries staging
+   them in the span table, catindex_fit_spans). A try reads back one flag;
+   the index's tables stay on the device, and the scratch beside them is a
+   count per run (and the hashes of a column with nulls). */
 typedef struct tabcl__fit_plan {
   int64_t labels, pairs, data_bytes;
   uint64_t vdata_bytes;    /* the labels on the device, zero-padded for word reads */
   uint64_t offsets_bytes;  /* one column's offsets, at most */
-  uint64_t hash_bytes;     /* a hash per label */
+  int64_t longest_pairs;   /* the most present labels of one column */
+  uint64_t hash_bytes;     /* a hash per label of the longest column with nulls (0: none);
+                              a dense column is hashed into the entry keys in place */
   uint64_t slot_bytes;     /* the present slots of every column, ascending */
-  uint64_t key_bytes;      /* one column's pairs: keys, */
-  uint64_t val_bytes;      /*   and values */
-  uint64_t entry_bytes;    /* entry tables for every pair: key, span, code (28 B) */
+  uint64_t entry_bytes;    /* entry tables for every pair: key, span, code (28 B); each
+                              column's pairs are made and sorted there, so the fit's scratch
+                              is the run counts (and hashes of columns with nulls) */
   size_t pairs_wg;         /* catindex_fit_pairs, _collide: one work-item a pair */
   int64_t pairs_step;      /* pairs a launch */
   int64_t chunks;          /* catindex_fit_collide's second dimension: label chunks */
@@ -246,7 +252,7 @@ int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
 int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
-                          int64_t longest_label, tabcl__fit_plan *p);
+                          int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p);
 /* The directory's bits for a column of `entries` keys hashed under mask
    (catindex_plan.c, pure): 2^bits below entries, at least half of it, so
    a bucket holds one or two keys on average and the directory at most 4

@@ -311,12 +311,17 @@ static tabcl_status upload_labels(tabcl_category_index *idx, const fit_source *s
 
 typedef struct fit_scratch {
   tabcl__dev_strings *dev;   /* ncols views of vdata; only their offsets are owned */
-  cl_mem hash, slots, keys, vals, counts, ekeys, espans, ecodes;
+  cl_mem hash;               /* the hashes of a column with nulls (none where no column has
+                                them); a dense column is hashed into ekeys, in place */
+  cl_mem slots, counts;
+  cl_mem ekeys, espans, ecodes; /* the entry tables, every pair's place: each column's pairs
+                                   are made and sorted in ekeys/ecodes from its first pair,
+                                   staged through espans into entries (cl/catindex.cl) */
   cl_mem totals;             /* long[ncols]: each column's entries, written by its scan; then
                                 the try's collision flag (an int at long ncols), so that a
                                 try reads both back at once */
   int64_t *htotals;          /* ncols + 1: the last try's totals and flag, read back */
-  cl_kernel kpairs, kcollide, kcount, kscan, kentries;
+  cl_kernel kpairs, kcollide, kcount, kscan, kentries, kspans;
   uint32_t *hslots;          /* the present slots of the columns with nulls, ascending */
   int64_t *seg;              /* ncols + 1: each column's first pair, counted over all columns */
   int64_t *sfirst;           /* ncols: a column's first slot in hslots; -1: dense (no
@@ -336,11 +341,11 @@ static void scratch_free(tabcl_context *ctx, fit_scratch *s, int ncols) {
   tabcl__free(s->dev);
   /* the temporaries go back to the context's pool (their last commands
      are enqueued: the pool hands them out again once those are done) */
-  const cl_mem pooled[] = {s->hash, s->keys, s->vals, s->counts, s->totals};
+  const cl_mem pooled[] = {s->hash, s->counts, s->totals};
   tabcl__pool_put_n(ctx, (int)(sizeof pooled / sizeof pooled[0]), pooled, 0, NULL);
   const cl_mem m[] = {s->slots, s->ekeys, s->espans, s->ecodes};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) tabcl__buffer_release(m[i]);
-  const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries};
+  const cl_kernel k[] = {s->kpairs, s->kcollide, s->kcount, s->kscan, s->kentries, s->kspans};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) tabcl__kernel_release(k[i]);
   tabcl__free(s->hslots);
   tabcl__free(s->htotals);
@@ -384,6 +389,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
                                  fit_scratch *s, const char *fn) {
   tabcl_context *ctx = idx->ctx;
   int64_t np = 0, longest_col = 0, longest_pairs = 0, longest_label = 0, sparse = 0;
+  int64_t longest_sparse = 0;
   s->seg = tabcl__calloc((size_t)idx->ncols + 1, sizeof *s->seg);
   s->sfirst = tabcl__malloc((size_t)idx->ncols * sizeof *s->sfirst);
   s->dev = tabcl__calloc((size_t)idx->ncols, sizeof *s->dev);
@@ -401,6 +407,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     s->seg[c] = np;
     s->sfirst[c] = here == col->length ? -1 : sparse;
     if (here != col->length) sparse += here;
+    if (here != col->length && col->length > longest_sparse) longest_sparse = col->length;
     np += here;
     if (here > longest_pairs) longest_pairs = here;
   }
@@ -408,7 +415,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
   s->npairs = np;
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, longest_pairs,
-                       longest_label, &s->plan);
+                       longest_sparse, longest_label, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
   /* A small fit from host memory on a CPU device: on the calling thread,
@@ -456,12 +463,11 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
      use (about 60 us a kernel on the H200, whose driver allocates then)
      and its release (30-50 us). */
   const cl_mem_flags rw = CL_MEM_READ_WRITE;
-  if ((st = tabcl__pool_get(ctx, rw, (size_t)p->hash_bytes, &s->hash, "fit hashes")) ||
+  if ((sparse && (st = tabcl__pool_get(ctx, rw, (size_t)p->hash_bytes, &s->hash,
+                                       "fit hashes"))) ||
       (sparse && (st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY,
                                                  (size_t)sparse * sizeof *s->hslots, s->hslots,
                                                  &s->slots, "fit slots"))) ||
-      (st = tabcl__pool_get(ctx, rw, (size_t)p->key_bytes, &s->keys, "fit keys")) ||
-      (st = tabcl__pool_get(ctx, rw, (size_t)p->val_bytes, &s->vals, "fit values")) ||
       (st = tabcl__pool_get(ctx, rw, (size_t)p->run_bytes, &s->counts, "fit run counts")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 8, NULL, &s->ekeys, "index keys")) ||
       (st = tabcl__buffer_create(ctx, rw, n1 * 16, NULL, &s->espans, "index spans")) ||
@@ -478,7 +484,7 @@ static tabcl_status scratch_init(tabcl_category_index *idx, const fit_source *sr
     cl_kernel *k;
   } ks[] = {{"catindex_fit_pairs", &s->kpairs},     {"catindex_fit_collide", &s->kcollide},
             {"catindex_fit_count", &s->kcount},     {"catindex_fit_scan", &s->kscan},
-            {"catindex_fit_entries", &s->kentries}};
+            {"catindex_fit_entries", &s->kentries}, {"catindex_fit_spans", &s->kspans}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !st && np; i++)
     st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0), ks[i].name,
                               ks[i].k);
@@ -532,7 +538,7 @@ static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   tabcl__hash_plan_make(&tg, 1, 1, 1, &hp);
   tabcl__sort_plan *sp = tabcl__malloc(sizeof *sp);
   if (sp) {
-    tabcl__sort_plan_make(&tg, s->plan.key_bytes / 8, sp);
+    tabcl__sort_plan_make(&tg, (uint64_t)s->plan.longest_pairs, sp);
     const tabcl__program_want w[] = {
         {"hash", hp.options}, {"sort", sp->extra}, {"catindex", tabcl__catindex_options(&ctx->tune, 0)}};
     tabcl__programs_prefetch(ctx, (int)(sizeof w / sizeof w[0]), w);
@@ -564,7 +570,8 @@ static cl_long collision_flag_at(const tabcl_category_index *idx) {
   return 2 * (cl_long)idx->ncols;
 }
 
-/* Column c under seed: its pairs, sorted, in keys/vals [0, n). */
+/* Column c under seed: its pairs, sorted, in ekeys/ecodes from its first
+   pair seg[c] (n of them). */
 static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int c, uint64_t seed,
                                  int64_t *n_out) {
   tabcl_context *ctx = idx->ctx;
@@ -572,24 +579,29 @@ static tabcl_status column_pairs(tabcl_category_index *idx, fit_scratch *s, int 
   int64_t first = s->seg[c], n = s->seg[c + 1] - first;
   *n_out = n;
   if (!n) return TABCL_OK;
-  tabcl_status st = tabcl__hash_column(ctx, &s->dev[c], c, seed, idx->mask, s->hash,
-                                       (size_t)idx->cols[c].label_base, 0, NULL, NULL);
-  const cl_long sfirst = s->sfirst[c] < 0 ? 0 : s->sfirst[c];
-  const cl_uint base = (cl_uint)idx->cols[c].label_base;
   const cl_int dense = s->sfirst[c] < 0;
-  /* a dense column reads no slot list (none is made where no column has
-     nulls): any buffer stands in */
-  const cl_mem slots = s->slots ? s->slots : s->hash;
-  const cl_long flag_at = collision_flag_at(idx);
+  /* a dense column's hashes are its keys, in place; one with nulls is
+     hashed from its label 0 and its present ones paired below */
+  tabcl_status st = tabcl__hash_column(ctx, &s->dev[c], c, seed, idx->mask,
+                                       dense ? s->ekeys : s->hash, dense ? (size_t)first : 0, 0,
+                                       NULL, NULL);
+  const cl_long sfirst = dense ? 0 : s->sfirst[c];
+  const cl_uint base = (cl_uint)idx->cols[c].label_base;
+  /* a dense column reads neither hashes nor slots (where no column has
+     nulls neither buffer is made): any buffer stands in */
+  const cl_mem hash = s->hash ? s->hash : s->ekeys;
+  const cl_mem slots = s->slots ? s->slots : s->ekeys;
+  const cl_long flag_at = collision_flag_at(idx), at = first;
   const cl_int reset = first == 0;                    /* the try's first column with pairs */
   if (!st)
-    st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(s->hash), TABCL_ARG(slots),
-                        TABCL_ARG(s->keys), TABCL_ARG(s->vals), TABCL_ARG(sfirst),
+    st = TABCL_SET_ARGS(s->kpairs, "catindex_fit_pairs", TABCL_ARG(hash), TABCL_ARG(slots),
+                        TABCL_ARG(s->ekeys), TABCL_ARG(s->ecodes), TABCL_ARG(sfirst),
                         TABCL_ARG(first), TABCL_ARG(n), TABCL_ARG(base), TABCL_ARG(dense),
-                        TABCL_ARG(s->totals), TABCL_ARG(flag_at), TABCL_ARG(reset));
+                        TABCL_ARG(s->totals), TABCL_ARG(flag_at), TABCL_ARG(reset), TABCL_ARG(at));
   if (!st)
     st = launch_sliced(ctx, s->kpairs, "catindex_fit_pairs", p->pairs_wg, n, p->pairs_step, 1, 5);
-  if (!st) st = tabcl__sort_pairs(ctx, s->keys, s->vals, (size_t)n, 0, NULL, NULL);
+  if (!st)
+    st = tabcl__sort_pairs_at(ctx, s->ekeys, s->ecodes, (size_t)first, (size_t)n, 0, NULL, NULL);
   return st;
 }
 
@@ -605,39 +617,48 @@ static tabcl_status column_try(tabcl_category_index *idx, fit_scratch *s, int c,
   const cl_uint base = (cl_uint)idx->cols[c].label_base;
   const cl_mem offs = s->dev[c].offsets;
   const cl_int col = c;
-  const cl_long flag_at = collision_flag_at(idx);
+  const cl_long flag_at = collision_flag_at(idx), at = s->seg[c];
   if (n > 1) {
-    st = TABCL_SET_ARGS(s->kcollide, "catindex_fit_collide", TABCL_ARG(s->keys),
-                        TABCL_ARG(s->vals), TABCL_ARG(idx->vdata), TABCL_ARG(offs),
+    st = TABCL_SET_ARGS(s->kcollide, "catindex_fit_collide", TABCL_ARG(s->ekeys),
+                        TABCL_ARG(s->ecodes), TABCL_ARG(idx->vdata), TABCL_ARG(offs),
                         TABCL_ARG(base), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(s->totals),
-                        TABCL_ARG(flag_at));
+                        TABCL_ARG(flag_at), TABCL_ARG(at));
     if (!st)
       st = launch_sliced(ctx, s->kcollide, "catindex_fit_collide", p->pairs_wg, n - 1,
                          p->pairs_step, (size_t)p->chunks, 5);
   }
   const int64_t run = p->run, runs = (n + run - 1) / run;
   if (!st && runs) {
-    st = TABCL_SET_ARGS(s->kcount, "catindex_fit_count", TABCL_ARG(s->keys), TABCL_ARG(n),
-                        TABCL_ARG(run), TABCL_ARG(run), TABCL_ARG(s->counts));
+    st = TABCL_SET_ARGS(s->kcount, "catindex_fit_count", TABCL_ARG(s->ekeys), TABCL_ARG(n),
+                        TABCL_ARG(run), TABCL_ARG(run), TABCL_ARG(s->counts), TABCL_ARG(at));
     if (!st)
       st = launch_sliced(ctx, s->kcount, "catindex_fit_count", p->run_wg, runs, p->run_step, 1, 3);
   }
   /* the scan runs for an empty column too: it sets totals[c] to 0 */
   size_t lanes = tabcl__wg_size(ctx, s->kscan, p->scan_lanes);
-  const cl_long first = s->seg[c];
   if (!st)
     st = TABCL_SET_ARGS(s->kscan, "catindex_fit_scan", TABCL_ARG(s->counts), TABCL_ARG(runs),
-                        TABCL_ARG(first), TABCL_ARG(s->totals), TABCL_ARG(col),
+                        TABCL_ARG(at), TABCL_ARG(s->totals), TABCL_ARG(col),
                         TABCL_LOCAL(lanes * 8));
   if (!st) st = tabcl__launch(ctx, s->kscan, 1, &lanes, &lanes, 0, NULL, NULL, "catindex_fit_scan");
+  /* the entries, staged through the span table (the pairs sit where they go) */
   if (!st && runs) {
-    st = TABCL_SET_ARGS(s->kentries, "catindex_fit_entries", TABCL_ARG(s->keys),
-                        TABCL_ARG(s->vals), TABCL_ARG(offs), TABCL_ARG(base), TABCL_ARG(n),
-                        TABCL_ARG(run), TABCL_ARG(run), TABCL_ARG(s->counts),
-                        TABCL_ARG(s->ekeys), TABCL_ARG(s->espans), TABCL_ARG(s->ecodes));
+    st = TABCL_SET_ARGS(s->kentries, "catindex_fit_entries", TABCL_ARG(s->ekeys),
+                        TABCL_ARG(s->ecodes), TABCL_ARG(n), TABCL_ARG(run), TABCL_ARG(run),
+                        TABCL_ARG(s->counts), TABCL_ARG(s->espans), TABCL_ARG(at));
     if (!st)
       st = launch_sliced(ctx, s->kentries, "catindex_fit_entries", p->run_wg, runs, p->run_step,
-                         1, 6);
+                         1, 4);
+  }
+  if (!st && runs) {
+    const cl_long step = p->pairs_step;
+    st = TABCL_SET_ARGS(s->kspans, "catindex_fit_spans", TABCL_ARG(s->espans), TABCL_ARG(offs),
+                        TABCL_ARG(base), TABCL_ARG(n), TABCL_ARG(n), TABCL_ARG(s->totals),
+                        TABCL_ARG(col), TABCL_ARG(s->ekeys), TABCL_ARG(s->ecodes), TABCL_ARG(at),
+                        TABCL_ARG(step));
+    if (!st)
+      st = launch_sliced(ctx, s->kspans, "catindex_fit_spans", p->pairs_wg, n, p->pairs_step, 1,
+                         3);
   }
   return st;
 }
@@ -902,8 +923,8 @@ static tabcl_status fallback_entries(tabcl_category_index *idx, const fit_source
   for (int c = 0; c < idx->ncols && !st; c++) {
     int64_t n, at = s->seg[c];
     if ((st = column_pairs(idx, s, c, idx->seed, &n))) break;
-    if (n && ((st = tabcl__download(ctx, s->keys, 0, (size_t)n * 8, s->pk + at)) ||
-              (st = tabcl__download(ctx, s->vals, 0, (size_t)n * 4, s->pv + at))))
+    if (n && ((st = tabcl__download(ctx, s->ekeys, (size_t)at * 8, (size_t)n * 8, s->pk + at)) ||
+              (st = tabcl__download(ctx, s->ecodes, (size_t)at * 4, (size_t)n * 4, s->pv + at))))
       break;
   }
   return st ? st : host_entries(idx, s);

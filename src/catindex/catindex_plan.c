@@ -91,17 +91,16 @@ void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap
 
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
-                          int64_t longest_label, tabcl__fit_plan *p) {
+                          int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p) {
   memset(p, 0, sizeof *p);
   p->labels = labels;
   p->pairs = pairs;
   p->data_bytes = data_bytes;
   p->vdata_bytes = tabcl__round_up((size_t)data_bytes, 8) + 8;
   p->offsets_bytes = ((uint64_t)longest_col + 1) * 8;
-  p->hash_bytes = (uint64_t)labels * 8;
+  p->longest_pairs = longest_pairs;
+  p->hash_bytes = (uint64_t)longest_sparse * 8;
   p->slot_bytes = (uint64_t)pairs * 4;
-  p->key_bytes = (uint64_t)longest_pairs * 8;
-  p->val_bytes = (uint64_t)longest_pairs * 4;
   p->entry_bytes = (uint64_t)pairs * 28;
   p->pairs_wg = tabcl__plan_wg(t->dev, 256);
   p->pairs_step = tabcl__slice_items(t, 0, 1);
@@ -123,8 +122,8 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   p->seed_tries = TABCL__CATINDEX_SEED_TRIES;
   p->host = labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS, 0) &&
             p->vdata_bytes <= TABCL__FIT_HOST_BYTES;
-  const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes, p->slot_bytes,
-                            p->key_bytes,   p->val_bytes,     p->entry_bytes, p->run_bytes};
+  const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes,
+                            p->slot_bytes,  p->entry_bytes,   p->run_bytes};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
     if (sizes[i] > p->largest) p->largest = sizes[i];
 }
@@ -154,17 +153,18 @@ void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {
     return;
   }
   snprintf(buf, cap,
-           "%lld labels (%lld present), %lld bytes: labels %llu B, hashes %llu B, pairs %llu B, "
-           "entries %llu B on the device; up to %d seeds, each per column: hash, "
-           "catindex_fit_pairs and _collide (groups of %zu, %lld pairs a launch, %lld label "
-           "chunks), the sort, catindex_fit_count and _entries (%lld pairs a work-item, groups "
-           "of %zu), catindex_fit_scan (%zu lanes); one flag read back a try",
+           "%lld labels (%lld present), %lld bytes: labels %llu B, entries %llu B on the "
+           "device, each column's pairs made, sorted and turned into entries in its place in "
+           "them (hashes of a column with nulls %llu B, run counts %llu B beside); up to %d "
+           "seeds, each per column: hash, catindex_fit_pairs and _collide (groups of %zu, %lld "
+           "pairs a launch, %lld label chunks), the sort, catindex_fit_count and _entries (%lld "
+           "pairs a work-item, groups of %zu), catindex_fit_scan (%zu lanes), catindex_fit_spans; "
+           "one flag read back a try",
            (long long)p->labels, (long long)p->pairs, (long long)p->data_bytes,
-           (unsigned long long)p->vdata_bytes, (unsigned long long)p->hash_bytes,
-           (unsigned long long)(p->key_bytes + p->val_bytes),
-           (unsigned long long)p->entry_bytes, p->seed_tries, p->pairs_wg,
-           (long long)p->pairs_step, (long long)p->chunks, (long long)p->run, p->run_wg,
-           p->scan_lanes);
+           (unsigned long long)p->vdata_bytes, (unsigned long long)p->entry_bytes,
+           (unsigned long long)p->hash_bytes, (unsigned long long)p->run_bytes, p->seed_tries,
+           p->pairs_wg, (long long)p->pairs_step, (long long)p->chunks, (long long)p->run,
+           p->run_wg, p->scan_lanes);
 }
 
 void tabcl__align_plan_make(const tabcl__target *t, int ncols, int64_t rows, int64_t categories,

@@ -210,9 +210,10 @@ tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int
                                    int64_t bytes, int64_t longest_col, char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__fit_plan p;
-  /* one column of labels of one length: its pairs are all the pairs */
-  tabcl__fit_plan_make(&tg, labels, pairs, bytes, longest_col, pairs, labels ? bytes / labels : 0,
-                       &p);
+  /* one column of labels of one length: its pairs are all the pairs, and
+     it has nulls where fewer are present than there are labels */
+  tabcl__fit_plan_make(&tg, labels, pairs, bytes, longest_col, pairs,
+                       pairs < labels ? longest_col : 0, labels ? bytes / labels : 0, &p);
   tabcl__fit_plan_print(&p, text, cap);
   return TABCL_OK;
 }

@@ -64,6 +64,14 @@ int64_t tabcl__tools_index_device_bytes(const tabcl_category_index *idx) {
   return idx ? idx->device_bytes : 0;
 }
 
+int64_t tabcl__tools_device_bytes_live(void) { return tabcl__mem_bytes_live(); }
+
+int64_t tabcl__tools_device_bytes_peak_reset(void) { return tabcl__mem_bytes_peak_reset(); }
+
+void tabcl__tools_pool_trim(tabcl_context *ctx) {
+  if (ctx) tabcl__pool_trim(ctx);
+}
+
 /* ---- attention ---- */
 
 static int backend(int path) {

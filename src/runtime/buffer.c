@@ -11,6 +11,37 @@ long tabcl__mem_live(void) { return atomic_load(&live_mems); }
 
 void tabcl__mem_count(long n) { atomic_fetch_add(&live_mems, n); }
 
+/* Bytes of the buffers made by tabcl__buffer_create that are alive in the
+   process, pooled ones included, staging areas not (host memory on a GPU),
+   and the most there were since the last tabcl__mem_bytes_peak_reset: how
+   the bench measures a call's peak device memory. Sub-buffers add nothing;
+   they alias their parent. */
+static atomic_llong live_bytes, peak_bytes;
+
+static void bytes_add(long long n) {
+  const long long now = atomic_fetch_add(&live_bytes, n) + n;
+  long long seen = atomic_load(&peak_bytes);
+  while (now > seen && !atomic_compare_exchange_weak(&peak_bytes, &seen, now)) {
+  }
+}
+
+void tabcl__mem_bytes_gone(cl_mem m) {
+  size_t bytes = 0;
+  cl_mem parent = NULL;
+  /* no injected failures: a release cannot fail, and a size that cannot be
+     read leaves only the bench's figure off */
+  if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) ==
+          CL_SUCCESS &&
+      !parent && clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS)
+    bytes_add(-(long long)bytes);
+}
+
+long long tabcl__mem_bytes_live(void) { return atomic_load(&live_bytes); }
+
+long long tabcl__mem_bytes_peak_reset(void) {
+  return atomic_exchange(&peak_bytes, atomic_load(&live_bytes));
+}
+
 tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t bytes,
                                   void *host, cl_mem *out, const char *what) {
   *out = NULL;
@@ -31,6 +62,7 @@ tabcl_status tabcl__buffer_create(tabcl_context *ctx, cl_mem_flags flags, size_t
   else m = clCreateBuffer(ctx->cl, flags, n, host, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clCreateBuffer", what);
   atomic_fetch_add(&live_mems, 1);
+  bytes_add((long long)n);
   *out = m;
   return TABCL_OK;
 }
@@ -59,6 +91,7 @@ tabcl_status tabcl__buffer_window(tabcl_context *ctx, cl_mem parent, size_t offs
 void tabcl__buffer_release(cl_mem m) {
   if (!m) return;
   atomic_fetch_sub(&live_mems, 1);
+  tabcl__mem_bytes_gone(m);
   clReleaseMemObject(m);
 }
 
@@ -236,8 +269,10 @@ static tabcl_status staging_grow(tabcl_context *ctx, size_t want) {
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, want,
                                         NULL, &m, "upload staging area");
   if (s) return s;
-  /* owned by the context, not by a call: counted apart from call buffers */
+  /* owned by the context, not by a call: counted apart from call buffers,
+     and not in the device bytes (host memory where it matters, on a GPU) */
   atomic_fetch_sub(&live_mems, 1);
+  tabcl__mem_bytes_gone(m);
   atomic_fetch_add(&live_staging, 1);
   cl_int err = CL_SUCCESS;
   void *p = NULL;

@@ -82,6 +82,13 @@ int tabcl__fault_io(void);        /* the errno the I/O about to be made must fai
    helpers, for leak checks in tests. */
 long tabcl__alloc_live(void);
 long tabcl__mem_live(void);
+/* Bytes of the device buffers alive in the process (pooled ones included,
+   staging areas and sub-buffers not), and the most since the last reset,
+   which starts the next peak at the bytes alive then (buffer.c). */
+long long tabcl__mem_bytes_live(void);
+long long tabcl__mem_bytes_peak_reset(void);
+/* A buffer about to be released leaves the count of bytes. */
+void tabcl__mem_bytes_gone(cl_mem m);
 
 /* ---- devices (device.c) ----------------------------------------------- */
 
@@ -519,6 +526,9 @@ tabcl_status tabcl__pool_init(tabcl_context *ctx);
    tabcl__context_tune), giving back every pooled buffer. */
 void tabcl__pool_configure(tabcl_context *ctx);
 void tabcl__pool_destroy(tabcl_context *ctx);
+/* Releases every idle buffer of the pool (the bench, before it measures a
+   call's peak device memory). */
+void tabcl__pool_trim(tabcl_context *ctx);
 tabcl_status tabcl__pool_get(tabcl_context *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out,
                              const char *what);
 void tabcl__pool_put(tabcl_context *ctx, cl_mem m);

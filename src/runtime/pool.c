@@ -47,6 +47,7 @@ static void slot_drop(tabcl__pool *p, int i) {
   tabcl__pool_slot *s = &p->slot[i];
   if (s->done) clReleaseEvent(s->done);
   if (s->mem) {
+    tabcl__mem_bytes_gone(s->mem);
     clReleaseMemObject(s->mem);
     atomic_fetch_sub(&live_pooled, 1);
     p->held -= s->bytes;
@@ -167,5 +168,12 @@ void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nw
     tabcl__mem_count(-1);
   }
   if (done && !given) clReleaseEvent(done);
+  pthread_mutex_unlock(&p->lock);
+}
+
+void tabcl__pool_trim(tabcl_context *ctx) {
+  tabcl__pool *p = &ctx->pool;
+  pthread_mutex_lock(&p->lock);
+  pool_drop_all(p);
   pthread_mutex_unlock(&p->lock);
 }

@@ -15,6 +15,7 @@ typedef struct sort_run {
   const cl_event *wait;
   int want_event;
   cl_event last;
+  cl_ulong at;              /* the pairs' first element in keys and values */
 } sort_run;
 
 static tabcl_status enqueue(sort_run *r, cl_kernel k, const size_t *global, const size_t *local,
@@ -40,7 +41,8 @@ static tabcl_status run_local(sort_run *r, const tabcl__sort_plan *p, cl_kernel 
     uint64_t count = tiles - first < per ? tiles - first : per;
     cl_ulong nn = n, ff = first;
     tabcl_status s = TABCL_SET_ARGS(k, "sort_local", TABCL_ARG(keys), TABCL_ARG(vals),
-                                    TABCL_ARG(nn), TABCL_ARG(ff), TABCL_ARG(f));
+                                    TABCL_ARG(nn), TABCL_ARG(ff), TABCL_ARG(f),
+                                    TABCL_ARG(r->at));
     if (s) return s;
     size_t global = (size_t)count * p->wg, local = p->wg;
     if ((s = enqueue(r, k, &global, &local, "sort_local"))) return s;
@@ -60,7 +62,7 @@ static tabcl_status run_serial(sort_run *r, const tabcl__sort_plan *p, cl_kernel
     cl_ulong ff = first;
     tabcl_status s = TABCL_SET_ARGS(k, "sort_serial", TABCL_ARG(keys), TABCL_ARG(vals),
                                     TABCL_ARG(scratch), TABCL_ARG(nn), TABCL_ARG(run),
-                                    TABCL_ARG(ff), TABCL_ARG(f));
+                                    TABCL_ARG(ff), TABCL_ARG(f), TABCL_ARG(r->at));
     if (s) return s;
     size_t global = (size_t)count, local = 1;
     if ((s = enqueue(r, k, &global, &local, "sort_serial"))) return s;
@@ -86,7 +88,8 @@ static tabcl_status run_global(sort_run *r, const tabcl__sort_plan *p, cl_kernel
     uint64_t count = items - first < per ? items - first : per;
     cl_ulong nn = n, ff = first;
     tabcl_status s = TABCL_SET_ARGS(k, name, TABCL_ARG(keys), TABCL_ARG(vals), TABCL_ARG(nn),
-                                    TABCL_ARG(lj), TABCL_ARG(f), TABCL_ARG(ff));
+                                    TABCL_ARG(lj), TABCL_ARG(f), TABCL_ARG(ff),
+                                    TABCL_ARG(r->at));
     if (s) return s;
     size_t global = tabcl__round_up((size_t)count, wg);
     if ((s = enqueue(r, k, &global, &wg, name))) return s;
@@ -94,14 +97,15 @@ static tabcl_status run_global(sort_run *r, const tabcl__sort_plan *p, cl_kernel
   return TABCL_OK;
 }
 
-static tabcl_status check_size(cl_mem m, size_t n, size_t elem, const char *what) {
+static tabcl_status check_size(cl_mem m, size_t at, size_t n, size_t elem, const char *what) {
   size_t have = 0;
   cl_int err = TABCL_CL(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof have, &have, NULL));
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetMemObjectInfo", what);
-  if (have / elem < n)
+  if (have / elem < n || have / elem - n < at)
     return tabcl__fail(TABCL_INVALID_ARGUMENT,
-                       "tabcl__sort_pairs: the %s buffer holds %zu bytes; %zu pairs need %zu", what,
-                       have, n, n * elem);
+                       "tabcl__sort_pairs: the %s buffer holds %zu bytes; %zu pairs from "
+                       "element %zu need %zu",
+                       what, have, n, at, (at + n) * elem);
   return TABCL_OK;
 }
 
@@ -143,6 +147,11 @@ tabcl_status tabcl__sort_plan_for(tabcl_context *ctx, uint64_t n, tabcl__sort_pl
 
 tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem values, size_t n,
                                cl_uint nwait, const cl_event *wait, cl_event *ev) {
+  return tabcl__sort_pairs_at(ctx, keys, values, 0, n, nwait, wait, ev);
+}
+
+tabcl_status tabcl__sort_pairs_at(tabcl_context *ctx, cl_mem keys, cl_mem values, size_t at,
+                                  size_t n, cl_uint nwait, const cl_event *wait, cl_event *ev) {
   if (ev) *ev = NULL;
   if (!ctx) return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: no context");
   if (nwait > 0 && !wait)
@@ -154,8 +163,8 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem values, s
   if ((uint64_t)n > ((uint64_t)1 << 40))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: %zu pairs is too many", n);
   tabcl_status s;
-  if (n > 0 && ((s = check_size(keys, n, sizeof(cl_ulong), "keys")) ||
-                (s = check_size(values, n, sizeof(cl_uint), "values"))))
+  if (n > 0 && ((s = check_size(keys, at, n, sizeof(cl_ulong), "keys")) ||
+                (s = check_size(values, at, n, sizeof(cl_uint), "values"))))
     return s;
   if (n < 2) {
     /* Nothing to move; a marker still gives the caller an event that
@@ -170,7 +179,7 @@ tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys, cl_mem values, s
   }
   tabcl__sort_plan p;
   if ((s = tabcl__sort_plan_for(ctx, (uint64_t)n, &p))) return s;
-  sort_run r = {ctx, nwait, wait, ev != NULL, NULL};
+  sort_run r = {ctx, nwait, wait, ev != NULL, NULL, (cl_ulong)at};
   cl_kernel kernels[TABCL__SORT_MAX_LOGR + 1] = {NULL};
   /* the CPU plan's scratch: n keys, then n values (from the context's
      pool, handed out again only after the launches using it are done) */

@@ -12,6 +12,11 @@
 tabcl_status tabcl__sort_pairs(tabcl_context *ctx, cl_mem keys /* ulong[n] */,
                                cl_mem values /* uint[n] */, size_t n, cl_uint nwait,
                                const cl_event *wait, cl_event *ev);
+/* The same for the n pairs from element `at` of keys and values (one
+   region of larger tables; the rest is neither read nor written). */
+tabcl_status tabcl__sort_pairs_at(tabcl_context *ctx, cl_mem keys /* ulong[at + n] */,
+                                  cl_mem values /* uint[at + n] */, size_t at, size_t n,
+                                  cl_uint nwait, const cl_event *wait, cl_event *ev);
 
 /* The same order on the host for n pairs (sort_host.c): a stable radix sort
    by key, so pairs that come in ascending value order leave ascending by

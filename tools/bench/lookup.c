@@ -480,6 +480,19 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
     if (r < 0) fit_first_s = bench_now() - t0;
     else fit_t[r] = bench_now() - t0;
   }
+  /* The fit's peak device memory, measured: the context's idle pooled
+     buffers released first (a fit may take them), then the most bytes of
+     device buffers alive during one more fit, less those alive before it. */
+  int64_t fit_peak = 0;
+  if (!s) {
+    tabcl_category_index *m = NULL;
+    tabcl__tools_pool_trim(ctx);
+    const int64_t before = tabcl__tools_device_bytes_live();
+    (void)tabcl__tools_device_bytes_peak_reset();
+    s = tabcl_category_index_fit(ctx, ncols, vv, TABCL_CODES_BY_POSITION, &m);
+    fit_peak = tabcl__tools_device_bytes_peak_reset() - before;
+    tabcl_category_index_destroy(m);
+  }
   double fit_cl_s = 0, fit_cl_first_s = 0, read_s = 0, load_s = 0;
   /* fit_cl takes milliseconds even where the host fit takes a second (the
      big cases' one rep): as many reps as the small cases */
@@ -530,12 +543,6 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   double host_ms = bench_median(host_t, host_reps) * 1e3;
   int64_t peak = tabcl__tools_lookup_peak_bytes(ncols, qv);
   const int64_t index_bytes = tabcl__tools_index_device_bytes(idx);
-  /* fit: the index it builds (its labels and entry tables are the fit's
-     own buffers), and the scratch beside them: a hash, a slot, a sorted
-     pair and an offset per label, a count per 64 pairs (the sort's own
-     scratch aside; catindex_fit.c) */
-  int64_t fit_peak = index_bytes;
-  for (int c = 0; c < ncols; c++) fit_peak += k->v * (8 + 4 + 12) + (k->v + 1) * 8 + k->v / 8;
   /* the least a lookup moves: query bytes and offsets once, each found
      label's bytes once, a code per row */
   double found = 0;
@@ -663,7 +670,10 @@ int bench_lookup(tabcl_context *ctx, const bench_args *a) {
          "time, and the host call with upload and read-back (the median after a first call, "
          "host_lookup_first_ms in --jsonl). Link bound: the host call's query "
          "bytes and offsets up and codes down at the pinned transfer rates of tabcl-bench copy. "
-         "Bound: the least bytes a lookup moves at the measured copy bandwidth (%.1f GB/s).\n\n",
+         "Bound: the least bytes a lookup moves at the measured copy bandwidth (%.1f GB/s). "
+         "Fit peak: the most bytes of device buffers alive during one more fit, less those "
+         "alive before it (idle pooled buffers released first); index: the fitted index's own "
+         "device bytes.\n\n",
          a->reps, bw * 1e-9);
   printf("| case | cols | fit ms | fit link bound ms | fit_cl ms | load ms | file read ms | "
          "lookup ms | lookup wall ms | host lookup ms | link bound ms | bound ms | lookup peak MiB | "
