@@ -1978,3 +1978,45 @@ Test(catindex, device_fit_peak_is_the_index_and_its_planned_scratch) {
   tt_expect_no_leak(base);
   tabcl_context_destroy(ctx);
 }
+
+/* lookup.host_index: host calls against an index past it take the device's
+   kernels and map nothing (beside a GPU the map is a copy of the index);
+   within it they map the tables once; the codes are the same. */
+Test(catindex, host_calls_only_for_indexes_within_the_bound) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("catindex/host_calls_only_for_indexes_within_the_bound")};
+  tt_strings v, q;
+  tt_strings_init(&v, 0);
+  tt_strings_init(&q, 0);
+  random_vocab(&r, &v, 3000, 24, 1);
+  tabcl_strings_view vv = tt_view(&v);
+  random_queries(&r, &vv, &q, 5000, 24);
+  tabcl_strings_view qv = tt_view(&q);
+  tt_tune(ctx, "lookup.host_rows=512;lookup.host_threads=2");
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  cr_assert_gt(idx->device_bytes, 1000);
+  catref ref;
+  catref_build(&ref, &vv, TABCL_CODES_BY_POSITION);
+  int32_t *got = malloc((size_t)qv.length * sizeof *got);
+  cr_assert(got);
+  for (int within = 0; within < 2; within++) {
+    tt_tune(ctx, "lookup.host_index=%lld", within ? (long long)idx->device_bytes : 1000LL);
+    memset(got, 0x55, (size_t)qv.length * sizeof *got);
+    tt_assert_ok(tabcl_category_index_lookup(idx, 1, &qv, &got));
+    cr_expect_eq(atomic_load(&idx->host) != NULL, within,
+                 "an index of %lld bytes against a bound of %s: host record %s",
+                 (long long)idx->device_bytes, within ? "its size" : "1,000",
+                 atomic_load(&idx->host) ? "made" : "not made");
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < qv.length; i++) wrong += got[i] != catref_code(&ref, &qv, i);
+    cr_expect_eq(wrong, 0, "bound %s: %lld codes wrong", within ? "its size" : "1,000",
+                 (long long)wrong);
+  }
+  catref_free(&ref);
+  free(got);
+  tabcl_category_index_destroy(idx);
+  tt_strings_free(&v);
+  tt_strings_free(&q);
+  tabcl_context_destroy(ctx);
+}

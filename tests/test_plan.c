@@ -146,7 +146,7 @@ Test(plan, sort_plans) {
     const tabcl__device_desc *dev = &devs[i].d;
     for (int o = 0; o < 2; o++) {
       tabcl__tuning tune = tuning_for(dev, o ? "sort.tile=4;sort.max_items=1000" : NULL);
-      tabcl__target tg = {dev, &tune, 0};
+      tabcl__target tg = {dev, &tune, 0, 0};
       /* n within one tile, n past it; local tiles, then the CPU plan's runs
          (a CPU takes local tiles only for sorts whose scratch would not fit
          one allocation: at most three programs) */
@@ -220,7 +220,7 @@ Test(plan, hash_plans) {
     const tabcl__device_desc *dev = &devs[i].d;
     tabcl__tuning tune = tuning_for(dev, NULL);
     for (int batch = 0; batch < 2; batch++) {
-      tabcl__target tg = {dev, &tune, batch ? 1000 : 0};
+      tabcl__target tg = {dev, &tune, batch ? 1000 : 0, 0};
       for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
           const int64_t n = (int64_t)sizes[si], max = lens[li];
@@ -274,7 +274,7 @@ Test(plan, lookup_plans) {
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
     tabcl__tuning tune = tuning_for(dev, NULL);
-    tabcl__target tg = {dev, &tune, 0};
+    tabcl__target tg = {dev, &tune, 0, 0};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
       for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 4 : 1) {
         tabcl__lookup_plan p;
@@ -313,7 +313,7 @@ Test(plan, cpu_plans_keep_within_the_loop_limit) {
   for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++) {
     cpu.loop_limit = limits[li];
     tabcl__tuning tune = tuning_for(&cpu, NULL);
-    tabcl__target tg = {&cpu, &tune, 0};
+    tabcl__target tg = {&cpu, &tune, 0, 0};
     for (size_t si = 1; si < 8; si++)
       for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         const int64_t n = (int64_t)sizes[si], max = lens[k];
@@ -360,7 +360,7 @@ Test(plan, fit_and_align_plans) {
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
     tabcl__tuning tune = tuning_for(dev, NULL);
-    tabcl__target tg = {dev, &tune, 0};
+    tabcl__target tg = {dev, &tune, 0, 0};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
       for (int64_t avg = 0; avg <= 4096; avg = avg ? avg * 8 : 1) {
         const int64_t labels = (int64_t)sizes[si], pairs = labels - labels / 3;
@@ -440,7 +440,7 @@ Test(plan, attention_plans) {
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
     tabcl__tuning tune = tuning_for(dev, NULL);
-    tabcl__target tg = {dev, &tune, 0};
+    tabcl__target tg = {dev, &tune, 0, 0};
     for (int cl = 0; cl < 2; cl++)
       for (int dt = TABCL_F32; dt <= TABCL_F64; dt++)
         for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
@@ -496,7 +496,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   const tabcl__device_desc *dev = &devs[3].d;
   /* the fused kernel's plans: the CPU kernel off */
   tabcl__tuning tune = tuning_for(dev, "sdpa.cpu=0");
-  tabcl__target tg = {dev, &tune, 0};
+  tabcl__target tg = {dev, &tune, 0, 0};
   for (int dim = 16; dim <= 256; dim += 16) {
     tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
     tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
@@ -507,7 +507,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   }
   /* a tile tuning that cannot run in 32 is refused, naming the entry */
   tabcl__tuning forced = tuning_for(dev, "sdpa.cpu=0;sdpa.fused.d64=64x32/2");
-  tabcl__target tf = {dev, &forced, 0};
+  tabcl__target tf = {dev, &forced, 0, 0};
   const tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
   const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
   expect_refused(&tf, &f, &d, TABCL_INVALID_ARGUMENT, "sdpa.fused.d64");
@@ -527,7 +527,7 @@ Test(plan, loop_limit_splits_the_keys) {
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
     tabcl__tuning tune = tuning_for(dev, NULL);
-    tabcl__target tg = {dev, &tune, 0};
+    tabcl__target tg = {dev, &tune, 0, 0};
     for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++)
       for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
         for (int causal = 0; causal < 2; causal++) {
@@ -581,7 +581,7 @@ Test(plan, loop_limit_splits_the_keys) {
   /* a limit too small for one tile is refused, saying so */
   const tabcl__device_desc *cpu = &devs[3].d;
   tabcl__tuning tc = tuning_for(cpu, NULL);
-  tabcl__target gc = {cpu, &tc, 0};
+  tabcl__target gc = {cpu, &tc, 0, 0};
   const tabcl__sdpa_facts f = {0, 0, 0, 0, 64};
   const tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
   expect_refused(&gc, &f, &d, TABCL_UNSUPPORTED, "loops");
@@ -595,7 +595,7 @@ Test(plan, tensor_core_f32_rows_are_bounded) {
   const tabcl__device_desc *nv = &devs[0].d;
   cr_assert(nv->is_nvidia);
   tabcl__tuning tn = tuning_for(nv, NULL);
-  tabcl__target gn = {nv, &tn, 0};
+  tabcl__target gn = {nv, &tn, 0, 0};
   tabcl__sdpa_facts passed = {1, 1, 1, 0, 0};
   static const int64_t keys[] = {1, 1024, 1025, 200000};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -617,7 +617,7 @@ Test(plan, backend_table_order) {
   make_devices(devs);
   const tabcl__device_desc *nv = &devs[0].d, *cpu = &devs[3].d;
   tabcl__tuning tn = tuning_for(nv, NULL), tc = tuning_for(cpu, NULL);
-  tabcl__target gn = {nv, &tn, 0}, gc = {cpu, &tc, 0};
+  tabcl__target gn = {nv, &tn, 0, 0}, gc = {cpu, &tc, 0, 0};
   tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
   tabcl__sdpa_plan p;
   tabcl__sdpa_facts passed = {1, 1, 1, 0, 0}, unchecked = {1, 1, 0, 0, 0}, off = {1, 0, 1, 0, 0};
@@ -649,9 +649,11 @@ Test(plan, backend_table_order) {
   cr_expect_eq(tabcl__sdpa_plan_make(&gc, &noblas, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
 }
 
-/* Small fits, lookups and aligns on the calling thread: CPUs only (the
-   table's fit.host_labels and lookup.host_rows), within the row and byte
-   bounds, and never where the override sets the keys to 0. */
+/* Small fits on the calling thread: CPUs only (fit.host_labels). Host
+   lookups and aligns on the host (lookup.host_rows, lookup.host_threads):
+   CPUs and NVIDIA GPUs, within the row and byte bounds and, beside a GPU,
+   for indexes within lookup.host_index (256 MiB); never where the override
+   sets the keys to 0. */
 Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
   dev_case devs[8];
   int nd = make_devices(devs);
@@ -659,8 +661,9 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
     const tabcl__device_desc *dev = &devs[i].d;
     for (int off = 0; off < 2; off++) {
       tabcl__tuning tune = tuning_for(dev, off ? "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0" : NULL);
-      tabcl__target tg = {dev, &tune, 0};
+      tabcl__target tg = {dev, &tune, 0, 12};
       const int cpu = dev->is_cpu && !off;
+      const int host = (dev->is_cpu || (dev->is_gpu && dev->is_nvidia)) && !off;
       tabcl__fit_plan p;
       tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 0, 8, &p);
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
@@ -674,32 +677,44 @@ Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
       cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
       tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 0, 4096, &p);
       cr_expect_eq(p.host, 0, "%s: a fit of 8 MB of labels", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 500, 32000), cpu, "%s, off %d", devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 500, 32000), host, "%s, off %d", devs[i].what, off);
       const int64_t most = 512 * TABCL__LOOKUP_HOST_ROW_BYTES;
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 512, most), cpu, "%s", devs[i].what);
-      cr_expect_eq(tabcl__lookup_on_host(&tg, 100, 100 * 512), cpu, "%s: 512 B labels",
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 512, most), host, "%s", devs[i].what);
+      cr_expect_eq(tabcl__lookup_on_host(&tg, 100, 100 * 512), host, "%s: 512 B labels",
                    devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 513, 513), 0, "%s", devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 100, most + 1), 0, "%s", devs[i].what);
-      /* past those bounds: a thread a compute unit on CPUs (lookup.host_threads),
-         the device's kernels elsewhere and where the override sets 0 */
+      /* past those bounds: a thread a compute unit on CPUs, a thread a host
+         core (12 here) beside an NVIDIA GPU (lookup.host_threads), the
+         device's kernels elsewhere and where the override sets 0 */
       const int units = dev->compute_units < 1 ? 1
                         : dev->compute_units > TABCL__LOOKUP_HOST_THREADS_MAX
                             ? TABCL__LOOKUP_HOST_THREADS_MAX
                             : (int)dev->compute_units;
-      const int past = cpu ? units : 0;
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000), cpu, "%s, off %d", devs[i].what,
-                   off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 16385, 16385), past, "%s, off %d",
+      const int past = !host ? 0 : dev->is_cpu ? units : 12;
+      const int64_t small = 1 << 20, big = (int64_t)1 << 40;
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000, small), host, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100, most + 1), past, "%s, off %d: 656 B rows",
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 16385, 16385, small), past, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000000, 800000000), past, "%s, off %d",
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100, most + 1, small), past,
+                   "%s, off %d: 656 B rows", devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000000, 800000000, small), past,
+                   "%s, off %d", devs[i].what, off);
+      /* lookup.host_index: any index on a CPU (its tables are the host's
+         memory), up to 256 MiB beside a GPU (a copy of the index) */
+      const int64_t gpu_most = (int64_t)256 << 20;
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, gpu_most), past, "%s, off %d",
                    devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, gpu_most + 1),
+                   dev->is_cpu ? past : 0, "%s, off %d: an index past 256 MiB", devs[i].what, off);
+      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000, big), dev->is_cpu ? host : 0,
+                   "%s, off %d: an index of 1 TiB", devs[i].what, off);
     }
-    /* the override's count, on any device */
-    tabcl__tuning tune = tuning_for(dev, "lookup.host_threads=5");
-    tabcl__target tg = {dev, &tune, 0};
-    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000), 5, "%s", devs[i].what);
+    /* the override's count, on any device, and its index bound */
+    tabcl__tuning tune = tuning_for(dev, "lookup.host_threads=5;lookup.host_index=1000");
+    tabcl__target tg = {dev, &tune, 0, 12};
+    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1000), 5, "%s", devs[i].what);
+    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1001), 0, "%s", devs[i].what);
   }
 }

@@ -238,18 +238,22 @@ typedef struct tabcl__fit_plan {
 #define TABCL__LOOKUP_HOST_ROW_BYTES 128
 /* Whether a host lookup or align of `rows` query rows (an align: its
    categories) of `bytes` bytes runs on the calling thread: at most
-   lookup.host_rows rows (0 on GPUs) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
+   lookup.host_rows rows (512 on CPUs and beside NVIDIA GPUs, else 0) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
    a row on average. Pure. */
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
 /* The most threads a host lookup takes (the context's fill threads and the
    calling thread). */
 #define TABCL__LOOKUP_HOST_THREADS_MAX 64
 /* How a host lookup or align of `rows` query rows of `bytes` bytes runs on
-   the host: 1 on the calling thread (tabcl__lookup_on_host), N > 1 split
-   over N threads, the calling thread among them (lookup.host_threads:
-   on CPU devices, whose cores the threads share with the kernels, one a
-   compute unit), 0 not on the host (the device's kernels). Pure. */
-int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes);
+   the host, against an index of `index_bytes` device bytes: 1 on the
+   calling thread (tabcl__lookup_on_host), N > 1 split over N threads, the
+   calling thread among them (lookup.host_threads: on CPU devices, whose
+   cores the threads share with the kernels, one a compute unit; beside a
+   GPU, one a core of the host), 0 not on the host (the device's kernels),
+   which is also the answer for an index past lookup.host_index (the host
+   maps the index's tables, on a GPU a copy). Pure. */
+int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes,
+                               int64_t index_bytes);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
                           int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p);

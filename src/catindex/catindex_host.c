@@ -1,6 +1,12 @@
-/* Host calls on the host's own threads (CPU devices): small ones on the
- * calling thread (lookup.host_rows), larger ones split over the context's
- * threads (lookup.host_threads).
+/* Host calls on the host's own threads (CPU devices, and beside NVIDIA
+ * GPUs): small ones on the calling thread (lookup.host_rows), larger ones
+ * split over the context's threads (lookup.host_threads).
+ *
+ * Beside a GPU the mapped tables are a copy of the index in host memory,
+ * made by the first such call (so only for indexes up to lookup.host_index
+ * bytes): the queries then cross no link at all, and the host's cores look
+ * 100,000 rows up in less time than their bytes take to reach the device
+ * (bench/RESULTS.md, "Tuning: lookup.host_threads").
  *
  * A host lookup on a CPU device through OpenCL costs a few launches and one
  * wait for the driver's threads, tens of microseconds (cl-probe's "round
@@ -128,7 +134,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
   *out = NULL;
   *threads = 0;
   const tabcl__target tg = tabcl__context_target(idx->ctx);
-  const int n = tabcl__lookup_host_threads(&tg, rows, bytes);
+  const int n = tabcl__lookup_host_threads(&tg, rows, bytes, idx->device_bytes);
   if (n < 1 || !idx->host_lock_made) return TABCL_OK;
   if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
     return TABCL_OK;

@@ -186,7 +186,8 @@ tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, ch
 tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
-  const int threads = tabcl__lookup_host_threads(&tg, rows, bytes);
+  /* against an index within lookup.host_index (a larger one takes the kernels) */
+  const int threads = tabcl__lookup_host_threads(&tg, rows, bytes, 0);
   if (threads == 1) {
     snprintf(text, cap, "%lld rows, %lld bytes: on the calling thread (the host XXH3, a search "
              "of the index's tables, mapped for reading once)", (long long)rows, (long long)bytes);

@@ -257,6 +257,8 @@ typedef struct tabcl__target {
   const tabcl__device_desc *dev;
   const tabcl__tuning *tune;
   int64_t max_batch_per_launch;   /* 0 = device limits only */
+  int host_cores;                 /* the host's online cores, for work a plan gives to host
+                                     threads beside a GPU (0: unknown, taken as 1) */
 } tabcl__target;
 /* Test-only: applies TABCL_TUNE-style entries to this context's tuning
    (checked as TABCL_TUNE is). Not for use while other threads use ctx. */
@@ -289,8 +291,9 @@ static inline uint64_t tabcl__loop_budget(const struct tabcl__device_desc *dev) 
 }
 
 /* What a planner reads of ctx. */
+int tabcl__online_cores(void);   /* fill.c */
 static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
-  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch};
+  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch, tabcl__online_cores()};
   return t;
 }
 

@@ -65,6 +65,12 @@ static const tune_row table[] = {
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "512", R("lookup.host_rows")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "0", R("lookup.host_threads")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "auto", R("lookup.host_threads")},
+    /* beside an NVIDIA GPU, host calls on the host's cores and the index's
+       tables mapped once (a host copy of the index), up to 256 MiB */
+    {"gpu", "nvidia", NULL, NULL, TABCL__TUNE_LOOKUP_HOST_ROWS, "512", R("lookup.host_threads")},
+    {"gpu", "nvidia", NULL, NULL, TABCL__TUNE_LOOKUP_HOST_THREADS, "auto", R("lookup.host_threads")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_INDEX, "1099511627776", R("lookup.host_threads")},
+    {"gpu", NULL, NULL, NULL, TABCL__TUNE_LOOKUP_HOST_INDEX, "268435456", R("lookup.host_threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_BYTES, "256", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_GROUP_LANES, "auto", R("lookup kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "1", R("upload.staging")},

@@ -55,6 +55,8 @@ struct tabcl__device_desc;
     "host lookups and aligns of at most N query rows (128 B a row) on the calling thread")       \
   X(LOOKUP_HOST_THREADS, "lookup.host_threads", INT, 0, 64,                                    \
     "host lookups past lookup.host_rows: N host threads on the index's tables, 0 the kernels")   \
+  X(LOOKUP_HOST_INDEX, "lookup.host_index", INT, 0, 1099511627776LL,                          \
+    "host lookups and aligns on host threads only for indexes of at most N device bytes")        \
   X(LOOKUP_GROUP_BYTES, "lookup.group_bytes", INT, 0, 1099511627776LL,                          \
     "average query bytes from which a work-group compares each label")                           \
   X(LOOKUP_GROUP_LANES, "lookup.group_lanes", POW2, 1, 1024,                                    \
