@@ -279,6 +279,37 @@ __attribute__((always_inline)) inline void scale_mask(float s[NSN][4], int k0, i
 // group of 64 rows over the tabular shape's 54 queries takes this path too.
 #define MMA_TILE_PLAIN(k0) (mask_kind == 0 && (k0) + BK <= lk && (!causal || (k0) + BK <= q0 + 1))
 
+// Whether p holds in any lane of the warp (every lane must call it).
+inline int warp_any(int p) {
+  int r;
+  __asm__ volatile("{ .reg .pred a, b; setp.ne.s32 a, %1, 0; vote.sync.any.pred b, a, 0xffffffff; "
+                   "selp.s32 %0, 1, 0, b; }"
+                   : "=r"(r)
+                   : "r"(p));
+  return r;
+}
+
+// How the pipelined 16-bit kernel rescales O (MMA_RESCALE; the other
+// builds always rescale, 0): 1, only where some row of the warp has a new
+// maximum (a warp-uniform branch; the same numbers as 0); 2, only where
+// some row's maximum has grown past the one its exponents use by more than
+// MMA_TAU (log2 units): otherwise the row keeps the older maximum, its
+// terms are then up to 2^MMA_TAU instead of 1, and O and the sums stay
+// as they are (O / l is the same quotient; f16 and bf16 hold such terms
+// with the same relative precision). At 4,096 tokens most key tiles
+// change no row's maximum, and O's rescale is NON x 4 multiplies a tile.
+#ifndef MMA_RESCALE
+#define MMA_RESCALE 2
+#endif
+#ifndef MMA_TAU
+#define MMA_TAU 8.f
+#endif
+#if MMA_PIPE && MMA_DTYPE != 0
+#define RESCALE_MODE MMA_RESCALE
+#else
+#define RESCALE_MODE 0
+#endif
+
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
 // S (rows r and r + 8 of the warp: qi0, qi1): S becomes P, and the running
 // maxima and partial sums move on; returns the factors (alpha) that rescale
@@ -287,10 +318,12 @@ __attribute__((always_inline)) inline void scale_mask(float s[NSN][4], int k0, i
 // by entry: its row maxima are taken on the raw scores and scaled (a
 // positive factor keeps their order, and rounding keeps it too), and each
 // exponent is one fused multiply-add, s * scale - max; otherwise the scores
-// are scaled and masked first and the factor is 1.
+// are scaled and masked first and the factor is 1. *resc: whether O must
+// be rescaled by the factors this tile (RESCALE_MODE above; warp-uniform).
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
-                           __global const uchar *mask, long mbase, float scale2, int plain) {
+                           __global const uchar *mask, long mbase, float scale2, int plain,
+                           int *resc) {
   const int fold = plain && scale2 > 0.f;
   const float f = fold ? scale2 : 1.f;
   if (plain && !fold) {
@@ -317,11 +350,28 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   mx0 = fmax(mx0, shfl_xor(mx0, 2));
   mx1 = fmax(mx1, shfl_xor(mx1, 1));
   mx1 = fmax(mx1, shfl_xor(mx1, 2));
+#if RESCALE_MODE == 2
+  const float c0 = mx0 * f, c1 = mx1 * f;
+  const int grow = warp_any(c0 > m_run[0] + MMA_TAU || c1 > m_run[1] + MMA_TAU);
+  const float mn0 = grow ? fmax(m_run[0], c0) : m_run[0];
+  const float mn1 = grow ? fmax(m_run[1], c1) : m_run[1];
+#else
   const float mn0 = fmax(m_run[0], mx0 * f), mn1 = fmax(m_run[1], mx1 * f);
+#endif
   // A row with nothing attendable yet keeps m = -inf; exponents then use 0
   // so that masked entries give exp2(-inf) = 0 instead of NaN.
   const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+#if RESCALE_MODE == 2
+  const float a0 = grow ? SM_EXP2(m_run[0] - mu0) : 1.f, a1 = grow ? SM_EXP2(m_run[1] - mu1) : 1.f;
+  *resc = grow;
+#else
   const float a0 = SM_EXP2(m_run[0] - mu0), a1 = SM_EXP2(m_run[1] - mu1);
+#if RESCALE_MODE == 1
+  *resc = warp_any(a0 != 1.f || a1 != 1.f);
+#else
+  *resc = 1;
+#endif
+#endif
   m_run[0] = mn0, m_run[1] = mn1;
   float sum0 = 0, sum1 = 0;
   #pragma unroll
@@ -555,11 +605,14 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
       const int qi0 = q0 + r0 + 16 * mt, qi1 = qi0 + 8;
+      int resc;
       const float2 alpha = softmax_tile(s[mt], m_run[mt], l_run[mt], k0, qi0, qi1, tq, lq, lk,
-                                        causal, mask_kind, mask, mbase, scale2, plain);
-      #pragma unroll
-      for (int n = 0; n < NON; n++)
-        o[mt][n][0] *= alpha.x, o[mt][n][1] *= alpha.x, o[mt][n][2] *= alpha.y, o[mt][n][3] *= alpha.y;
+                                        causal, mask_kind, mask, mbase, scale2, plain, &resc);
+      if (resc) {   /* uniform in the warp */
+        #pragma unroll
+        for (int n = 0; n < NON; n++)
+          o[mt][n][0] *= alpha.x, o[mt][n][1] *= alpha.x, o[mt][n][2] *= alpha.y, o[mt][n][3] *= alpha.y;
+      }
     }
 
     // O += P V over 16-key chunks: S's tiles 2pc and 2pc + 1 are the A
@@ -782,8 +835,9 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     }
 
     const int plain = MMA_TILE_PLAIN(k0);
+    int resc;   /* always 1 in this kernel */
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
-                                      mask_kind, mask, mbase, scale2, plain);
+                                      mask_kind, mask, mbase, scale2, plain, &resc);
     #pragma unroll
     for (int n = 0; n < NON; n++)
       o[n][0] *= alpha.x, o[n][1] *= alpha.x, o[n][2] *= alpha.y, o[n][3] *= alpha.y;
