@@ -654,7 +654,7 @@ Test(plan, backend_table_order) {
    CPUs and NVIDIA GPUs, within the row and byte bounds and, beside a GPU,
    for indexes within lookup.host_index (256 MiB); never where the override
    sets the keys to 0. */
-Test(plan, small_calls_on_the_calling_thread_only_on_cpus) {
+Test(plan, calls_on_the_host_by_device_kind) {
   dev_case devs[8];
   int nd = make_devices(devs);
   for (int i = 0; i < nd; i++) {
