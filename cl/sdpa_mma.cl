@@ -289,23 +289,21 @@ inline int warp_any(int p) {
   return r;
 }
 
-// How the pipelined 16-bit kernel rescales O (MMA_RESCALE; the other
-// builds always rescale, 0): 1, only where some row of the warp has a new
-// maximum (a warp-uniform branch; the same numbers as 0); 2, only where
-// some row's maximum has grown past the one its exponents use by more than
-// MMA_TAU (log2 units): otherwise the row keeps the older maximum, its
-// terms are then up to 2^MMA_TAU instead of 1, and O and the sums stay
-// as they are (O / l is the same quotient; f16 and bf16 hold such terms
-// with the same relative precision). At 4,096 tokens most key tiles
-// change no row's maximum, and O's rescale is NON x 4 multiplies a tile.
-#ifndef MMA_RESCALE
-#define MMA_RESCALE 2
-#endif
+// How the pipelined 16-bit kernel rescales O (RESCALE_MODE 2; the other
+// builds always rescale, 0): only where some row's maximum has grown past
+// the one its exponents use by more than MMA_TAU (log2 units), a
+// warp-uniform branch. Otherwise the row keeps the older maximum, its
+// terms are then up to 2^MMA_TAU instead of 1, and O and the sums stay as
+// they are (O / l is the same quotient; f16 and bf16 hold such terms with
+// the same relative precision). At 4,096 tokens most key tiles change no
+// row's maximum, and O's rescale is NON x 4 multiplies a tile. (Rescaling
+// wherever any maximum changed, exact, was 0.8% slower on the tabular
+// shape: bench/RESULTS.md.)
 #ifndef MMA_TAU
 #define MMA_TAU 8.f
 #endif
 #if MMA_PIPE && MMA_DTYPE != 0
-#define RESCALE_MODE MMA_RESCALE
+#define RESCALE_MODE 2
 #else
 #define RESCALE_MODE 0
 #endif
@@ -366,11 +364,7 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   *resc = grow;
 #else
   const float a0 = SM_EXP2(m_run[0] - mu0), a1 = SM_EXP2(m_run[1] - mu1);
-#if RESCALE_MODE == 1
-  *resc = warp_any(a0 != 1.f || a1 != 1.f);
-#else
   *resc = 1;
-#endif
 #endif
   m_run[0] = mn0, m_run[1] = mn1;
   float sum0 = 0, sum1 = 0;
