@@ -289,8 +289,8 @@ inline int warp_any(int p) {
   return r;
 }
 
-// How the pipelined 16-bit kernel rescales O (RESCALE_MODE 2; the other
-// builds always rescale, 0): only where some row's maximum has grown past
+// How the pipelined 16-bit kernel rescales O (LAZY_RESCALE; the other
+// builds always rescale): only where some row's maximum has grown past
 // the one its exponents use by more than MMA_TAU (log2 units), a
 // warp-uniform branch. Otherwise the row keeps the older maximum, its
 // terms are then up to 2^MMA_TAU instead of 1, and O and the sums stay as
@@ -303,9 +303,9 @@ inline int warp_any(int p) {
 #define MMA_TAU 8.f
 #endif
 #if MMA_PIPE && MMA_DTYPE != 0
-#define RESCALE_MODE 2
+#define LAZY_RESCALE 1
 #else
-#define RESCALE_MODE 0
+#define LAZY_RESCALE 0
 #endif
 
 // Scale into the log2 domain, mask, and the online softmax of one key tile's
@@ -317,7 +317,7 @@ inline int warp_any(int p) {
 // positive factor keeps their order, and rounding keeps it too), and each
 // exponent is one fused multiply-add, s * scale - max; otherwise the scores
 // are scaled and masked first and the factor is 1. *resc: whether O must
-// be rescaled by the factors this tile (RESCALE_MODE above; warp-uniform).
+// be rescaled by the factors this tile (LAZY_RESCALE above; warp-uniform).
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
                            __global const uchar *mask, long mbase, float scale2, int plain,
@@ -348,7 +348,7 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   mx0 = fmax(mx0, shfl_xor(mx0, 2));
   mx1 = fmax(mx1, shfl_xor(mx1, 1));
   mx1 = fmax(mx1, shfl_xor(mx1, 2));
-#if RESCALE_MODE == 2
+#if LAZY_RESCALE
   const float c0 = mx0 * f, c1 = mx1 * f;
   const int grow = warp_any(c0 > m_run[0] + MMA_TAU || c1 > m_run[1] + MMA_TAU);
   const float mn0 = grow ? fmax(m_run[0], c0) : m_run[0];
@@ -359,7 +359,7 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   // A row with nothing attendable yet keeps m = -inf; exponents then use 0
   // so that masked entries give exp2(-inf) = 0 instead of NaN.
   const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-#if RESCALE_MODE == 2
+#if LAZY_RESCALE
   const float a0 = grow ? SM_EXP2(m_run[0] - mu0) : 1.f, a1 = grow ? SM_EXP2(m_run[1] - mu1) : 1.f;
   *resc = grow;
 #else
