@@ -180,9 +180,11 @@ Test(upload, fills_from_several_callers_at_once) {
 
 /* A fill on the parked threads is cut into more parts than threads, each
    taken by whichever thread is free: while the calling thread is held in
-   the first part, the helper takes every other part (a helper that wakes
-   late, or a thread slowed by its core, no longer holds back a whole half
-   of the work). Every byte is filled once, parts on whole 64-byte lines. */
+   the first part, a helper still watching for work takes every other part
+   (a helper slowed by its core no longer holds back a whole half of the
+   work). Every byte is filled once, parts on whole 64-byte lines. Helpers
+   that have gone to sleep are woken only after the caller's first part
+   (parked_helpers_woken_when_it_repays). */
 enum { PARTS_SEEN_MAX = 256 };
 typedef struct parts_seen {
   pthread_mutex_t lock;
@@ -225,10 +227,10 @@ Test(upload, parked_fill_parts_go_to_whoever_is_free) {
   const size_t least = 4096, n = 64 * least + 192;
   uint8_t *dst = calloc(n, 1);
   cr_assert(dst);
-  for (int round = 0; round < 3; round++) {
-    /* round 1 follows round 0 at once (the helper is still watching for
-       work, fill.c); round 2 comes after it has gone to sleep */
-    if (round == 2) nanosleep(&(struct timespec){0, 5000000}, NULL);
+  for (int round = 0; round < 1; round++) {
+    /* the helper is started by this fill, so it is awake; whether one
+       still watches for work when the next fill comes depends on the
+       machine's timing, which a test cannot hold */
     parts_seen ps = {.total = n};
     pthread_mutex_init(&ps.lock, NULL);
     pthread_cond_init(&ps.done, NULL);
@@ -256,6 +258,92 @@ Test(upload, parked_fill_parts_go_to_whoever_is_free) {
     pthread_cond_destroy(&ps.done);
     pthread_mutex_destroy(&ps.lock);
   }
+  free(dst);
+  tabcl_context_destroy(ctx);
+}
+
+/* Helpers gone to sleep are woken only for work that repays the wake
+   (fill.c, FILL_WAKE_REPAYS_US): a fill of parts of a few microseconds,
+   long after the last, stays on the calling thread; one whose parts take
+   milliseconds is shared once the caller's first part is done. */
+typedef struct slow_parts {
+  pthread_mutex_t lock;
+  pthread_t caller;
+  long sleep_ns;
+  int parts, by_others;
+} slow_parts;
+
+static void fill_slow(void *dst, size_t at, size_t n, const void *arg) {
+  slow_parts *sp = (slow_parts *)(uintptr_t)arg;
+  uint8_t *d = dst;
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(1 + ((at + i) / 64) % 200);
+  if (sp->sleep_ns) nanosleep(&(struct timespec){0, sp->sleep_ns}, NULL);
+  pthread_mutex_lock(&sp->lock);
+  sp->parts++;
+  sp->by_others += !pthread_equal(pthread_self(), sp->caller);
+  pthread_mutex_unlock(&sp->lock);
+}
+
+static int helpers_parked(tabcl_context *ctx) {
+  pthread_mutex_lock(&ctx->workers.lock);
+  const int parked = ctx->workers.threads > 0 && ctx->workers.parked == ctx->workers.threads;
+  pthread_mutex_unlock(&ctx->workers.lock);
+  return parked;
+}
+
+/* Waits (up to 2 s) for the context's helpers to go to sleep, then 1 ms
+   more: a fill that follows the last one within 100 us wakes them. */
+static int wait_parked(tabcl_context *ctx) {
+  for (int i = 0; i < 400; i++) {
+    if (helpers_parked(ctx)) {
+      nanosleep(&(struct timespec){0, 1000000}, NULL);
+      return 1;
+    }
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  }
+  return 0;
+}
+
+static int run_slow(tabcl_context *ctx, uint8_t *dst, size_t least, size_t n, long sleep_ns,
+                    slow_parts *sp) {
+  *sp = (slow_parts){.caller = pthread_self(), .sleep_ns = sleep_ns};
+  pthread_mutex_init(&sp->lock, NULL);
+  memset(dst, 0, n);
+  tabcl__fill_parallel_parts(ctx, 2, least, fill_slow, dst, 0, n, sp);
+  pthread_mutex_destroy(&sp->lock);
+  for (size_t i = 0; i < n; i++)
+    if (dst[i] != (uint8_t)(1 + (i / 64) % 200)) return 0;
+  return 1;
+}
+
+Test(upload, parked_helpers_woken_when_it_repays) {
+  tabcl_context *ctx = tt_context();
+  const size_t least = 4096, n = 8 * least;
+  uint8_t *dst = malloc(n);
+  cr_assert(dst);
+  slow_parts sp;
+  /* the first fill starts the helper */
+  cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
+  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+  /* parts of 2 ms: the helper is woken after the caller's first */
+  cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");
+  cr_expect_eq(sp.parts, 8, "parts of the slow fill");
+  cr_expect_gt(sp.by_others, 0, "the sleeping helper was woken for 8 parts of 2 ms");
+  /* parts of a microsecond or so: the helper sleeps on. The first quick
+     fill may wake it (the slow fill's rate is the last of this function),
+     and a core held up in the first part for tens of microseconds (a busy
+     machine) can make the caller wake it, so one of five tries after that
+     suffices. */
+  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+  cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
+  int stayed = 0;
+  for (int t = 0; t < 5 && !stayed; t++) {
+    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+    cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
+    cr_expect_eq(sp.parts, 8, "parts of the quick fill");
+    stayed = sp.by_others == 0 && helpers_parked(ctx);
+  }
+  cr_expect(stayed, "a fill of 8 quick parts woke the sleeping helper in 5 tries of 5");
   free(dst);
   tabcl_context_destroy(ctx);
 }

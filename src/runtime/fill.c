@@ -45,6 +45,20 @@
    other core, a helper and its caller could share one, and a watch that
    kept it turned host lookups of 100,000 x 64 B from 1.07 ms into 1.4-2.0. */
 #define FILL_WAKE_SPIN_US 100.0
+/* A fill that finds threads parked wakes them where that repays: where
+   the last fill on them ended less than FILL_WAKE_SPIN_US ago (calls that
+   follow each other: once woken, the threads watch for the next), or where
+   its work would take the caller at least FILL_WAKE_REPAYS_US alone, at
+   the rate of the last fill of the same function (before any part) or of
+   its own parts so far (after each). A parked thread took 10-20 us to
+   start its part on the 2-core VM, and the wake slowed the caller too:
+   after 2 ms pauses, always woken, two threads took 0.025 ms (median of
+   200) for host lookups of 1,000 rows of 8 B where one took 0.011. With
+   a 30 us rule they still lost at 4,000 and 8,000 rows (0.056-0.065 and
+   0.092-0.098 ms against 0.041-0.042 and 0.083-0.090 on one thread); with
+   100 us they were level there, and 16,000 rows still gained
+   (bench/RESULTS.md, 2026-12-06). */
+#define FILL_WAKE_REPAYS_US 100.0
 #define FILL_PARTS_MAX 256
 
 typedef struct tabcl__fill_part {
@@ -128,6 +142,12 @@ void tabcl__fill_workers_destroy(tabcl_context *ctx) {
   pthread_mutex_destroy(&w->job);
 }
 
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
 /* Takes parts while there are any; w->lock is held on entry and on return. */
 static void take_parts(tabcl__fill_workers *w) {
   while (w->next < w->parts) {
@@ -140,10 +160,28 @@ static void take_parts(tabcl__fill_workers *w) {
   }
 }
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+/* The fill's caller's share: take_parts, its first part timed for the
+   next fill's estimate, and the parked threads woken (wake = 1) after a
+   part once the parts left would take it FILL_WAKE_REPAYS_US. */
+static void take_parts_caller(tabcl__fill_workers *w, int wake) {
+  const double t0 = now_us();
+  for (size_t done = 0; w->next < w->parts; done++) {
+    const fill_part *f = &w->part[w->next++];
+    pthread_mutex_unlock(&w->lock);
+    f->fill(f->dst, f->at, f->n, f->arg);
+    pthread_mutex_lock(&w->lock);
+    if (!done) {
+      w->rated = f->fill;
+      w->us_per_byte = (now_us() - t0) / (double)f->n;
+    }
+    if (wake && (now_us() - t0) / (double)(done + 1) * (double)(w->parts - w->next) >=
+                    FILL_WAKE_REPAYS_US) {
+      pthread_cond_broadcast(&w->work);
+      wake = 0;
+    }
+    if (atomic_fetch_sub_explicit(&w->left, 1, memory_order_release) == 1)
+      pthread_cond_broadcast(&w->done);
+  }
 }
 
 static int posted_since(const tabcl__fill_workers *w, size_t seen) {
@@ -180,8 +218,11 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&w->lock);
     const int soon = watch(w, posted_since, seen);
     pthread_mutex_lock(&w->lock);
-    if (!soon && !w->stop && atomic_load_explicit(&w->posted, memory_order_relaxed) == seen)
+    if (!soon && !w->stop && atomic_load_explicit(&w->posted, memory_order_relaxed) == seen) {
+      w->parked++;
       pthread_cond_wait(&w->work, &w->lock);
+      w->parked--;
+    }
   }
   pthread_mutex_unlock(&w->lock);
   return NULL;
@@ -227,8 +268,15 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   w->next = 0;
   atomic_store_explicit(&w->left, parts, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->posted, 1, memory_order_relaxed);
-  pthread_cond_broadcast(&w->work);
-  take_parts(w);   /* the caller fills too (all of it, where no thread started) */
+  /* threads watching for work see the post; parked ones are woken where
+     that repays (FILL_WAKE_REPAYS_US), here or after a part */
+  int wake = w->parked > 0;
+  if (wake && (now_us() - w->ended_us < FILL_WAKE_SPIN_US ||
+               (w->rated == fill && w->us_per_byte * (double)n >= FILL_WAKE_REPAYS_US))) {
+    pthread_cond_broadcast(&w->work);
+    wake = 0;
+  }
+  take_parts_caller(w, wake);   /* the caller fills too (all of it, where no thread runs) */
   /* the other threads' last parts watched for a while, then waited for */
   if (atomic_load_explicit(&w->left, memory_order_relaxed)) {
     pthread_mutex_unlock(&w->lock);
@@ -239,6 +287,7 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
     pthread_cond_wait(&w->done, &w->lock);
   w->part = NULL;
   w->parts = w->next = 0;
+  w->ended_us = now_us();
   pthread_mutex_unlock(&w->lock);
   pthread_mutex_unlock(&w->job);
   return 1;

@@ -174,6 +174,10 @@ typedef struct tabcl__fill_workers {
   pthread_cond_t work, done;
   pthread_t tid[TABCL__FILL_WORKERS_MAX];
   int threads, stop;
+  int parked;                 /* threads waiting on `work` (under lock) */
+  double ended_us;            /* when the last fill on them ended (fill.c's clock) */
+  void (*rated)(void *, size_t, size_t, const void *); /* the fill us_per_byte is of */
+  double us_per_byte;         /* its caller's first part's rate, in the last such fill */
   struct tabcl__fill_part *part;
   size_t parts, next;         /* parts [next, parts) not taken yet */
   atomic_size_t left;         /* parts not finished (written under lock; read without it
