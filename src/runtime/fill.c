@@ -52,12 +52,13 @@
    the rate of the last fill of the same function (before any part) or of
    its own parts so far (after each). A parked thread took 10-20 us to
    start its part on the 2-core VM, and the wake slowed the caller too:
-   after 2 ms pauses, always woken, two threads took 0.025 ms (median of
+   after 2 ms pauses, always woken, two threads took 0.026 ms (median of
    200) for host lookups of 1,000 rows of 8 B where one took 0.011. With
-   a 30 us rule they still lost at 4,000 and 8,000 rows (0.056-0.065 and
-   0.092-0.098 ms against 0.041-0.042 and 0.083-0.090 on one thread); with
-   100 us they were level there, and 16,000 rows still gained
-   (bench/RESULTS.md, 2026-12-06). */
+   a 30 us rule they still lost at 4,000 and 8,000 rows (0.063-0.064 and
+   0.098 ms against 0.040-0.042 and 0.083 on one thread); with 100 us
+   they were level there (0.043-0.044, 0.083-0.085), and 16,000 rows
+   still gained (0.145-0.154 against 0.172; bench/RESULTS.md,
+   2026-12-06). */
 #define FILL_WAKE_REPAYS_US 100.0
 #define FILL_PARTS_MAX 256
 
