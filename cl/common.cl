@@ -64,9 +64,9 @@ inline ushort f32_to_bf16(float f) {
 // Q and the head's of K and V (elements of type T); mbase, SDPA_MASK_BASE
 // of (b, h) when there is a mask.
 #define SDPA_GROUP_SETUP(T, VW)                                        \
-  const long b = b0 + (long)get_group_id(0);                           \
-  const int h = h0 + (int)get_group_id(1);                             \
-  const int qt = qt0 + SDPA_QT_ORDER((int)get_group_id(2));            \
+  const long b = b0 + (long)SDPA_GID(0);                               \
+  const int h = h0 + (int)SDPA_GID(1);                                 \
+  const int qt = qt0 + SDPA_QT_ORDER((int)SDPA_GID(2));                \
   const int kh = h / (hq / hkv);                                       \
   const int q0 = qt * BQ;                                              \
   const int qn = min(BQ, lq - q0);                                     \
@@ -81,6 +81,9 @@ inline ushort f32_to_bf16(float f) {
 // The launch's query tile of group id g in dim 2: in order here; a kernel
 // may redefine it to another order of the same tiles (sdpa_mma.cl).
 #define SDPA_QT_ORDER(g) (g)
+// The group's id in dim i: its own here; a kernel may redefine it to
+// another one-to-one map of the launch's groups (sdpa_mma.cl).
+#define SDPA_GID(i) get_group_id(i)
 
 // Top-left aligned causality: no row of the query tile sees keys past its
 // last query, so the pass over the keys ends here.
