@@ -227,37 +227,32 @@ Test(upload, parked_fill_parts_go_to_whoever_is_free) {
   const size_t least = 4096, n = 64 * least + 192;
   uint8_t *dst = calloc(n, 1);
   cr_assert(dst);
-  for (int round = 0; round < 1; round++) {
-    /* the helper is started by this fill, so it is awake; whether one
-       still watches for work when the next fill comes depends on the
-       machine's timing, which a test cannot hold */
-    parts_seen ps = {.total = n};
-    pthread_mutex_init(&ps.lock, NULL);
-    pthread_cond_init(&ps.done, NULL);
-    memset(dst, 0, n);
-    tabcl__fill_parallel_parts(ctx, 2, least, fill_seen, dst, 0, n, &ps);
-    cr_assert(ps.count > 2 && ps.count <= PARTS_SEEN_MAX, "round %d: %d parts for 2 threads",
-              round, ps.count);
-    for (size_t i = 0; i < n; i++)
-      cr_assert_eq(dst[i], (uint8_t)(1 + (i & 0x3f)), "round %d: byte %zu filled %s", round, i,
-                   dst[i] ? "wrongly or twice" : "never");
-    int first = -1;
-    for (int k = 0; k < ps.count; k++) {
-      cr_expect_eq(ps.at[k] % 64, 0, "a part at %zu", ps.at[k]);
-      cr_expect(ps.n[k] >= least || ps.at[k] + ps.n[k] == n, "a part of %zu bytes", ps.n[k]);
-      if (ps.at[k] == 0) first = k;
-    }
-    cr_assert_geq(first, 0);
-    cr_expect(ps.first_waited, "round %d: the other parts waited for the first one's thread",
-              round);
-    for (int k = 0; k < ps.count; k++)
-      if (k != first)
-        cr_expect(!pthread_equal(ps.by[k], ps.by[first]),
-                  "round %d: the part at %zu waited for the thread held in the first", round,
-                  ps.at[k]);
-    pthread_cond_destroy(&ps.done);
-    pthread_mutex_destroy(&ps.lock);
+  /* the helper is started by this fill, so it is awake; whether one
+     still watches for work when the next fill comes depends on the
+     machine's timing, which a test cannot hold */
+  parts_seen ps = {.total = n};
+  pthread_mutex_init(&ps.lock, NULL);
+  pthread_cond_init(&ps.done, NULL);
+  memset(dst, 0, n);
+  tabcl__fill_parallel_parts(ctx, 2, least, fill_seen, dst, 0, n, &ps);
+  cr_assert(ps.count > 2 && ps.count <= PARTS_SEEN_MAX, "%d parts for 2 threads", ps.count);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_eq(dst[i], (uint8_t)(1 + (i & 0x3f)), "byte %zu filled %s", i,
+                 dst[i] ? "wrongly or twice" : "never");
+  int first = -1;
+  for (int k = 0; k < ps.count; k++) {
+    cr_expect_eq(ps.at[k] % 64, 0, "a part at %zu", ps.at[k]);
+    cr_expect(ps.n[k] >= least || ps.at[k] + ps.n[k] == n, "a part of %zu bytes", ps.n[k]);
+    if (ps.at[k] == 0) first = k;
   }
+  cr_assert_geq(first, 0);
+  cr_expect(ps.first_waited, "the other parts waited for the first one's thread");
+  for (int k = 0; k < ps.count; k++)
+    if (k != first)
+      cr_expect(!pthread_equal(ps.by[k], ps.by[first]),
+                "the part at %zu waited for the thread held in the first", ps.at[k]);
+  pthread_cond_destroy(&ps.done);
+  pthread_mutex_destroy(&ps.lock);
   free(dst);
   tabcl_context_destroy(ctx);
 }

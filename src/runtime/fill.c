@@ -149,16 +149,21 @@ static double now_us(void) {
   return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
+/* Takes the next part and fills it; w->lock is held on entry and on
+   return, with a part left to take. Returns the part. */
+static const fill_part *take_part(tabcl__fill_workers *w) {
+  const fill_part *f = &w->part[w->next++];
+  pthread_mutex_unlock(&w->lock);
+  f->fill(f->dst, f->at, f->n, f->arg);
+  pthread_mutex_lock(&w->lock);
+  if (atomic_fetch_sub_explicit(&w->left, 1, memory_order_release) == 1)
+    pthread_cond_broadcast(&w->done);
+  return f;
+}
+
 /* Takes parts while there are any; w->lock is held on entry and on return. */
 static void take_parts(tabcl__fill_workers *w) {
-  while (w->next < w->parts) {
-    const fill_part *f = &w->part[w->next++];
-    pthread_mutex_unlock(&w->lock);
-    f->fill(f->dst, f->at, f->n, f->arg);
-    pthread_mutex_lock(&w->lock);
-    if (atomic_fetch_sub_explicit(&w->left, 1, memory_order_release) == 1)
-      pthread_cond_broadcast(&w->done);
-  }
+  while (w->next < w->parts) (void)take_part(w);
 }
 
 /* The fill's caller's share: take_parts, its first part timed for the
@@ -166,22 +171,18 @@ static void take_parts(tabcl__fill_workers *w) {
    part once the parts left would take it FILL_WAKE_REPAYS_US. */
 static void take_parts_caller(tabcl__fill_workers *w, int wake) {
   const double t0 = now_us();
-  for (size_t done = 0; w->next < w->parts; done++) {
-    const fill_part *f = &w->part[w->next++];
-    pthread_mutex_unlock(&w->lock);
-    f->fill(f->dst, f->at, f->n, f->arg);
-    pthread_mutex_lock(&w->lock);
-    if (!done) {
+  for (size_t done = 1; w->next < w->parts; done++) {
+    const fill_part *f = take_part(w);
+    if (done > 1 && !wake) continue;
+    const double spent = now_us() - t0;
+    if (done == 1) {
       w->rated = f->fill;
-      w->us_per_byte = (now_us() - t0) / (double)f->n;
+      w->us_per_byte = spent / (double)f->n;
     }
-    if (wake && (now_us() - t0) / (double)(done + 1) * (double)(w->parts - w->next) >=
-                    FILL_WAKE_REPAYS_US) {
+    if (wake && spent / (double)done * (double)(w->parts - w->next) >= FILL_WAKE_REPAYS_US) {
       pthread_cond_broadcast(&w->work);
       wake = 0;
     }
-    if (atomic_fetch_sub_explicit(&w->left, 1, memory_order_release) == 1)
-      pthread_cond_broadcast(&w->done);
   }
 }
 

@@ -162,6 +162,9 @@ const char *tabcl__device_profile_source(int i);  /* the dumps its values come f
 
 typedef struct tabcl__program_entry tabcl__program_entry;
 
+/* Produces bytes [at, at + n) of an upload's content into dst. */
+typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
+
 /* A context's fill threads (fill.c): started on the first fill that wants
    them, parked between fills, joined when the context is destroyed. One
    fill uses them at a time (job); a fill that finds them busy starts
@@ -176,7 +179,7 @@ typedef struct tabcl__fill_workers {
   int threads, stop;
   int parked;                 /* threads waiting on `work` (under lock) */
   double ended_us;            /* when the last fill on them ended (fill.c's clock) */
-  void (*rated)(void *, size_t, size_t, const void *); /* the fill us_per_byte is of */
+  tabcl__fill_fn rated;       /* the fill us_per_byte is of */
   double us_per_byte;         /* its caller's first part's rate, in the last such fill */
   struct tabcl__fill_part *part;
   size_t parts, next;         /* parts [next, parts) not taken yet */
@@ -445,8 +448,6 @@ tabcl_status tabcl__write(tabcl_context *ctx, cl_mem m, size_t offset, size_t by
 tabcl_status tabcl__read(tabcl_context *ctx, cl_mem m, size_t offset, size_t bytes, void *dst);
 tabcl_status tabcl__fill_zero(tabcl_context *ctx, cl_mem m, size_t bytes);
 
-/* Produces bytes [at, at + n) of an upload's content into dst. */
-typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
 /* Fills all `bytes` of m (from offset 0) with fill's content. On GPUs (or
    when forced) through the context's staging area in chunks that may still
    be in flight on return (later commands on the queue see the data); else
