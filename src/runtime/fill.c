@@ -48,18 +48,26 @@
 /* A fill that finds threads parked wakes them where that repays: where
    the last fill on them ended less than FILL_WAKE_SPIN_US ago (calls that
    follow each other: once woken, the threads watch for the next), or where
-   its work would take the caller at least FILL_WAKE_REPAYS_US alone, at
-   the rate of the last fill of the same function (before any part) or of
-   its own parts so far (after each). A parked thread took 10-20 us to
-   start its part on the 2-core VM, and the wake slowed the caller too:
-   after 2 ms pauses, always woken, two threads took 0.026 ms (median of
-   200) for host lookups of 1,000 rows of 8 B where one took 0.011. With
-   a 30 us rule they still lost at 4,000 and 8,000 rows (0.063-0.064 and
-   0.098 ms against 0.040-0.042 and 0.083 on one thread); with 100 us
-   they were level there (0.043-0.044, 0.083-0.085), and 16,000 rows
-   still gained (0.145-0.154 against 0.172; bench/RESULTS.md,
-   2026-12-06). */
-#define FILL_WAKE_REPAYS_US 100.0
+   the wake saves the caller at least FILL_WAKE_SAVES_US: its work alone,
+   at the rate of the last fill of the same function (before any part) or
+   of its own parts so far (after each), less that work shared by the
+   threads that can take a part (the parts left, at most every thread).
+   A parked thread took 10-20 us to start its part on the 2-core VM, and
+   the wake slowed the caller too: after 2 ms pauses, always woken, two
+   threads took 0.026 ms (median of 200) for host lookups of 1,000 rows of
+   8 B where one took 0.011. On two threads the rule asks for work of
+   twice the saving: at 30 us of work they still lost at 4,000 and 8,000
+   rows (0.063-0.064 and 0.098 ms against 0.040-0.042 and 0.083 on one
+   thread); at 100 us they were level there (0.043-0.044, 0.083-0.085),
+   and 16,000 rows still gained (0.145-0.154 against 0.172). The saving,
+   not the work, is the measure where there are more threads. And a call
+   may run fills of two functions in turn: a host lookup of 100,000 rows
+   first checks its 800 KB of offsets (three parts), then looks up. With
+   the rate of the last fill alone kept, and a rule of 100 us of work, the
+   H200's 16-core host took 0.358 ms for it after 2 ms pauses (median of
+   five runs' medians) against 0.291 where every fill woke the threads
+   (bench/RESULTS.md, 2026-12-06). */
+#define FILL_WAKE_SAVES_US 50.0
 #define FILL_PARTS_MAX 256
 
 typedef struct tabcl__fill_part {
@@ -166,20 +174,48 @@ static void take_parts(tabcl__fill_workers *w) {
   while (w->next < w->parts) (void)take_part(w);
 }
 
+/* The rate kept for fill, or a negative one where none is. */
+static double rate_of(const tabcl__fill_workers *w, tabcl__fill_fn fill) {
+  for (int i = 0; i < TABCL__FILL_RATES; i++)
+    if (w->rate[i].fill == fill) return w->rate[i].us_per_byte;
+  return -1;
+}
+
+/* Keeps fill's rate, in its own slot or, for a function not seen yet, in
+   the one taken longest ago. */
+static void keep_rate(tabcl__fill_workers *w, tabcl__fill_fn fill, double us_per_byte) {
+  int i = 0;
+  while (i < TABCL__FILL_RATES && w->rate[i].fill != fill) i++;
+  if (i == TABCL__FILL_RATES) i = (int)(w->rate_next++ % TABCL__FILL_RATES);
+  w->rate[i].fill = fill;
+  w->rate[i].us_per_byte = us_per_byte;
+}
+
+/* The threads that can share `parts` parts: the caller and the started
+   ones, at most one a part. */
+static size_t sharers(const tabcl__fill_workers *w, size_t parts) {
+  const size_t threads = (size_t)w->threads + 1;
+  return parts < threads ? parts : threads;
+}
+
+/* Whether waking the parked threads saves the caller FILL_WAKE_SAVES_US
+   of work that takes it us_alone alone, shared by `by` threads. */
+static int wake_saves(double us_alone, size_t by) {
+  return by > 1 && us_alone - us_alone / (double)by >= FILL_WAKE_SAVES_US;
+}
+
 /* The fill's caller's share: take_parts, its first part timed for the
-   next fill's estimate, and the parked threads woken (wake = 1) after a
-   part once the parts left would take it FILL_WAKE_REPAYS_US. */
+   next fill of the same function, and the parked threads woken (wake = 1)
+   after a part once that saves it FILL_WAKE_SAVES_US on the parts left. */
 static void take_parts_caller(tabcl__fill_workers *w, int wake) {
   const double t0 = now_us();
   for (size_t done = 1; w->next < w->parts; done++) {
     const fill_part *f = take_part(w);
     if (done > 1 && !wake) continue;
     const double spent = now_us() - t0;
-    if (done == 1) {
-      w->rated = f->fill;
-      w->us_per_byte = spent / (double)f->n;
-    }
-    if (wake && spent / (double)done * (double)(w->parts - w->next) >= FILL_WAKE_REPAYS_US) {
+    if (done == 1) keep_rate(w, f->fill, spent / (double)f->n);
+    const size_t left = w->parts - w->next;
+    if (wake && wake_saves(spent / (double)done * (double)left, sharers(w, left))) {
       pthread_cond_broadcast(&w->work);
       wake = 0;
     }
@@ -271,10 +307,10 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   atomic_store_explicit(&w->left, parts, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->posted, 1, memory_order_relaxed);
   /* threads watching for work see the post; parked ones are woken where
-     that repays (FILL_WAKE_REPAYS_US), here or after a part */
+     that repays (FILL_WAKE_SAVES_US), here or after a part */
   int wake = w->parked > 0;
   if (wake && (now_us() - w->ended_us < FILL_WAKE_SPIN_US ||
-               (w->rated == fill && w->us_per_byte * (double)n >= FILL_WAKE_REPAYS_US))) {
+               wake_saves(rate_of(w, fill) * (double)n, sharers(w, parts)))) {
     pthread_cond_broadcast(&w->work);
     wake = 0;
   }

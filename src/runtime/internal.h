@@ -170,6 +170,9 @@ typedef void (*tabcl__fill_fn)(void *dst, size_t at, size_t n, const void *arg);
    fill uses them at a time (job); a fill that finds them busy starts
    threads of its own. */
 #define TABCL__FILL_WORKERS_MAX 63
+/* Fill functions whose last rate the threads keep: a call may run several
+   fills in turn (a host lookup checks its offsets, then looks up). */
+#define TABCL__FILL_RATES 4
 struct tabcl__fill_part;
 typedef struct tabcl__fill_workers {
   pthread_mutex_t job;        /* held by the fill that uses the threads */
@@ -179,8 +182,11 @@ typedef struct tabcl__fill_workers {
   int threads, stop;
   int parked;                 /* threads waiting on `work` (under lock) */
   double ended_us;            /* when the last fill on them ended (fill.c's clock) */
-  tabcl__fill_fn rated;       /* the fill us_per_byte is of */
-  double us_per_byte;         /* its caller's first part's rate, in the last such fill */
+  struct {
+    tabcl__fill_fn fill;      /* a fill function seen on them (NULL: the slot is free) */
+    double us_per_byte;       /* its caller's first part's rate, in its last fill */
+  } rate[TABCL__FILL_RATES];
+  unsigned rate_next;         /* the slot a function not seen yet takes */
   struct tabcl__fill_part *part;
   size_t parts, next;         /* parts [next, parts) not taken yet */
   atomic_size_t left;         /* parts not finished (written under lock; read without it
