@@ -344,6 +344,13 @@ Test(upload, parked_helpers_woken_when_it_repays) {
   cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");
   cr_expect_eq(sp.parts, 8, "parts of the slow fill");
   cr_expect_gt(sp.by_others, 0, "the sleeping helper was woken for 8 parts of 2 ms");
+  /* the woken helper timed its wake into the average, which starts at
+     50 us and takes a quarter of each wake, of 100 us at most */
+  pthread_mutex_lock(&ctx->workers.lock);
+  const double wake_us = ctx->workers.wake_us;
+  pthread_mutex_unlock(&ctx->workers.lock);
+  cr_expect(wake_us != 50.0 && wake_us > 0 && wake_us <= 100.0,
+            "the wake's time averaged: %g us", wake_us);
   /* parts of a microsecond or so: the helper sleeps on. The first quick
      fill may wake it (the slow fill's rate is the last of this function),
      and a core held up in the first part for tens of microseconds (a busy

@@ -48,26 +48,30 @@
 /* A fill that finds threads parked wakes them where that repays: where
    the last fill on them ended less than FILL_WAKE_SPIN_US ago (calls that
    follow each other: once woken, the threads watch for the next), or where
-   the wake saves the caller at least FILL_WAKE_SAVES_US: its work alone,
-   at the rate of the last fill of the same function (before any part) or
-   of its own parts so far (after each), less that work shared by the
-   threads that can take a part (the parts left, at most every thread).
-   A parked thread took 10-20 us to start its part on the 2-core VM, and
-   the wake slowed the caller too: after 2 ms pauses, always woken, two
-   threads took 0.026 ms (median of 200) for host lookups of 1,000 rows of
-   8 B where one took 0.011. On two threads the rule asks for work of
-   twice the saving: at 30 us of work they still lost at 4,000 and 8,000
-   rows (0.063-0.064 and 0.098 ms against 0.040-0.042 and 0.083 on one
-   thread); at 100 us they were level there (0.043-0.044, 0.083-0.085),
-   and 16,000 rows still gained (0.145-0.154 against 0.172). The saving,
-   not the work, is the measure where there are more threads. And a call
-   may run fills of two functions in turn: a host lookup of 100,000 rows
-   first checks its 800 KB of offsets (three parts), then looks up. With
-   the rate of the last fill alone kept, and a rule of 100 us of work, the
-   H200's 16-core host took 0.358 ms for it after 2 ms pauses (median of
-   five runs' medians) against 0.291 where every fill woke the threads
-   (bench/RESULTS.md, 2026-12-06). */
-#define FILL_WAKE_SAVES_US 50.0
+   the caller's work, shared, ends FILL_WAKE_COST_US sooner (wake_saves).
+   The work is the caller's alone at the rate of the last fill of the same
+   function (before any part) or of its own parts so far (after each); the
+   caller does it alone until a woken thread runs, and the rest is shared
+   by the threads that can take a part (the parts left, at most every
+   thread). How long a woken thread takes to run is timed on every wake
+   and averaged, since it is the machine's: 50-93 us on the 2-core VM after
+   2 ms pauses, 15-67 us on an H100 machine's 16-core host.
+
+   On the VM, two threads always woken took 0.026 ms (median of 200) for
+   host lookups of 1,000 rows of 8 B after 2 ms pauses, where one took
+   0.011, and waking for 8,000 rows lost too (0.098 against 0.083 ms); the
+   first rule kept here, 100 us of work, was level there and still gained
+   at 16,000 rows (0.145-0.154 against 0.172). On 16 cores that rule cost
+   4,000 rows 0.080 ms against 0.056 always woken, and 100,000 rows 0.323
+   against 0.269: such a lookup runs two fills, a check of its 800 KB of
+   offsets in three parts and then the lookup, and with one rate kept (the
+   last fill's) neither fill's was known before its first part. With the
+   wake timed and a rate kept a function: 0.052 and 0.264 ms, 1,000 rows
+   0.013 (bench/RESULTS.md, 2026-12-06). */
+#define FILL_WAKE_COST_US 25.0
+/* How long a woken thread is taken to need until a wake is timed (the
+   VM's, after 2 ms pauses). */
+#define FILL_WAKE_FIRST_US 50.0
 #define FILL_PARTS_MAX 256
 
 typedef struct tabcl__fill_part {
@@ -122,6 +126,7 @@ void tabcl__fill_parallel(tabcl_context *ctx, tabcl__fill_fn fill, void *dst, si
 int tabcl__fill_workers_init(tabcl_context *ctx) {
   tabcl__fill_workers *w = &ctx->workers;
   memset(w, 0, sizeof *w);
+  w->wake_us = FILL_WAKE_FIRST_US;
   atomic_init(&w->posted, 0);
   atomic_init(&w->left, 0);
   if (pthread_mutex_init(&w->job, NULL) != 0) return -1;
@@ -198,15 +203,24 @@ static size_t sharers(const tabcl__fill_workers *w, size_t parts) {
   return parts < threads ? parts : threads;
 }
 
-/* Whether waking the parked threads saves the caller FILL_WAKE_SAVES_US
-   of work that takes it us_alone alone, shared by `by` threads. */
-static int wake_saves(double us_alone, size_t by) {
-  return by > 1 && us_alone - us_alone / (double)by >= FILL_WAKE_SAVES_US;
+/* Whether waking the parked threads repays for work that takes the caller
+   us_alone alone, shared by `by` threads: the caller works alone until a
+   woken thread runs (wake_us), and what is left then goes faster shared,
+   by FILL_WAKE_COST_US at least. */
+static int wake_saves(const tabcl__fill_workers *w, double us_alone, size_t by) {
+  const double left = us_alone - w->wake_us;
+  return by > 1 && left - left / (double)by >= FILL_WAKE_COST_US;
+}
+
+/* Wakes the parked threads; the first to run times the wake. */
+static void wake_parked(tabcl__fill_workers *w) {
+  w->woken_us = now_us();
+  pthread_cond_broadcast(&w->work);
 }
 
 /* The fill's caller's share: take_parts, its first part timed for the
    next fill of the same function, and the parked threads woken (wake = 1)
-   after a part once that saves it FILL_WAKE_SAVES_US on the parts left. */
+   after a part once that repays on the parts left (wake_saves). */
 static void take_parts_caller(tabcl__fill_workers *w, int wake) {
   const double t0 = now_us();
   for (size_t done = 1; w->next < w->parts; done++) {
@@ -215,8 +229,8 @@ static void take_parts_caller(tabcl__fill_workers *w, int wake) {
     const double spent = now_us() - t0;
     if (done == 1) keep_rate(w, f->fill, spent / (double)f->n);
     const size_t left = w->parts - w->next;
-    if (wake && wake_saves(spent / (double)done * (double)left, sharers(w, left))) {
-      pthread_cond_broadcast(&w->work);
+    if (wake && wake_saves(w, spent / (double)done * (double)left, sharers(w, left))) {
+      wake_parked(w);
       wake = 0;
     }
   }
@@ -260,6 +274,14 @@ static void *worker_main(void *arg) {
       w->parked++;
       pthread_cond_wait(&w->work, &w->lock);
       w->parked--;
+      if (w->woken_us > 0) {
+        /* the first thread to run after a wake times it; a vCPU halted by
+           the hypervisor (milliseconds, rarely) counts as a watch's length */
+        double took = now_us() - w->woken_us;
+        if (took > FILL_WAKE_SPIN_US) took = FILL_WAKE_SPIN_US;
+        w->wake_us += (took - w->wake_us) / 4;
+        w->woken_us = 0;
+      }
     }
   }
   pthread_mutex_unlock(&w->lock);
@@ -307,11 +329,11 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   atomic_store_explicit(&w->left, parts, memory_order_relaxed);
   atomic_fetch_add_explicit(&w->posted, 1, memory_order_relaxed);
   /* threads watching for work see the post; parked ones are woken where
-     that repays (FILL_WAKE_SAVES_US), here or after a part */
+     that repays (wake_saves), here or after a part */
   int wake = w->parked > 0;
   if (wake && (now_us() - w->ended_us < FILL_WAKE_SPIN_US ||
-               wake_saves(rate_of(w, fill) * (double)n, sharers(w, parts)))) {
-    pthread_cond_broadcast(&w->work);
+               wake_saves(w, rate_of(w, fill) * (double)n, sharers(w, parts)))) {
+    wake_parked(w);
     wake = 0;
   }
   take_parts_caller(w, wake);   /* the caller fills too (all of it, where no thread runs) */

@@ -187,6 +187,8 @@ typedef struct tabcl__fill_workers {
     double us_per_byte;       /* its caller's first part's rate, in its last fill */
   } rate[TABCL__FILL_RATES];
   unsigned rate_next;         /* the slot a function not seen yet takes */
+  double woken_us;            /* when parked threads were last woken, until one runs (else 0) */
+  double wake_us;             /* how long a woken thread took to run, averaged over wakes */
   struct tabcl__fill_part *part;
   size_t parts, next;         /* parts [next, parts) not taken yet */
   atomic_size_t left;         /* parts not finished (written under lock; read without it
