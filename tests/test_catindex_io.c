@@ -421,6 +421,62 @@ Test(catindex_io, consistent_checksum_bad_contents) {
   tabcl_context_destroy(ctx);
 }
 
+/* A long column's offsets are checked on the context's threads, as a
+   fit's are: offsets that decrease in the first, a middle or the last of
+   the parts of a 70,000-label column, in a file whose checksum agrees,
+   are still refused, with nothing returned and nothing leaked. */
+Test(catindex_io, long_column_bad_offsets_with_a_good_checksum) {
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.threads=3");   /* CPU devices' default is 1: the check on one core */
+  cat_warm(ctx);
+  char *dir = tt_temp_dir("catio");
+  char good[4096], bad[4096];
+  snprintf(good, sizeof good, "%s/good", dir);
+  snprintf(bad, sizeof bad, "%s/bad", dir);
+  enum { N = 70000 };
+  tt_strings v;
+  tt_strings_init(&v, 0);
+  char label[16];
+  for (int i = 0; i < N; i++) {
+    const int k = snprintf(label, sizeof label, "L%d", i);
+    tt_strings_push(&v, label, (size_t)k);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  tt_assert_ok(tabcl_category_index_save(idx, good));
+  tabcl_category_index_destroy(idx);
+  tt_assert_ok(tabcl_category_index_load(ctx, good, &idx));
+  cr_expect_eq(tabcl_category_index_codes(idx, 0), N);
+  tabcl_category_index_destroy(idx);
+  size_t n;
+  uint8_t *file = tt_slurp(good, &n);
+  cr_assert_gt(n, 48 + (size_t)(N + 1) * 8);
+  const uint32_t version = (uint32_t)file[8] | (uint32_t)file[9] << 8;
+  uint8_t *b = malloc(n);
+  cr_assert(b);
+  const int rows[] = {1, N / 2, N - 1};
+  for (int k = 0; k < 3; k++) {
+    memcpy(b, file, n);
+    /* offsets follow the file's header and the column's, 24 bytes each:
+       the label before row r made to end one byte past where r's ends */
+    put64(b + 48 + (size_t)rows[k] * 8, (uint64_t)v.offsets[rows[k] + 1] + 1);
+    put64(b + n - 8, tabcl__catindex_file_checksum(version, b, n - 8));
+    spit(bad, b, n);
+    char what[64];
+    snprintf(what, sizeof what, "offset %d decreasing", rows[k] + 1);
+    expect_corrupt(ctx, bad, what);
+    cr_expect(strstr(tabcl_last_error(), "bad offsets") != NULL, "%s: %s", what,
+              tabcl_last_error());
+  }
+  free(b);
+  free(file);
+  tt_strings_free(&v);
+  tt_remove_tree(dir);
+  free(dir);
+  tabcl_context_destroy(ctx);
+}
+
 Test(catindex_io, unreadable_and_unwritable_paths_are_io_errors) {
   tabcl_context *ctx = tt_context();
   cat_warm(ctx);
