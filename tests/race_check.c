@@ -9,7 +9,8 @@
  *  - one context and one index, used by 8 threads at once for lookups,
  *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
  *    and a failing call each (tabcl_last_error is per thread);
- *  - then host lookups of 200,000 rows from 8 threads on a context whose
+ *  - then host lookups of 200,000 rows, and loads of a file of 200,000
+ *    labels (read by the fill threads), from 8 threads on a context whose
  *    uploads are staged and filled by 3 threads (its parked fill threads);
  *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
  *    at once.
@@ -183,6 +184,8 @@ static tabcl_context *staged_ctx;
 static tabcl_category_index *staged_idx;
 static int64_t boff[NBIG + 1];
 static uint8_t bdata[NBIG * 16];
+static char big_path[300];
+static int64_t want_big_codes;
 
 static void *staged_work(void *arg) {
   long id = (long)arg;
@@ -199,6 +202,11 @@ static void *staged_work(void *arg) {
         problem("staged lookup codes", id);
         break;
       }
+    tabcl_category_index *loaded = NULL;
+    if (tabcl_category_index_load(staged_ctx, big_path, &loaded)) problem("staged load", id);
+    else if (tabcl_category_index_codes(loaded, 0) != want_big_codes)
+      problem("staged load's codes", id);
+    tabcl_category_index_destroy(loaded);
   }
   if (!codes) problem("out of memory", id);
   free(codes);
@@ -264,12 +272,19 @@ int main(void) {
   }
   tabcl_options so = {0};
   so.tune = "upload.staging=1;upload.threads=3";
+  const tabcl_strings_view big = {NBIG, boff, bdata, NULL};
+  tabcl_category_index *big_idx = NULL;
+  snprintf(big_path, sizeof big_path, "%s/big.idx", folder);
   if (tabcl_context_create(&so, &staged_ctx) ||
-      tabcl_category_index_fit(staged_ctx, 1, &v, TABCL_CODES_BY_VALUE, &staged_idx)) {
+      tabcl_category_index_fit(staged_ctx, 1, &v, TABCL_CODES_BY_VALUE, &staged_idx) ||
+      tabcl_category_index_fit(staged_ctx, 1, &big, TABCL_CODES_BY_POSITION, &big_idx) ||
+      tabcl_category_index_save(big_idx, big_path)) {
     problem("the staged context", -1);
   } else {
+    want_big_codes = tabcl_category_index_codes(big_idx, 0);
     ok = run_threads(staged_work, ids) && ok;
   }
+  tabcl_category_index_destroy(big_idx);
   tabcl_category_index_destroy(staged_idx);
   tabcl_context_destroy(staged_ctx);
 

@@ -2,6 +2,7 @@
  * damaged or foreign file (TABCL_CORRUPT_DATA), paths that cannot be read
  * or written (TABCL_IO_ERROR), atomic saves, and injected failures. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -568,6 +569,60 @@ static void sweep_io(int which, int op) {
   }
   tabcl_category_index_destroy(idx);
   io_data_free(&d);
+  tt_remove_tree(dir);
+  free(dir);
+  tabcl_context_destroy(ctx);
+}
+/* A long file is read by the context's threads, a part each: a read that
+   fails in any part (EIO at each read in turn) fails the load with the
+   error named, nothing returned and nothing leaked, and the next load of
+   the same file works. */
+Test(catindex_io_faults, threaded_read_errors) {
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.threads=3");   /* CPU devices' default is 1: one thread reads */
+  cat_warm(ctx);
+  char *dir = tt_temp_dir("catio");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/long", dir);
+  enum { N = 100000 };   /* 800 KB of offsets and about 600 KB of labels: past 1 MiB */
+  tt_strings v;
+  tt_strings_init(&v, 0);
+  char label[16];
+  for (int i = 0; i < N; i++) {
+    const int k = snprintf(label, sizeof label, "L%d", i);
+    tt_strings_push(&v, label, (size_t)k);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  tt_assert_ok(tabcl_category_index_save(idx, path));
+  tabcl_category_index_destroy(idx);
+  long points = 0;
+  for (long n = 1; n < 1000; n++) {
+    tt_live base = tt_live_now();
+    tabcl_category_index *out = (tabcl_category_index *)&base;
+    tabcl__fault_set_io(n, EIO);
+    tabcl_status s = tabcl_category_index_load(ctx, path, &out);
+    const int fired = tabcl__fault_fired();
+    tabcl__fault_reset();
+    if (!fired) {
+      tt_assert_ok(s);
+      cr_expect_eq(tabcl_category_index_codes(out, 0), N);
+      tabcl_category_index_destroy(out);
+      break;
+    }
+    points++;
+    cr_expect_eq(s, TABCL_IO_ERROR, "read %ld: %s (%s)", n, tabcl_status_name(s),
+                 tabcl_last_error());
+    cr_expect(strstr(tabcl_last_error(), strerror(EIO)) != NULL, "read %ld: %s", n,
+              tabcl_last_error());
+    cr_expect_eq(out, (tabcl_category_index *)&base, "read %ld: *out changed", n);
+    if (s == TABCL_OK && out != (tabcl_category_index *)&base) tabcl_category_index_destroy(out);
+    tt_expect_no_leak(base);
+  }
+  /* a part a thread at least: more than one read was tried */
+  cr_expect_gt(points, 1, "%ld read failure points", points);
+  tt_strings_free(&v);
   tt_remove_tree(dir);
   free(dir);
   tabcl_context_destroy(ctx);

@@ -72,8 +72,8 @@ static void expect_failure_named(const char *name, const char *kind, long n, int
   }
 }
 
-/* which: 0 host allocations, 1 OpenCL calls, 2 file writes, syncs and
-   renames failing with io_err. */
+/* which: 0 host allocations, 1 OpenCL calls, 2 file reads, writes, syncs
+   and renames failing with io_err. */
 static void sweep(const sweep_ops *ops, void *st, int which, int io_err) {
   const char *kind = which == 2 ? "file operation" : which ? "OpenCL call" : "host allocation";
   /* A clean call first: programs get built and cached outside the window,
@@ -692,6 +692,8 @@ Test(sweep, save_cl) { run(&ops_save, 1); }
 /* A full disk, and a full quota, at each write, sync and rename of a save. */
 Test(sweep, save_disk_full) { run_io(&ops_save, 2, ENOSPC); }
 Test(sweep, save_quota_full) { run_io(&ops_save, 2, EDQUOT); }
+/* A read that fails (an I/O error) at each read of a load. */
+Test(sweep, load_read_error) { run_io(&ops_load, 2, EIO); }
 Test(sweep, load_alloc) { run(&ops_load, 0); }
 Test(sweep, load_cl) { run(&ops_load, 1); }
 Test(sweep, lookup_device_alloc) { run_device(&ops_lookup_cl, 0); }
