@@ -340,7 +340,9 @@ static int r_u32(reader *r, uint32_t *v) {
    first write, then run on several cores. On an H100 machine's host one
    core read the 3.2 MB file of 200,000 labels of 8 B into its fresh buffer
    in 405-459 us, against 248-352 into a buffer read before, and the 16 MB
-   of 64 B labels in 1.9-2.2 ms against 1.1 (bench/RESULTS.md). */
+   of 64 B labels in 1.9-2.2 ms against 1.1. Read on the threads, the
+   loads took 0.96-1.08 ms against 1.23-1.38, 1.66-1.75 against 3.09-3.71,
+   and 65 against 327 ms for 4 KiB labels (bench/RESULTS.md). */
 #define READ_PARALLEL_MIN ((size_t)1 << 20)
 
 /* [0, n) of fd into buf on the calling thread, from *got on: 0, or the
