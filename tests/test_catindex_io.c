@@ -422,6 +422,22 @@ Test(catindex_io, consistent_checksum_bad_contents) {
   tabcl_context_destroy(ctx);
 }
 
+/* An index of one column of n labels "L0", "L1", ... (into *v, which the
+   caller frees), fitted on ctx and saved to path. */
+static void save_long_index(tabcl_context *ctx, int n, tt_strings *v, const char *path) {
+  tt_strings_init(v, 0);
+  char label[16];
+  for (int i = 0; i < n; i++) {
+    const int k = snprintf(label, sizeof label, "L%d", i);
+    tt_strings_push(v, label, (size_t)k);
+  }
+  tabcl_strings_view vv = tt_view(v);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  tt_assert_ok(tabcl_category_index_save(idx, path));
+  tabcl_category_index_destroy(idx);
+}
+
 /* A long column's offsets are checked on the context's threads, as a
    fit's are: offsets that decrease in the first, a middle or the last of
    the parts of a 70,000-label column, in a file whose checksum agrees,
@@ -436,17 +452,8 @@ Test(catindex_io, long_column_bad_offsets_with_a_good_checksum) {
   snprintf(bad, sizeof bad, "%s/bad", dir);
   enum { N = 70000 };
   tt_strings v;
-  tt_strings_init(&v, 0);
-  char label[16];
-  for (int i = 0; i < N; i++) {
-    const int k = snprintf(label, sizeof label, "L%d", i);
-    tt_strings_push(&v, label, (size_t)k);
-  }
-  tabcl_strings_view vv = tt_view(&v);
+  save_long_index(ctx, N, &v, good);
   tabcl_category_index *idx = NULL;
-  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
-  tt_assert_ok(tabcl_category_index_save(idx, good));
-  tabcl_category_index_destroy(idx);
   tt_assert_ok(tabcl_category_index_load(ctx, good, &idx));
   cr_expect_eq(tabcl_category_index_codes(idx, 0), N);
   tabcl_category_index_destroy(idx);
@@ -586,17 +593,7 @@ Test(catindex_io_faults, threaded_read_errors) {
   snprintf(path, sizeof path, "%s/long", dir);
   enum { N = 100000 };   /* 800 KB of offsets and about 600 KB of labels: past 1 MiB */
   tt_strings v;
-  tt_strings_init(&v, 0);
-  char label[16];
-  for (int i = 0; i < N; i++) {
-    const int k = snprintf(label, sizeof label, "L%d", i);
-    tt_strings_push(&v, label, (size_t)k);
-  }
-  tabcl_strings_view vv = tt_view(&v);
-  tabcl_category_index *idx = NULL;
-  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
-  tt_assert_ok(tabcl_category_index_save(idx, path));
-  tabcl_category_index_destroy(idx);
+  save_long_index(ctx, N, &v, path);
   long points = 0;
   for (long n = 1; n < 1000; n++) {
     tt_live base = tt_live_now();
