@@ -9,8 +9,8 @@
  *  - one context and one index, used by 8 threads at once for lookups,
  *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
  *    and a failing call each (tabcl_last_error is per thread);
- *  - then host lookups of 200,000 rows, and loads of a file of 200,000
- *    labels (read by the fill threads), from 8 threads on a context whose
+ *  - then host lookups and aligns of 200,000 rows, and loads of a file of
+ *    200,000 labels (read by the fill threads), from 8 threads on a context whose
  *    uploads are staged and filled by 3 threads (its parked fill threads);
  *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
  *    at once.
@@ -186,6 +186,7 @@ static int64_t boff[NBIG + 1];
 static uint8_t bdata[NBIG * 16];
 static char big_path[300];
 static int64_t want_big_codes;
+static int32_t big_align_in[NBIG];   /* the rows' query numbers: codes of the queries' dictionary */
 
 static void *staged_work(void *arg) {
   long id = (long)arg;
@@ -202,6 +203,17 @@ static void *staged_work(void *arg) {
         problem("staged lookup codes", id);
         break;
       }
+    /* an align of as many rows: its range check and gather on the threads */
+    const tabcl_dictionary_view dv = {queries(), NBIG, big_align_in};
+    if (tabcl_category_index_align(staged_idx, 1, &dv, &out)) {
+      problem("staged align", id);
+    } else {
+      for (int i = 0; i < NBIG; i++)
+        if (codes[i] != want_lookup[i % NQUERY]) {
+          problem("staged align codes", id);
+          break;
+        }
+    }
     tabcl_category_index *loaded = NULL;
     if (tabcl_category_index_load(staged_ctx, big_path, &loaded)) problem("staged load", id);
     else if (tabcl_category_index_codes(loaded, 0) != want_big_codes)
@@ -264,6 +276,7 @@ int main(void) {
   tabcl_context_destroy(shared_ctx);
 
   /* the queries of the first part, over and over */
+  for (int i = 0; i < NBIG; i++) big_align_in[i] = i % NQUERY;
   for (int i = 0; i < NBIG; i++) {
     const int k = i % NQUERY;
     const int64_t len = qoff[k + 1] - qoff[k];

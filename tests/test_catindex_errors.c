@@ -128,6 +128,62 @@ Test(catindex_errors, lookup_rejects_bad_arguments_and_writes_nothing) {
   tabcl_context_destroy(ctx);
 }
 
+/* A long column's codes are checked, and on the host mapped, on the
+   context's threads (tabcl__align_row_threads): a code out of range in the
+   first, a middle or the last part is refused naming its row, with
+   nothing written; the good call maps every row as the index looks its
+   categories up. On the host path and on the device's. */
+Test(catindex_errors, align_long_column_on_threads) {
+  tabcl_context *ctx = tt_context();
+  cat_warm(ctx);
+  enum { ROWS = 70000, NCAT = 40 };
+  tt_strings a, ca;
+  tabcl_strings_view v = words(&a, 0, 60, 0);
+  tabcl_strings_view cv = words(&ca, 30, NCAT, 0);   /* half known, half not */
+  int32_t *in = malloc(ROWS * sizeof *in), *out = malloc(ROWS * sizeof *out);
+  int32_t catcode[NCAT];
+  cr_assert(in && out);
+  for (int i = 0; i < ROWS; i++) in[i] = i % 17 == 0 ? -1 : (int32_t)((i * 7) % NCAT);
+  tabcl_dictionary_view d = {cv, ROWS, in};
+  int32_t *outs[1] = {out}, *cats[1] = {catcode};
+  for (int host = 1; host >= 0; host--) {
+    tt_tune(ctx, host ? "lookup.host_threads=3" : "lookup.host_threads=3;lookup.host_rows=0;lookup.host_index=0");
+    tabcl_category_index *idx = NULL;
+    tt_assert_ok(tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx));
+    tt_assert_ok(tabcl_category_index_lookup(idx, 1, &cv, cats));
+    tt_live base = tt_live_now();
+    static const int at[] = {0, ROWS / 2, ROWS - 1};
+    for (int k = 0; k < 3; k++) {
+      const int32_t keep = in[at[k]];
+      in[at[k]] = NCAT;
+      poison(out, ROWS);
+      char row[32];
+      snprintf(row, sizeof row, "row %d ", at[k]);
+      const char *needle = row;
+      EXPECT_FAIL(tabcl_category_index_align(idx, 1, &d, outs), TABCL_INVALID_ARGUMENT, needle);
+      cr_expect(poisoned(out, ROWS), "host %d, a bad code at row %d: outputs written", host, at[k]);
+      in[at[k]] = keep;
+    }
+    tt_expect_no_leak(base);
+    poison(out, ROWS);
+    tt_assert_ok(tabcl_category_index_align(idx, 1, &d, outs));
+    int wrong = 0;
+    for (int i = 0; i < ROWS && wrong < 3; i++) {
+      const int32_t want = in[i] < 0 ? -1 : catcode[in[i]];
+      if (out[i] != want) {
+        wrong++;
+        cr_expect_fail("host %d row %d: %d, expected %d", host, i, out[i], want);
+      }
+    }
+    tabcl_category_index_destroy(idx);
+  }
+  free(in);
+  free(out);
+  tt_strings_free(&a);
+  tt_strings_free(&ca);
+  tabcl_context_destroy(ctx);
+}
+
 Test(catindex_errors, align_rejects_codes_out_of_range_naming_column_and_row) {
   tabcl_context *ctx = tt_context();
   cat_warm(ctx);

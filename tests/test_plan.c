@@ -716,5 +716,13 @@ Test(plan, calls_on_the_host_by_device_kind) {
     tabcl__target tg = {dev, &tune, 0, 12};
     cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1000), 5, "%s", devs[i].what);
     cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1001), 0, "%s", devs[i].what);
+    /* an align's passes over its rows: one thread below 16,384 rows, the
+       override's count from there, whatever the index; 0 counts as 1 */
+    cr_expect_eq(tabcl__align_row_threads(&tg, TABCL__ALIGN_ROWS_THREADED - 1), 1, "%s",
+                 devs[i].what);
+    cr_expect_eq(tabcl__align_row_threads(&tg, TABCL__ALIGN_ROWS_THREADED), 5, "%s", devs[i].what);
+    tabcl__tuning none = tuning_for(dev, "lookup.host_threads=0");
+    tabcl__target tn = {dev, &none, 0, 12};
+    cr_expect_eq(tabcl__align_row_threads(&tn, 1000000), 1, "%s", devs[i].what);
   }
 }

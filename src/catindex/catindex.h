@@ -254,6 +254,12 @@ int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
    maps the index's tables, on a GPU a copy). Pure. */
 int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes,
                                int64_t index_bytes);
+/* The threads an align's passes over a column's rows of codes take on the
+   host (the check of their range; on the host path the gather through the
+   category table): one below TABCL__ALIGN_ROWS_THREADED rows, else the
+   host lookup's (lookup.host_threads or its rule; 0 there gives 1). Pure. */
+#define TABCL__ALIGN_ROWS_THREADED 16384
+int tabcl__align_row_threads(const tabcl__target *t, int64_t rows);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
                           int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p);

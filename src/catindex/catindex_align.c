@@ -1,14 +1,58 @@
 /* Aligning dictionary-encoded columns with a fitted index: look up each
  * column's own categories, then map its codes through one gather over a
  * concatenated table whose per-column blocks end in a -1 slot. */
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "catindex/catindex.h"
 
+/* Parts of a threaded pass over a column's codes: at least this many bytes
+   of them (4,096 rows). */
+#define ALIGN_PART_BYTES ((size_t)16 << 10)
+
+typedef struct codes_check {
+  const int32_t *codes;
+  int64_t categories;
+  atomic_int bad;   /* some code in a part is outside [-1, categories) */
+} codes_check;
+
+/* One part of the threaded range check: the codes of bytes [at, at + n). */
+static void check_part(void *dst, size_t at, size_t n, const void *arg) {
+  (void)dst;
+  /* the check itself is not const (the caller's own object): only its
+     flag is written */
+  codes_check *cc = (codes_check *)(uintptr_t)arg;
+  const int32_t *k = cc->codes + at / sizeof *k;
+  int bad = 0;
+  for (size_t i = 0; i < n / sizeof *k; i++) bad |= k[i] < -1 || (int64_t)k[i] >= cc->categories;
+  if (bad) atomic_store_explicit(&cc->bad, 1, memory_order_relaxed);
+}
+
+typedef struct codes_gather {
+  const int32_t *in, *table;
+} codes_gather;
+
+/* Rows [at / 4, (at + n) / 4) of a column's codes mapped through its
+   category table into dst (-1 stays -1). */
+static void gather_part(void *dst, size_t at, size_t n, const void *arg) {
+  const codes_gather *g = arg;
+  int32_t *out = dst;
+  const int32_t *in = g->in + at / sizeof *in;
+  for (size_t i = 0; i < n / sizeof *out; i++) {
+    const int32_t k = in[i];
+    out[i] = k < 0 ? -1 : g->table[k];
+  }
+}
+
 /* Every input column: its categories (validated once; longest[c] gets the
-   longest label), its codes within [-1, categories), the output arrays. */
-static tabcl_status check_inputs(const tabcl_dictionary_view *inputs, int ncols,
-                                 int32_t *const *codes, const char *fn, int64_t *longest) {
+   longest label), its codes within [-1, categories) (on the context's
+   threads for long columns: tabcl__align_row_threads), the output
+   arrays. */
+static tabcl_status check_inputs(tabcl_category_index *idx, const tabcl_dictionary_view *inputs,
+                                 int ncols, int32_t *const *codes, const char *fn,
+                                 int64_t *longest) {
+  const tabcl__target tg = tabcl__context_target(idx->ctx);
   tabcl_status st;
   for (int c = 0; c < ncols; c++) {
     const tabcl_dictionary_view *in = &inputs[c];
@@ -22,6 +66,16 @@ static tabcl_status check_inputs(const tabcl_dictionary_view *inputs, int ncols,
     if (in->length && !codes[c])
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
                          c, (long long)in->length);
+    const int threads = tabcl__align_row_threads(&tg, in->length);
+    if (threads > 1) {
+      codes_check cc = {.codes = in->codes, .categories = in->categories.length};
+      atomic_init(&cc.bad, 0);
+      tabcl__fill_parallel_parts(idx->ctx, threads, ALIGN_PART_BYTES, check_part,
+                                 (void *)(uintptr_t)in->codes, 0,
+                                 (size_t)in->length * sizeof *in->codes, &cc);
+      if (!atomic_load(&cc.bad)) continue;
+    }
+    /* one thread, or a fault found: the first one, for the message */
     for (int64_t i = 0; i < in->length; i++) {
       int32_t k = in->codes[i];
       if (k < -1 || (int64_t)k >= in->categories.length)
@@ -35,11 +89,12 @@ static tabcl_status check_inputs(const tabcl_dictionary_view *inputs, int ncols,
 
 /* The whole align on the host (catindex_host.c): each column's
    categories looked up into its block of one table, then every row's code
-   mapped through it. Nothing is written to codes before the one allocation
+   mapped through it (on the context's threads for long columns). Nothing is written to codes before the one allocation
    has succeeded. */
 static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catindex_host *h,
                                   int threads, int ncols, const tabcl_dictionary_view *inputs,
                                   int32_t *const *codes, int64_t categories, const char *fn) {
+  const tabcl__target tg = tabcl__context_target(idx->ctx);
   int32_t *table = tabcl__malloc(((size_t)categories + 1) * sizeof *table);
   if (!table)
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
@@ -48,10 +103,13 @@ static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catind
   for (int c = 0; c < ncols; c++) {
     const tabcl_dictionary_view *in = &inputs[c];
     tabcl__catindex_host_lookup_n(idx, h, threads, c, &in->categories, table);
-    for (int64_t i = 0; i < in->length; i++) {
-      const int32_t k = in->codes[i];
-      codes[c][i] = k < 0 ? -1 : table[k];
-    }
+    const codes_gather g = {in->codes, table};
+    const int row_threads = tabcl__align_row_threads(&tg, in->length);
+    if (row_threads > 1)
+      tabcl__fill_parallel_parts(idx->ctx, row_threads, ALIGN_PART_BYTES, gather_part, codes[c], 0,
+                                 (size_t)in->length * sizeof *codes[c], &g);
+    else
+      gather_part(codes[c], 0, (size_t)in->length * sizeof *codes[c], &g);
   }
   tabcl__free(table);
   return TABCL_OK;
@@ -69,7 +127,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
   if (!longest)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        ncols);
-  st = check_inputs(inputs, ncols, codes, fn, longest);
+  st = check_inputs(idx, inputs, ncols, codes, fn, longest);
   if (st) {
     tabcl__free(longest);
     return st;

@@ -46,8 +46,10 @@
    kept it turned host lookups of 100,000 x 64 B from 1.07 ms into 1.4-2.0. */
 #define FILL_WAKE_SPIN_US 100.0
 /* A fill that finds threads parked wakes them where that repays: where
-   the last fill on them ended less than FILL_WAKE_SPIN_US ago (calls that
-   follow each other: once woken, the threads watch for the next), or where
+   the last fill on them ended less than FILL_WAKE_SPIN_US ago and they
+   took part in it (calls that follow each other: once woken, the threads
+   watch for the next; a call of two fills after a pause, whose first the
+   caller did alone, does not count), or where
    the caller's work, shared, ends FILL_WAKE_COST_US sooner (wake_saves).
    The work is the caller's alone at the rate of the last fill of the same
    function (before any part) or of its own parts so far (after each); the
@@ -220,11 +222,14 @@ static void wake_parked(tabcl__fill_workers *w) {
 
 /* The fill's caller's share: take_parts, its first part timed for the
    next fill of the same function, and the parked threads woken (wake = 1)
-   after a part once that repays on the parts left (wake_saves). */
-static void take_parts_caller(tabcl__fill_workers *w, int wake) {
+   after a part once that repays on the parts left (wake_saves). Returns
+   the parts the caller took. */
+static size_t take_parts_caller(tabcl__fill_workers *w, int wake) {
   const double t0 = now_us();
-  for (size_t done = 1; w->next < w->parts; done++) {
+  size_t done = 0;
+  while (w->next < w->parts) {
     const fill_part *f = take_part(w);
+    done++;
     if (done > 1 && !wake) continue;
     const double spent = now_us() - t0;
     if (done == 1) keep_rate(w, f->fill, spent / (double)f->n);
@@ -234,6 +239,7 @@ static void take_parts_caller(tabcl__fill_workers *w, int wake) {
       wake = 0;
     }
   }
+  return done;
 }
 
 static int posted_since(const tabcl__fill_workers *w, size_t seen) {
@@ -331,12 +337,13 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   /* threads watching for work see the post; parked ones are woken where
      that repays (wake_saves), here or after a part */
   int wake = w->parked > 0;
-  if (wake && (now_us() - w->ended_us < FILL_WAKE_SPIN_US ||
+  if (wake && ((w->helped && now_us() - w->ended_us < FILL_WAKE_SPIN_US) ||
                wake_saves(w, rate_of(w, fill) * (double)n, sharers(w, parts)))) {
     wake_parked(w);
     wake = 0;
   }
-  take_parts_caller(w, wake);   /* the caller fills too (all of it, where no thread runs) */
+  /* the caller fills too (all of it, where no thread runs) */
+  const size_t by_caller = take_parts_caller(w, wake);
   /* the other threads' last parts watched for a while, then waited for */
   if (atomic_load_explicit(&w->left, memory_order_relaxed)) {
     pthread_mutex_unlock(&w->lock);
@@ -348,6 +355,7 @@ static int fill_parked(tabcl_context *ctx, size_t threads, size_t least, tabcl__
   w->part = NULL;
   w->parts = w->next = 0;
   w->ended_us = now_us();
+  w->helped = by_caller < parts;
   pthread_mutex_unlock(&w->lock);
   pthread_mutex_unlock(&w->job);
   return 1;

@@ -182,6 +182,7 @@ typedef struct tabcl__fill_workers {
   int threads, stop;
   int parked;                 /* threads waiting on `work` (under lock) */
   double ended_us;            /* when the last fill on them ended (fill.c's clock) */
+  int helped;                 /* whether threads took some of that fill's parts */
   struct {
     tabcl__fill_fn fill;      /* a fill function seen on them (NULL: the slot is free) */
     double us_per_byte;       /* its caller's first part's rate, in its last fill */
