@@ -289,8 +289,11 @@ static void fill_slow(void *dst, size_t at, size_t n, const void *arg) {
   pthread_mutex_unlock(&sp->lock);
 }
 
-/* fill_slow under another name: the fill threads keep a rate a function. */
+/* fill_slow under other names: the fill threads keep a rate a function. */
 static void fill_slow_other(void *dst, size_t at, size_t n, const void *arg) {
+  fill_slow(dst, at, n, arg);
+}
+static void fill_slow_third(void *dst, size_t at, size_t n, const void *arg) {
   fill_slow(dst, at, n, arg);
 }
 
@@ -400,6 +403,39 @@ Test(upload, parked_helpers_woken_at_once_by_each_functions_rate) {
                    "(woken after it, not at once) in 5 tries");
   free(dst);
   tabcl_context_destroy(ctx);
+}
+
+/* A fill that follows the last within the threads' watch wakes them at
+   once only where they shared that fill (then they watch for the next);
+   after a fill the caller did alone, a fill whose rate is not known yet
+   wakes them after its first part, as after a pause. An align after a
+   pause is such a pair: its check alone, then its gather. */
+Test(upload, parked_helpers_not_woken_at_once_after_a_fill_they_did_not_share) {
+  const size_t least = 4096, n = 8 * least;
+  uint8_t *dst = malloc(n);
+  cr_assert(dst);
+  slow_parts sp;
+  int tried = 0;
+  /* a quick fill may wake the helper on a busy machine: a fresh context
+     then, five at most */
+  for (int t = 0; t < 5 && !tried; t++) {
+    tabcl_context *ctx = tt_context();
+    cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");   /* starts the helper */
+    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+    cr_assert(run_fill(ctx, fill_slow_other, dst, least, n, 0, &sp), "a fill's bytes");
+    if (sp.by_others == 0) {
+      tried = 1;
+      /* at once, a function never seen: parts of 2 ms */
+      cr_assert(run_fill(ctx, fill_slow_third, dst, least, n, 2000000, &sp), "a fill's bytes");
+      cr_expect_eq(sp.parts, 8, "parts of the slow fill");
+      cr_expect(!sp.early, "the helper started a part during the caller's first: woken at once "
+                           "after a fill it did not share");
+      cr_expect_gt(sp.by_others, 0, "the helper was never woken for 8 parts of 2 ms");
+    }
+    tabcl_context_destroy(ctx);
+  }
+  cr_expect(tried, "every quick fill woke the helper, in 5 contexts");
+  free(dst);
 }
 
 /* Uploads and downloads taking turns on one small area: each must wait
