@@ -49,13 +49,12 @@
    the last fill on them ended less than FILL_WAKE_SPIN_US ago and they
    took part in it (calls that follow each other: once woken, the threads
    watch for the next; a call of two fills after a pause, whose first the
-   caller did alone, does not count), or where
-   the caller's work, shared, ends FILL_WAKE_COST_US sooner (wake_saves).
-   The work is the caller's alone at the rate of the last fill of the same
-   function (before any part) or of its own parts so far (after each); the
-   caller does it alone until a woken thread runs, and the rest is shared
-   by the threads that can take a part (the parts left, at most every
-   thread). How long a woken thread takes to run is timed on every wake
+   caller did alone, does not count), or where the caller's work, shared,
+   ends FILL_WAKE_COST_US sooner (wake_saves). The work is the caller's
+   alone at the rate of the last fill of the same function (before any
+   part) or of its own parts so far (after each); the caller does it alone
+   until a woken thread runs, and the rest is shared by the threads that
+   can take a part (the parts left, at most every thread). How long a woken thread takes to run is timed on every wake
    and averaged, since it is the machine's: 50-93 us on the 2-core VM after
    2 ms pauses, 15-67 us on an H100 machine's 16-core host.
 
