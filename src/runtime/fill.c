@@ -54,9 +54,10 @@
    alone at the rate of the last fill of the same function (before any
    part) or of its own parts so far (after each); the caller does it alone
    until a woken thread runs, and the rest is shared by the threads that
-   can take a part (the parts left, at most every thread). How long a woken thread takes to run is timed on every wake
-   and averaged, since it is the machine's: 50-93 us on the 2-core VM after
-   2 ms pauses, 15-67 us on an H100 machine's 16-core host.
+   can take a part (the parts left, at most every thread). How long a
+   woken thread takes to run is timed on every wake and averaged, since it
+   is the machine's: 50-93 us on the 2-core VM after 2 ms pauses, 15-67 us
+   on an H100 machine's 16-core host.
 
    On the VM, two threads always woken took 0.026 ms (median of 200) for
    host lookups of 1,000 rows of 8 B after 2 ms pauses, where one took
