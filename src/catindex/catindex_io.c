@@ -345,13 +345,14 @@ static int r_u32(reader *r, uint32_t *v) {
    and 65 against 327 ms for 4 KiB labels (bench/RESULTS.md). */
 #define READ_PARALLEL_MIN ((size_t)1 << 20)
 
-/* [0, n) of fd into buf on the calling thread, from *got on: 0, or the
-   errno of a failed read. A file that shrank ends the read early: the
-   checks after it see a short file. */
-static int read_serial(int fd, uint8_t *buf, size_t n, size_t *got) {
+/* Bytes [at + *got, at + n) of fd into dst + *got with pread: 0, or the
+   errno of a failed read. A file that shrank ends the read early, *got
+   short of n. Both the calling thread's read and each threaded part. */
+static int read_range(int fd, uint8_t *dst, size_t at, size_t n, size_t *got) {
   while (*got < n) {
     const int injected = tabcl__fault_io();
-    ssize_t k = injected ? (errno = injected, -1) : read(fd, buf + *got, n - *got);
+    ssize_t k = injected ? (errno = injected, -1)
+                         : pread(fd, dst + *got, n - *got, (off_t)(at + *got));
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) return errno;
     if (k == 0) break;
@@ -368,18 +369,12 @@ typedef struct read_job {
 /* One part of a threaded read: bytes [at, at + n) of the file into dst. */
 static void read_part(void *dst, size_t at, size_t n, const void *arg) {
   read_job *j = (read_job *)(uintptr_t)arg;
+  if (atomic_load_explicit(&j->err, memory_order_relaxed)) return;   /* another part failed */
   size_t got = 0;
-  while (got < n && !atomic_load_explicit(&j->err, memory_order_relaxed)) {
-    const int injected = tabcl__fault_io();
-    ssize_t k = injected ? (errno = injected, -1)
-                         : pread(j->fd, (uint8_t *)dst + got, n - got, (off_t)(at + got));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      int none = 0;
-      atomic_compare_exchange_strong(&j->err, &none, k < 0 ? errno : -1);
-      return;
-    }
-    got += (size_t)k;
+  const int e = read_range(j->fd, dst, at, n, &got);
+  if (e || got < n) {
+    int none = 0;
+    atomic_compare_exchange_strong(&j->err, &none, e ? e : -1);
   }
 }
 
@@ -423,15 +418,16 @@ static tabcl_status read_file(tabcl_context *ctx, const char *path, uint8_t **ou
   }
   size_t got = 0;
   int e = 0;
-  if (n >= READ_PARALLEL_MIN && tabcl__fill_threads(ctx) >= 2) {
+  const int threads = tabcl__fill_threads(ctx);
+  if (n >= READ_PARALLEL_MIN && threads >= 2) {
     read_job j = {.fd = fd};
     atomic_init(&j.err, 0);
-    tabcl__fill_parallel_n(ctx, tabcl__fill_threads(ctx), read_part, buf, 0, n, &j);
+    tabcl__fill_parallel_n(ctx, threads, read_part, buf, 0, n, &j);
     e = atomic_load(&j.err);
     if (!e) got = n;
     e = e < 0 ? 0 : e;   /* ended early: read again on this thread, as far as it goes */
   }
-  if (!e && got < n) e = read_serial(fd, buf, n, &got);
+  if (!e && got < n) e = read_range(fd, buf, 0, n, &got);
   if (e) {
     close(fd);
     tabcl__free_large(buf, want);
