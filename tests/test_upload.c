@@ -334,15 +334,20 @@ static int run_slow(tabcl_context *ctx, uint8_t *dst, size_t least, size_t n, lo
   return run_fill(ctx, fill_slow, dst, least, n, sleep_ns, sp);
 }
 
+/* The context's helper started by a quick fill, then asleep. */
+static void park_a_helper(tabcl_context *ctx, uint8_t *dst, size_t least, size_t n,
+                          slow_parts *sp) {
+  cr_assert(run_slow(ctx, dst, least, n, 0, sp), "a fill's bytes");
+  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+}
+
 Test(upload, parked_helpers_woken_when_it_repays) {
   tabcl_context *ctx = tt_context();
   const size_t least = 4096, n = 8 * least;
   uint8_t *dst = malloc(n);
   cr_assert(dst);
   slow_parts sp;
-  /* the first fill starts the helper */
-  cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
-  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+  park_a_helper(ctx, dst, least, n, &sp);
   /* parts of 2 ms: the helper is woken after the caller's first */
   cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");
   cr_expect_eq(sp.parts, 8, "parts of the slow fill");
@@ -386,8 +391,7 @@ Test(upload, parked_helpers_woken_at_once_by_each_functions_rate) {
   uint8_t *dst = malloc(n);
   cr_assert(dst);
   slow_parts sp;
-  cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");   /* starts the helper */
-  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+  park_a_helper(ctx, dst, least, n, &sp);
   cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");   /* its rate */
   /* a woken thread may start late on a busy machine: one of five tries */
   int early = 0;
@@ -420,8 +424,7 @@ Test(upload, parked_helpers_not_woken_at_once_after_a_fill_they_did_not_share) {
      then, five at most */
   for (int t = 0; t < 5 && !tried; t++) {
     tabcl_context *ctx = tt_context();
-    cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");   /* starts the helper */
-    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
+    park_a_helper(ctx, dst, least, n, &sp);
     cr_assert(run_fill(ctx, fill_slow_other, dst, least, n, 0, &sp), "a fill's bytes");
     if (sp.by_others == 0) {
       tried = 1;

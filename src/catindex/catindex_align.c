@@ -89,8 +89,8 @@ static tabcl_status check_inputs(tabcl_category_index *idx, const tabcl_dictiona
 
 /* The whole align on the host (catindex_host.c): each column's
    categories looked up into its block of one table, then every row's code
-   mapped through it (on the context's threads for long columns). Nothing is written to codes before the one allocation
-   has succeeded. */
+   mapped through it (on the context's threads for long columns). Nothing
+   is written to codes before the one allocation has succeeded. */
 static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catindex_host *h,
                                   int threads, int ncols, const tabcl_dictionary_view *inputs,
                                   int32_t *const *codes, int64_t categories, const char *fn) {
