@@ -214,8 +214,11 @@ static int wake_saves(const tabcl__fill_workers *w, double us_alone, size_t by) 
   return by > 1 && left - left / (double)by >= FILL_WAKE_COST_US;
 }
 
-/* Wakes the parked threads; the first to run times the wake. */
+/* Wakes the parked threads; the first to run times the wake. w->lock is
+   held; none may be parked by now (a spurious return from the wait), and
+   then no wake is marked, or it would stay marked until the next. */
 static void wake_parked(tabcl__fill_workers *w) {
+  if (w->parked == 0) return;
   w->woken_us = now_us();
   pthread_cond_broadcast(&w->work);
 }
