@@ -308,8 +308,8 @@ static void fill_slow_third(void *dst, size_t at, size_t n, const void *arg) {
 /* Whether every helper sleeps and none has been woken: a wake broadcast
    leaves a helper counted as parked until it runs, and one that runs late
    (a busy machine) then watches for the next fill and takes a part of it
-   at once, as a fill right after a shared one would have it. Seen in a
-   clean-clone CI run here, under the qualcomm-adreno profile: the quick
+   at once, as a fill right after a shared one would have it. Seen in the
+   project's CI at 3ff8673, under the qualcomm-adreno profile: the quick
    fill woke the helper, it was still counted parked when checked, and it
    started a part during the caller's first part of the slow fill. */
 static int helpers_parked(tabcl_context *ctx) {
