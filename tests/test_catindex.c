@@ -1302,7 +1302,7 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
 }
 
 /* Fits on the calling thread (CPU devices) of 2 to 6 MiB of labels fill
-   the index's buffer through a map on the fill threads, smaller ones lay
+   the index's buffer through a map on the worker pool, smaller ones lay
    the bytes out for the driver to copy (catindex_fit.c): both sides of the
    bound give the codes, and a fit that leaves nothing behind. */
 Test(catindex, host_fits_either_side_of_the_mapped_fill) {

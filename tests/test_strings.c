@@ -63,7 +63,7 @@ Test(strings, validation_messages) {
   cr_expect_eq(tabcl__strings_validate(NULL, "f", 1, NULL), TABCL_INVALID_ARGUMENT);
 }
 
-/* The check's pass on the fill threads (long columns, upload.threads 4):
+/* The check's pass on the worker pool (long columns, upload.threads 4):
    the same verdicts, messages and longest label as on one thread, for a
    fault or the longest label in each of the threads' parts. */
 Test(strings, long_columns_checked_on_threads) {
@@ -239,7 +239,7 @@ Test(strings, upload_more_offsets_than_one_staging_chunk) {
 }
 
 /* The offsets' check riding on their copy into staging (long columns,
-   staged uploads, several fill threads: GPUs): the same verdicts, messages
+   staged uploads, several workers: GPUs): the same verdicts, messages
    and longest label as tabcl__strings_validate, for a fault or the longest
    label in each thread's part and in each staging chunk (halves of 64 KiB),
    the upload intact where the view is sound, and nothing left behind where

@@ -94,7 +94,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
 /* Looks column c's queries up on the calling thread into codes[0 .. length). */
 void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *h,
                                  int c, const tabcl_strings_view *q, int32_t *codes);
-/* The same over up to `threads` threads (the context's fill threads and
+/* The same over up to `threads` threads (the context's worker pool and
    the calling thread), each a run of rows; the codes are the same. Calls
    of fewer than a few thousand rows stay on the calling thread. */
 void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
@@ -241,7 +241,7 @@ typedef struct tabcl__fit_plan {
    lookup.host_rows rows (512 on CPUs and beside NVIDIA GPUs, else 0) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
    a row on average. Pure. */
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
-/* The most threads a host lookup takes (the context's fill threads and the
+/* The most threads a host lookup takes (the context's worker pool and the
    calling thread). */
 #define TABCL__LOOKUP_HOST_THREADS_MAX 64
 /* How a host lookup or align of `rows` query rows of `bytes` bytes runs on

@@ -232,8 +232,8 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
   atomic_int refused;
   atomic_init(&refused, 0);
   const faulted_fill f = {{idx, src->v}, &refused};
-  tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, (size_t)padded), fill_faulted, h, 0,
-                         (size_t)padded, &f);
+  tabcl__workers_run(ctx, tabcl__workers_threads(ctx, (size_t)padded), TABCL__WORKERS_PART,
+                     fill_faulted, h, 0, (size_t)padded, &f);
   /* a kernel without MADV_POPULATE_WRITE (before Linux 5.14), or memory it
      could not give: the plain path, whose buffer the driver allocates */
   if (atomic_load(&refused)) {

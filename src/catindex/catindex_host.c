@@ -309,7 +309,7 @@ typedef struct host_part {
 
 /* Rows [at / 4, (at + n) / 4) of a threaded lookup into dst, their codes:
    the fill's bytes are the codes' bytes. Parts start on whole 64-byte
-   lines of codes (tabcl__fill_parallel_parts), so on a multiple of 16 rows,
+   lines of codes (tabcl__workers_run), so on a multiple of 16 rows,
    where the validity bitmap's bytes start too. */
 static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
   const host_part *p = arg;
@@ -339,7 +339,7 @@ void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
     return;
   }
   const host_part p = {idx, t, c, q};
-  tabcl__fill_parallel_parts(idx->ctx, threads, (size_t)rows * sizeof *codes, lookup_part,
+  tabcl__workers_run(idx->ctx, threads, (size_t)rows * sizeof *codes, lookup_part,
                              codes, 0, (size_t)q->length * sizeof *codes, &p);
 }
 

@@ -334,7 +334,7 @@ static int r_u32(reader *r, uint32_t *v) {
   return 1;
 }
 
-/* From this many bytes a file is read by the context's fill threads (where
+/* From this many bytes a file is read by the context's worker pool (where
    upload.threads gives two or more), a part each with pread: the copy out
    of the page cache, and the clearing of the buffer's fresh pages on their
    first write, then run on several cores. On an H100 machine's host one
@@ -418,11 +418,11 @@ static tabcl_status read_file(tabcl_context *ctx, const char *path, uint8_t **ou
   }
   size_t got = 0;
   int e = 0;
-  const int threads = tabcl__fill_threads(ctx);
+  const int threads = tabcl__workers_threads(ctx, 0);
   if (n >= READ_PARALLEL_MIN && threads >= 2) {
     read_job j = {.fd = fd};
     atomic_init(&j.err, 0);
-    tabcl__fill_parallel_n(ctx, threads, read_part, buf, 0, n, &j);
+    tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, read_part, buf, 0, n, &j);
     e = atomic_load(&j.err);
     if (!e) got = n;
     e = e < 0 ? 0 : e;   /* ended early: read again on this thread, as far as it goes */

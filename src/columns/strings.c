@@ -16,7 +16,7 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
    branches: the longest label into most (unsigned: the difference of bad
    offsets may not fit), and whether any offset decreases into bad (with
    o[0] >= 0 a first negative offset is a decrease). Used whole by
-   CHECK_OFFSETS and in parts by the fill threads (scan_part). */
+   CHECK_OFFSETS and in parts by the worker pool (scan_part). */
 #define OFFSETS_PASS(T, o, n, most, bad)                                                     \
   for (int64_t i_ = 0; i_ < (int64_t)(n); i_++) {                                              \
     const int64_t a_ = (int64_t)(o)[i_], b_ = (int64_t)(o)[i_ + 1];                          \
@@ -138,22 +138,22 @@ static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
   scan_fold(sc, sc->o + at / 8, (int64_t)(n / 8));
 }
 
-/* From this many labels the check's first pass runs on the fill threads
+/* From this many labels the check's first pass runs on the worker pool
    (a pass took 100 us for 200,000 offsets on one core of the development
    VM, and about 250 us of a fit's host time on the H200's host). */
 #define VALIDATE_PARALLEL_MIN 65536
 
 tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
                                         const char *fn, int col, int64_t *longest) {
-  const int threads = ctx ? tabcl__fill_threads(ctx) : 1;
+  const int threads = ctx ? tabcl__workers_threads(ctx, 0) : 1;
   if (!v || threads < 2 || v->length < VALIDATE_PARALLEL_MIN || !v->offsets || v->offsets[0] < 0)
     return tabcl__strings_validate(v, fn, col, longest);
   offsets_scan sc = {.o = v->offsets};
   atomic_init(&sc.most, 0);
   atomic_init(&sc.bad, 0);
-  /* dst: the offsets themselves, which the parts only read */
-  tabcl__fill_parallel_n(ctx, threads, scan_part, (void *)(uintptr_t)v->offsets, 0,
-                         (size_t)v->length * 8, &sc);
+  /* a check writes no output: no destination */
+  tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, scan_part, NULL, 0,
+                     (size_t)v->length * 8, &sc);
   const uint64_t most = atomic_load(&sc.most);
   if (atomic_load(&sc.bad) || (!v->data && most != 0))
     return tabcl__strings_validate(v, fn, col, longest);   /* finds the fault and says it */
@@ -281,7 +281,7 @@ tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strin
 
 int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v) {
   if (!ctx || !v || !v->offsets || v->length < VALIDATE_PARALLEL_MIN) return 0;
-  if (!tabcl__upload_staged(ctx) || tabcl__fill_threads(ctx) < 2) return 0;
+  if (!tabcl__upload_staged(ctx) || tabcl__workers_threads(ctx, 0) < 2) return 0;
   /* a column handed over in place is not copied, so has no fill to ride */
   if (tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_IN_PLACE, 0) == 1) return 0;
   const int64_t first = v->offsets[0], last = v->offsets[v->length];

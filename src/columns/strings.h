@@ -30,7 +30,7 @@ typedef struct tabcl__dev_strings {
 tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col,
                                      int64_t *longest);
 /* tabcl__strings_validate whose pass over a long column (64Ki labels and
-   more) runs on ctx's fill threads where the tuning gives it several
+   more) runs on ctx's worker pool where the tuning gives it several
    (upload.threads); the same checks, message and longest label. */
 tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
                                         const char *fn, int col, int64_t *longest);
@@ -44,12 +44,12 @@ tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strin
                                            int64_t longest, tabcl__dev_strings *out);
 /* Whether the check of v's offsets may ride on its upload (the next
    call) instead of a pass of its own: long columns (64Ki labels and more)
-   uploaded through the staging area by several fill threads (GPUs), whose
+   uploaded through the staging area by several workers (GPUs), whose
    ends are sound (offset 0 >= 0, the last >= the first, data present
    where there are bytes). Where it answers 0, validate first. */
 int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v);
 /* Uploads v (unchecked, but tabcl__strings_check_in_upload said yes),
-   checking its offsets on the way: the fill threads that rebase them into
+   checking its offsets on the way: the workers that rebase them into
    staging also find the longest label and any decrease. A fault is
    reported as tabcl__strings_validate reports it (fn, col), and nothing is
    left allocated; the staging writes already enqueued went to pooled

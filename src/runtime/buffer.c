@@ -314,14 +314,14 @@ static size_t staging_want(const tabcl_context *ctx, size_t bytes) {
   return want;
 }
 
-static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                                   const void *arg, const char *what) {
   tabcl__staging *sg = &ctx->staging;
   pthread_mutex_lock(&sg->lock);
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
   size_t half = (sg->size / 2) & ~(size_t)7;
-  const int threads = tabcl__fill_threads_for(ctx, bytes);
+  const int threads = tabcl__workers_threads(ctx, bytes);
   for (size_t at = 0, n; !s && at < bytes; at += n) {
     n = bytes - at < half ? bytes - at : half;
     int h = sg->next;
@@ -331,7 +331,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       sg->next = h;
     }
     uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
-    tabcl__fill_parallel_n(ctx, threads, fill, p, at, n, arg);
+    tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, fill, p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
     if (err != CL_SUCCESS) {
@@ -352,14 +352,15 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return s;
 }
 
-static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                                   const void *arg, const char *what) {
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
   else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
-  tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, bytes), fill, p, 0, bytes, arg);
+  tabcl__workers_run(ctx, tabcl__workers_threads(ctx, bytes), TABCL__WORKERS_PART, fill, p, 0,
+                     bytes, arg);
   int injected = tabcl__fault_cl();
   /* An injected failure still unmaps, so the buffer is never released mapped. */
   err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
@@ -367,7 +368,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", what);
 }
 
-tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                            const void *arg, const char *what) {
   if (!bytes) return TABCL_OK;
   return tabcl__upload_staged(ctx) ? upload_staged(ctx, m, bytes, fill, arg, what)

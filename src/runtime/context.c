@@ -26,7 +26,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 
 static void destroy(tabcl_context *ctx) {
   if (ctx->destroy_hook) ctx->destroy_hook(ctx);
-  tabcl__fill_workers_destroy(ctx);
+  tabcl__workers_destroy(&ctx->workers);
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__pool_destroy(ctx);      /* releases events of the queue: before it goes */
   tabcl__program_cache_clear(ctx);
@@ -76,7 +76,7 @@ tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out
     tabcl__free(ctx);
     return TABCL_OUT_OF_MEMORY;
   }
-  if (tabcl__fill_workers_init(ctx) != 0) {
+  if (tabcl__workers_init(&ctx->workers) != 0) {
     tabcl__pool_destroy(ctx);
     tabcl__staging_destroy(ctx);
     pthread_cond_destroy(&ctx->built);
