@@ -149,11 +149,12 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     const tabcl_strings_view *v = &inputs[c].categories;
     if (v->length) category_bytes += v->offsets[v->length] - v->offsets[0];
   }
-  const tabcl__catindex_host *on_host = NULL;
-  int threads = 0;
-  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &on_host, &threads);
+  tabcl__route_plan route;
+  const tabcl__catindex_host *tables = NULL;
+  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &route, &tables);
+  const int on_host = route.route != TABCL__ROUTE_DEVICE;
   if (!st && on_host)
-    st = align_on_host(idx, on_host, threads, ncols, inputs, codes, categories, fn);
+    st = align_on_host(idx, tables, route.threads, ncols, inputs, codes, categories, fn);
   if (st || on_host) {
     tabcl__free(longest);
     return st;

@@ -130,18 +130,19 @@ static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_h
 }
 
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       const tabcl__catindex_host **out, int *threads) {
+                                       tabcl__route_plan *route, const tabcl__catindex_host **out) {
   *out = NULL;
-  *threads = 0;
   const tabcl__target tg = tabcl__context_target(idx->ctx);
-  const int n = tabcl__lookup_host_threads(&tg, rows, bytes, idx->device_bytes);
-  if (n < 1 || !idx->host_lock_made) return TABCL_OK;
-  if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
-    return TABCL_OK;
+  *route = tabcl__lookup_route(&tg, rows, bytes, idx->device_bytes);
+  /* an index without host tables (one loaded or fitted on the device that
+     could not map them) runs on the device */
+  if (!idx->host_lock_made || !idx->keys || !idx->spans || !idx->ecodes || !idx->dir ||
+      !idx->dinfo || !idx->vdata)
+    *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
+  if (route->route == TABCL__ROUTE_DEVICE) return TABCL_OK;
   tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
   if (h) {
     *out = h;
-    *threads = n;
     return TABCL_OK;
   }
   tabcl_status st = TABCL_OK;
@@ -161,7 +162,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
   }
   pthread_mutex_unlock(&idx->host_lock);
   *out = h;
-  *threads = h ? n : 0;
+  if (!h) *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
   return st;
 }
 

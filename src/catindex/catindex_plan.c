@@ -133,17 +133,25 @@ int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes) {
   return rows <= most && bytes <= most * TABCL__LOOKUP_HOST_ROW_BYTES;
 }
 
-int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes,
-                               int64_t index_bytes) {
+const char *tabcl__route_name(tabcl__route r) {
+  return r == TABCL__ROUTE_CALLER ? "calling thread" : r == TABCL__ROUTE_WORKERS ? "worker pool" : "device";
+}
+
+tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int64_t bytes,
+                                      int64_t index_bytes) {
+  tabcl__route_plan p = {TABCL__ROUTE_DEVICE, 0};
   /* the host keeps the index's tables mapped: a copy of the index where
      the device's memory is not the host's */
-  if (index_bytes > tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_INDEX, 0)) return 0;
-  if (tabcl__lookup_on_host(t, rows, bytes)) return 1;
+  if (index_bytes > tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_INDEX, 0)) return p;
+  if (tabcl__lookup_on_host(t, rows, bytes)) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
   /* the rule: a thread a compute unit on a CPU device (a core each); beside
      a GPU, a thread a core of the host */
   const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
-  const int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
-  return n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
+  int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
+  if (n > TABCL__LOOKUP_HOST_THREADS_MAX) n = TABCL__LOOKUP_HOST_THREADS_MAX;
+  if (n == 1) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
+  if (n > 1) return (tabcl__route_plan){TABCL__ROUTE_WORKERS, (int)n};
+  return p;
 }
 
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {

@@ -76,8 +76,6 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "1", R("upload.staging")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "0", R("upload.staging")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_POOL, "1073741824", R("upload.pool")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_IN_PLACE, "0", R("upload.in_place")},
-    {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_IN_PLACE, "1", R("upload.in_place")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "auto", R("upload.threads")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "1", R("upload.threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_BUILD_THREADS, "1", R("build.threads")},

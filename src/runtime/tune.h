@@ -65,8 +65,6 @@ struct tabcl__device_desc;
     "host uploads: 0 map each buffer, 1 pinned staging of 64 MiB, N staging of N bytes")         \
   X(UPLOAD_POOL, "upload.pool", INT, 0, 1099511627776LL,                                        \
     "bytes of idle device buffers a context keeps for host calls' uploads (0: none)")            \
-  X(UPLOAD_IN_PLACE, "upload.in_place", INT, 0, 1,                                              \
-    "host lookups and aligns: 1 hand query columns to the CPU kernels in place, 0 copy them")    \
   X(UPLOAD_THREADS, "upload.threads", INT, 1, 64,                                               \
     "host threads filling an upload's staging chunk or mapped buffer (parts of 256 KiB up)")  \
   X(BUILD_THREADS, "build.threads", INT, 1, 64,                                                \
