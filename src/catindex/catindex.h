@@ -232,20 +232,13 @@ typedef struct tabcl__fit_plan {
                               host memory and uploads are not staged (catindex_fit.c) */
 } tabcl__fit_plan;
 /* The labels (padded) a fit on the calling thread copies into the index's
-   buffer at its creation, at most: it then enqueues nothing. With the host
-   hash's AVX2 loop, fits up to about 7.8 MB of labels took less on the
-   calling thread than on PoCL's two threads (10,000 x 512 B: 0.84 against
-   2.36 ms; 1,750 x 4 KiB: 0.77 against 1.24 ms), and at 8.2 MB more (2.26
-   against 1.35 ms); before it, 1 MiB was the bound. */
+   buffer at its creation, at most: it then enqueues nothing. Past about 8
+   MB of labels the device's fit is faster, even on a CPU device
+   (bench/history/code-notes.md, "fit.host_labels bytes"). */
 #define TABCL__FIT_HOST_BYTES ((uint64_t)6 << 20)
 /* One thread hashes and compares every query byte, so long labels go to
-   the host threads past lookup.host_rows x this many bytes. When those
-   threads slept between calls the calling thread was faster up to 2 MB
-   (4,000 x 512 B: 0.15 against 0.23 ms); once they watched for the next
-   call (fill.c), two threads took less from 1,000 rows of 64 B on (12
-   against 14 us; 4,000 x 64 B 36 against 56 us; 1,000 x 4 KiB 0.11 against
-   0.21 ms; loops of one call after another, 2-core VM, 2026-12-05), so
-   lookup.host_rows on CPUs is 512. */
+   the worker pool past lookup.host_rows x this many bytes
+   (bench/history/code-notes.md, "lookup.host_rows bytes"). */
 #define TABCL__LOOKUP_HOST_ROW_BYTES 128
 /* Whether a host lookup or align of `rows` query rows (an align: its
    categories) of `bytes` bytes runs on the calling thread: at most

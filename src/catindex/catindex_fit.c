@@ -204,8 +204,8 @@ static tabcl_status read_back_column(tabcl_context *ctx, const tabcl_strings_cl 
                        "%s: column %d: out of host memory for %lld offsets and their validity",
                        fn, c, (long long)n + 1);
   /* the caller's events first, then the offsets and validity through the
-     staging area where there is one (pinned memory: 1.6 MB of offsets read
-     into ordinary memory took about 0.2 ms on the H200, 7.6-8.6 GB/s) */
+     staging area where there is one: reads into pinned memory are the
+     fast ones (bench/history/code-notes.md, "Staging") */
   if (nwait) {
     cl_int err = TABCL_CL(clWaitForEvents(nwait, wait));
     if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clWaitForEvents", "the wait list");

@@ -131,9 +131,8 @@ tabcl_status tabcl__fit_scratch_init(tabcl_category_index *idx, const fit_source
   }
   tabcl__free(tmp);
   if (st || s->on_host) return st;
-  /* Temporaries from the context's pool: a fresh buffer cost its first
-     use (about 60 us a kernel on the H200, whose driver allocates then)
-     and its release (30-50 us). */
+  /* Temporaries from the context's pool: a fresh buffer costs its first
+     use and its release on drivers that allocate late (bench/history/code-notes.md, "Pooled buffers"). */
   const cl_mem_flags rw = CL_MEM_READ_WRITE;
   if ((sparse && (st = tabcl__pool_get(ctx, rw, (size_t)p->hash_bytes, &s->hash,
                                        "fit hashes"))) ||

@@ -71,13 +71,9 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
    every one to two entries (tabcl__catindex_dir_bits), so a search ran a
    lower bound over a varying number of keys, a branch the core
    mispredicted about once a row. With 32 times the buckets nearly all hold
-   no entry or one. 100,000 rows on one thread of PoCL's VM, against 100
-   fitted labels: 8 B 1.77-1.83 ms before, 1.27-1.30 with 3 extra bits,
-   1.19 with 4, 1.10-1.13 with 5, 1.09 with 6 (64 B: 2.03, 1.69-1.89,
-   1.62, 1.49-1.54, 1.50; 6 lost against 10,000 fitted). Past the cap fewer
-   extra bits are taken, and none past it at one: a directory that leaves
-   the core's caches cost as much as it saved (200,000 fitted, 64 B, 2
-   extra bits: 3.5-3.7 ms against 3.2-3.7). */
+   no entry or one. Past the cap fewer extra bits are taken: a directory
+   that leaves the core's caches costs as much as it saves
+   (bench/history/code-notes.md, "Host directory bits"). */
 #define HOST_FINE_BITS 5
 #define HOST_FINE_SLOTS_MAX ((int64_t)1 << 18)
 
@@ -182,10 +178,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
 /* While a row is hashed, the first HOST_PREFETCH_BYTES of the row
    HOST_PREFETCH_AHEAD rows on are asked for: long labels are read from
    memory, not the cache, and the hash of one label after another left the
-   core waiting (100,000 rows of 512 B on two threads, PoCL's VM, medians of
-   11: 3.8 ms without, 3.2 one row ahead, 2.7 four rows, 2.3-2.4 eight
-   rows; for queries that all match, 4.1-4.4, 3.7, 3.2, 2.9-3.2; labels of
-   8 and 64 B level). */
+   core waiting (bench/history/code-notes.md, "Host prefetch"). */
 #define HOST_PREFETCH_BYTES 1024
 #define HOST_PREFETCH_AHEAD 8
 
@@ -321,9 +314,8 @@ static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
 }
 
 /* Rows a part takes at least for q: HOST_PART_ROWS for labels up to 64 B
-   on average, fewer for longer ones, whose rows cost more each (a row of 4
-   KiB is hashed and compared in about 0.2 us, as long as 16 rows of 8 B):
-   about the same work a part, on a multiple of 16 rows. */
+   on average, fewer for longer ones, whose rows cost more each: about the
+   same work a part, on a multiple of 16 rows. */
 static int64_t part_rows(const tabcl_strings_view *q) {
   const int64_t mean = q->length ? (q->offsets[q->length] - q->offsets[0]) / q->length : 0;
   if (mean <= HOST_PART_ROWS_BYTES) return HOST_PART_ROWS;

@@ -337,12 +337,7 @@ static int r_u32(reader *r, uint32_t *v) {
 /* From this many bytes a file is read by the context's worker pool (where
    upload.threads gives two or more), a part each with pread: the copy out
    of the page cache, and the clearing of the buffer's fresh pages on their
-   first write, then run on several cores. On an H100 machine's host one
-   core read the 3.2 MB file of 200,000 labels of 8 B into its fresh buffer
-   in 405-459 us, against 248-352 into a buffer read before, and the 16 MB
-   of 64 B labels in 1.9-2.2 ms against 1.1. Read on the threads, the
-   loads took 0.96-1.08 ms against 1.23-1.38, 1.66-1.75 against 3.09-3.71,
-   and 65 against 327 ms for 4 KiB labels (bench/RESULTS.md). */
+   first write, then run on several cores (bench/history/code-notes.md, "Threaded reads"). */
 #define READ_PARALLEL_MIN ((size_t)1 << 20)
 
 /* Bytes [at + *got, at + n) of fd into dst + *got with pread: 0, or the
@@ -547,9 +542,8 @@ static tabcl_status parse(tabcl_context *ctx, const char *path, const uint8_t *f
     const uint64_t last = (uint64_t)off[len];
     /* the check of a caller's view (an offset past INT64_MAX reads as
        negative), which finds the longest label too, on the context's
-       threads for long columns as a fit's is (on one core of the H200's
-       host the pass took about 250 us for 200,000 labels); its message is
-       replaced by the file's */
+       worker pool for long columns as a fit's is; its message is replaced
+       by the file's */
     views[c].data = r.p;
     if (off[0] != 0 || tabcl__strings_validate_on(ctx, &views[c], NULL, -1, &longest[c])) {
       st = corrupt(path, "bad offsets");

@@ -46,11 +46,7 @@ static void fill_labels(void *dst, size_t at, size_t n, const void *arg) {
    faulted in (MADV_POPULATE_WRITE, which fails where the memory cannot be
    had, where a first write would kill the process) just before it is
    filled, and the threads fault side by side (the kernel zeroes every
-   page it gives, on the thread that faults it). On the 2-core VM, fits of
-   200,000 x 4 KiB took 153-170 ms this way against 169-187 with all 819 MB
-   faulted first on one thread (68 ms of it) and then filled on two; in a
-   loop outside the tree the same 800 MiB took 59-138 ms against 118-137
-   (huge pages; the spread is the VM's). */
+   page it gives, on the thread that faults it) (bench/history/code-notes.md, "Faulted fills"). */
 #define FAULT_RUN ((size_t)4 << 20)
 typedef struct faulted_fill {
   label_fill labels;
@@ -80,29 +76,17 @@ static void fill_faulted(void *dst, size_t at, size_t n, const void *arg) {
 #define FIT_COPIED_AT_CREATE_MAX ((uint64_t)256 << 10)
 /* The same bound for fits on the calling thread, which have no command
    to wait for anyway. Past it the two copies (here, then the driver's into
-   a buffer of fresh pages) cost more than a map and one copy, done by the
-   fill threads: on PoCL, the 2-core VM, 10,000 x 512 B (5 MB) fitted in
-   0.55-0.59 ms against 0.63-0.74, 8,000 x 512 B 0.41-0.46 against 0.50-
-   0.57, 1,000 x 4 KiB 0.29-0.31 against 0.33-0.36; level at 2 MB (4,000 x
-   512 B); 1 MB and less lost (2,000 x 512 B 0.15 against 0.12, 100 x 4
-   KiB 0.09-0.11 against 0.04). */
+   a buffer of fresh pages) cost more than a map and one copy by the worker
+   pool (bench/history/code-notes.md, "Copied at create"). */
 #define FIT_HOST_COPIED_AT_CREATE_MAX ((uint64_t)2 << 20)
 
 /* On a CPU device vdata's bytes are host memory either way, and a large
-   fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
-   to fill into a mapped buffer on the 2-core development VM, where one call
-   that faults every page in first (MAP_POPULATE) and a copy took 0.5 s
-   (bench/RESULTS.md). So from TABCL__LARGE_ALLOC bytes, where glibc's
-   malloc, which PoCL's buffers come from, maps fresh pages for every
-   allocation (below, it reuses its heap: a fit of 200,000 x 128 B, 26 MB,
-   took 12.6-12.9 ms with the driver's buffer and 14.6-15.8 ms in memory of
-   its own; 10,000 x 4 KiB, 41 MB, 19-21 ms against 5.3-5.4), the index
-   takes memory of its own in transparent huge pages (tabcl__malloc_large),
-   faults it in, fills it and hands it to the device (CL_MEM_USE_HOST_PTR):
-   819 MB mapped and filled in 66-71 ms there, against 259-273 ms with 4 KiB
-   pages faulted in by MAP_POPULATE (where huge pages are off, the same
-   calls fault 4 KiB pages). Where that is not possible it returns 0 and
-   the plain path runs. */
+   fit's time was the first touch of its pages. So from TABCL__LARGE_ALLOC
+   bytes (below it glibc's malloc reuses its heap) the index takes memory of
+   its own in transparent huge pages (tabcl__malloc_large), faults it in,
+   fills it and hands it to the device (CL_MEM_USE_HOST_PTR), several times
+   faster (bench/history/code-notes.md, "Labels in own memory"). Where that is not possible it returns 0
+   and the plain path runs. */
 static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src,
                                 uint64_t padded, tabcl_status *st) {
 #ifdef MADV_POPULATE_WRITE
@@ -154,8 +138,8 @@ tabcl_status tabcl__fit_upload_labels(tabcl_category_index *idx, const fit_sourc
                        on_host ? FIT_HOST_COPIED_AT_CREATE_MAX : FIT_COPIED_AT_CREATE_MAX)) {
     /* A small fit where uploads map: the bytes laid out here and copied
        when the buffer is made (CL_MEM_COPY_HOST_PTR), no command and no
-       wait; the map, its wait and the unmap took about 48 us of a fit of
-       100 labels (0.23 ms) on PoCL. */
+       wait, where a map, its wait and the unmap were a fifth of a small
+       fit's time (bench/history/code-notes.md, "Copied at create"). */
     uint8_t *tmp = tabcl__malloc((size_t)padded);
     if (!tmp)
       return tabcl__fail(TABCL_OUT_OF_MEMORY, "fit: out of host memory for %llu label bytes",

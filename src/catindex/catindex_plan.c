@@ -155,9 +155,9 @@ tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int6
 }
 
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {
-  /* a pass costs about half a nanosecond a row on one core (both passes
-     over 100,000 rows took 85 us on the development VM): below this a
-     part's hand-over would cost as much as it saves */
+  /* a pass costs well under a nanosecond a row: below this a part's
+     hand-over would cost as much as it saves (bench/history/code-notes.md,
+     "Align passes") */
   if (rows < TABCL__ALIGN_ROWS_THREADED) return 1;
   const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
   const int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);

@@ -138,9 +138,9 @@ static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
   scan_fold(sc, sc->o + at / 8, (int64_t)(n / 8));
 }
 
-/* From this many labels the check's first pass runs on the worker pool
-   (a pass took 100 us for 200,000 offsets on one core of the development
-   VM, and about 250 us of a fit's host time on the H200's host). */
+/* From this many labels the check's first pass runs on the worker pool,
+   where it is long enough to repay a hand-over
+   (bench/history/code-notes.md, "Offsets check"). */
 #define VALIDATE_PARALLEL_MIN 65536
 
 tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
@@ -168,8 +168,8 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
 void tabcl__strings_release(tabcl__dev_strings *s) {
   if (!s) return;
   cl_mem m[3] = {s->data, s->offsets, s->validity};
-  /* into the pool behind one marker for the three (each marker and its
-     flush took 8-12 us on the H200) */
+  /* into the pool behind one marker for the three: each marker and its
+     flush costs microseconds */
   if (s->pool) tabcl__pool_put_n(s->pool, 3, m, 0, NULL);
   else
     for (int i = 0; i < 3; i++) tabcl__buffer_release(m[i]);

@@ -175,7 +175,7 @@ tabcl_status tabcl__finish(tabcl_context *ctx) {
  *
  * On a GPU that map is slow: each map of a fresh buffer gets a fresh host
  * shadow, so every call pays first-touch page faults and pinning for all of
- * its bytes (~1.5 GB/s measured on an H200 with NVIDIA's driver). Instead
+ * its bytes, far below the link's rate (bench/history/code-notes.md, "Staging"). Instead
  * each context keeps one pinned buffer (CL_MEM_ALLOC_HOST_PTR) mapped for
  * its whole life, and an upload copies its content into that mapping and
  * enqueues non-blocking writes from the mapped pointer (NVIDIA's fast path

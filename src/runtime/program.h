@@ -36,9 +36,9 @@ tabcl_status tabcl__program_get(tabcl_context *ctx, const char *name, const char
                                 cl_program *out, int *from_cache);
 /* A kernel object of that program for the caller alone until it gives it
    back with tabcl__kernel_release, so that threads never share argument
-   state: an idle one given back earlier where there is one (creating a
-   kernel object took 6 to 29 us on the H200's driver, a few a call), else
-   a fresh one. Every argument must be set before a launch, as on a fresh
+   state: an idle one given back earlier where there is one (creating one
+   costs microseconds on some drivers, and a call makes several), else a
+   fresh one. Every argument must be set before a launch, as on a fresh
    object. */
 tabcl_status tabcl__kernel_create(tabcl_context *ctx, const char *program, const char *extra,
                                   const char *kernel, cl_kernel *out);

@@ -94,8 +94,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "1", R("sdpa.cpu")},
     /* Mesa's llvmpipe compiles the CPU kernel's private float16 arrays
-       poorly: 8.6 s for 200 x 54 tokens x 8 heads (d64) against 1.0 s on
-       the fused kernel, 2.6 s against 0.25 s at 20 tokens */
+       poorly: the fused kernel is several times faster there
+       (bench/history/code-notes.md, "sdpa.cpu on llvmpipe") */
     {"cpu", NULL, NULL, "llvmpipe", TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D16, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D32, "auto", R("sdpa.fused")},
