@@ -104,6 +104,31 @@ Test(plan, table_rows_parse) {
   cr_expect_eq(gpu.value[TABCL__TUNE_HASH_TEAM_AVG], 48);
 }
 
+/* Defaults live in the table alone: every key read without a rule
+   (tabcl__tuned) resolves to a number on every device, also after an
+   override of "auto" (which goes back to the table); only the keys of
+   TABCL__TUNE_RULE_KEYS may stay "auto" for their planner's rule. */
+Test(plan, numeric_keys_never_auto) {
+  int rule[TABCL__TUNE_COUNT] = {0};
+#define RULE_KEY(id) rule[TABCL__TUNE_##id] = 1;
+  TABCL__TUNE_RULE_KEYS(RULE_KEY)
+#undef RULE_KEY
+  dev_case devs[8];
+  int n = make_devices(devs);
+  for (int i = 0; i < n; i++) {
+    tabcl__tuning t = tuning_for(&devs[i].d, NULL);
+    for (int k = 0; k < TABCL__TUNE_COUNT; k++) {
+      char entry[96];
+      snprintf(entry, sizeof entry, "%s=auto", tabcl__tune_key_name((tabcl__tune_key)k));
+      tabcl__tuning back = tuning_for(&devs[i].d, entry);
+      cr_expect_eq(back.value[k], t.value[k], "%s on %s", entry, devs[i].what);
+      if (!rule[k])
+        cr_expect_neq(t.value[k], TABCL__TUNE_AUTO, "%s is auto on %s but has no rule",
+                      tabcl__tune_key_name((tabcl__tune_key)k), devs[i].what);
+    }
+  }
+}
+
 /* TABCL_TUNE entries: taken, or refused with the entry named and the
    tuning untouched. */
 Test(plan, override_entries) {

@@ -81,7 +81,7 @@ Test(upload, thread_rule_by_size) {
   const int cores = tabcl__online_cores();
   const int small = tabcl__workers_threads(ctx, TABCL__WORKERS_LARGE - 1);
   const int large = tabcl__workers_threads(ctx, TABCL__WORKERS_LARGE);
-  const int64_t set = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
+  const int64_t set = tabcl__tuned_rule(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
   if (set > 0) {
     cr_expect_eq(small, set);
     cr_expect_eq(large, set);

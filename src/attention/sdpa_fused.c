@@ -235,7 +235,7 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
   if (usable <= fixed + per_tile) return -1;
   ks->key_step = (int64_t)((usable - fixed) / per_tile) * t->bk;
   const int64_t nqt = (d->q_len + t->bq - 1) / t->bq;
-  const int64_t most = (int64_t)tg->tune->value[TABCL__TUNE_SDPA_GROUPS_YZ];
+  const int64_t most = tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
   const int64_t heads = d->q_heads < most ? d->q_heads : most;
   const uint64_t per_group = group_state_bytes(d->dtype, t);
   const uint64_t groups = state_cap(tg->dev) / per_group;

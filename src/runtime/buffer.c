@@ -251,7 +251,7 @@ void tabcl__staging_configure(tabcl_context *ctx) {
      the device's own way (staging on GPUs). A changed cap takes effect at
      the next upload: the current area goes. */
   tabcl__staging *sg = &ctx->staging;
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_STAGING];
+  const int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_STAGING);
   pthread_mutex_lock(&sg->lock);
   staging_drop(ctx);
   sg->force = v == TABCL__TUNE_AUTO ? 0 : v ? 1 : -1;

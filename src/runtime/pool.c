@@ -61,7 +61,7 @@ static void pool_drop_all(tabcl__pool *p) {
 
 void tabcl__pool_configure(tabcl_context *ctx) {
   tabcl__pool *p = &ctx->pool;
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_POOL];
+  const int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_POOL);
   pthread_mutex_lock(&p->lock);
   pool_drop_all(p);
   /* at most a quarter of the device's memory, whatever the tuning */

@@ -39,7 +39,7 @@ typedef struct tune_row {
 
 #define R(section) "bench/RESULTS.md, Tuning: " section
 static const tune_row table[] = {
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "auto", R("sort.tile")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "4096", R("sort.tile")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_LOCAL, "128", R("sort.local")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_GLOBAL, "256", R("sort.global")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_PAIRS, "32", R("sort.pairs")},
@@ -88,7 +88,7 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_BATCH, "auto", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_PIPE, "1", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_PSPLIT, "auto", R("sdpa.mma")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_MTILES, "auto", R("sdpa.mma")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_MTILES, "1", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GROUPS_YZ, "65535", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GEMM_INDEX, "2147483647", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},

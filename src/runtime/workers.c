@@ -13,11 +13,10 @@ typedef struct tabcl__workers_part {
 #define PARTS_MAX 256
 
 int tabcl__workers_threads(const tabcl_context *ctx, size_t bytes) {
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_THREADS];
-  if (v > 0) return v > TABCL__WORKERS_MAX + 1 ? TABCL__WORKERS_MAX + 1 : (int)v;
   const int cores = tabcl__online_cores();
   const int cap = bytes >= TABCL__WORKERS_LARGE ? 16 : 8;
-  return cores < cap ? cores : cap;
+  const int64_t v = tabcl__tuned_rule(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, cores < cap ? cores : cap);
+  return v < 1 ? 1 : v > TABCL__WORKERS_MAX + 1 ? TABCL__WORKERS_MAX + 1 : (int)v;
 }
 
 int tabcl__workers_init(tabcl__workers *w) {
