@@ -229,7 +229,7 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__time
    untimed round). On a CPU device through PoCL this is tens of
    microseconds (its worker threads wake for each command), about what
    pandas takes to look up 1,000 labels, so it bounds every small host
-   call (bench/RESULTS.md). */
+   call (bench/history/2026-11-to-12.md). */
 tabcl_status tabcl__measure_round_trip(tabcl_context *ctx, int reps, double *median_s,
                                        double *min_s);
 /* Device time between the start of `start` and the end of `end`; -1 if the

@@ -211,7 +211,7 @@ static void fill_faulted(void *dst, size_t at, size_t n, const void *arg) {
    fit's time was the first touch of its pages: 819 MB of labels took 1.6 s
    to fill into a mapped buffer on the 2-core development VM, where one call
    that faults every page in first (MAP_POPULATE) and a copy took 0.5 s
-   (bench/RESULTS.md). So from TABCL__LARGE_ALLOC bytes, where glibc's
+   (bench/history/2026-11-to-12.md). So from TABCL__LARGE_ALLOC bytes, where glibc's
    malloc, which PoCL's buffers come from, maps fresh pages for every
    allocation (below, it reuses its heap: a fit of 200,000 x 128 B, 26 MB,
    took 12.6-12.9 ms with the driver's buffer and 14.6-15.8 ms in memory of
@@ -524,7 +524,7 @@ static tabcl_status host_bytes(tabcl_category_index *idx, const fit_source *src,
 /* The programs the seed tries below ask for (the hash program as the plan
    builds it, the sort for the longest column, the category kernels), built
    side by side first: on a cold start the builds are the fit's time
-   (bench/RESULTS.md, "Cold start"). Best effort and free of failure
+   (bench/history/2026-11-to-12.md, "Cold start"). Best effort and free of failure
    injection (tabcl__programs_prefetch); a failed build is met and reported
    by the call that needs it. */
 static void prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {

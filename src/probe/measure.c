@@ -175,7 +175,7 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__time
      of wall time): on PoCL's two cores a launch of 4,096 iterations lasted
      0.3 ms, and its wake-up and wait moved the figure between 97 and 208
      GFLOP/s from one run to the next (234 with long launches, numpy's
-     sgemm 194-206; bench/RESULTS.md). */
+     sgemm 194-206; bench/history/2026-11-to-12.md). */
   int scale = 1;
   if (check && (double)check->fma_iters * check->fma_scale > iters)
     iters = check->fma_iters, scale = check->fma_scale;

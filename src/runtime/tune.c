@@ -37,7 +37,7 @@ typedef struct tune_row {
   const char *source;
 } tune_row;
 
-#define R(section) "bench/RESULTS.md, Tuning: " section
+#define R(section) "bench/history/2026-11-to-12.md, Tuning: " section
 static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "auto", R("sort.tile")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_LOCAL, "128", R("sort.local")},
