@@ -122,7 +122,7 @@ int tabcl__tools_description(const tabcl_context *ctx, tabcl__tools_row *rows, i
 
 /* ---- tuning ------------------------------------------------------------ */
 
-/* The tuning keys (README.md, "Tuning"), in the table's order. */
+/* The tuning keys (docs/tuning.md), in the table's order. */
 int tabcl__tools_tune_count(void);
 const char *tabcl__tools_tune_name(int k);      /* "?" outside [0, count) */
 /* Key k's value in force on ctx and where it came from: "128 (table; ...)". */
@@ -273,7 +273,7 @@ int64_t tabcl__tools_device_bytes_live(void);
 int64_t tabcl__tools_device_bytes_peak_reset(void);
 void tabcl__tools_pool_trim(tabcl_context *ctx);
 
-/* Attention backends (README.md, "Attention paths"). */
+/* Attention backends (docs/attention.md). */
 enum {
   TABCL__TOOLS_SDPA_AUTO = 0,      /* the automatic choice, as tabcl_sdpa_cl */
   TABCL__TOOLS_SDPA_FUSED = 1,     /* the portable fused kernel */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test binary once per device profile (README.md, "Device profiles"),
+# Every test binary once per device profile (docs/profiles.md),
 # with TABCL_DEVICE_PROFILE set, on the default device (PoCL in CI).
 #
 # Each profile changes the kernels' build options (work-group and local
