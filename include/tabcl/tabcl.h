@@ -93,9 +93,10 @@ typedef struct tabcl_options {
    message lists the devices), TABCL_OUT_OF_MEMORY or TABCL_OPENCL_ERROR.
    On failure *out is set to NULL and nothing is left allocated. */
 TABCL_API tabcl_status tabcl_context_create(const tabcl_options *opts, tabcl_context **out);
-/* Waits for the work tabcl enqueued on the context, joins its host
-   threads, releases its OpenCL objects and memory (a CPU device first
-   stores its programs in the disk cache, as build.store says). Objects
+/* Ends the context: joins its host threads and releases the OpenCL objects
+   and memory it made (a CPU device first stores its programs in the disk
+   cache, as build.store says); commands already enqueued still complete
+   (tabcl_cl.h says how for a context on the caller's own queue). Objects
    made on it (indexes, streams, pinned memory) must be destroyed first.
    NULL is fine. */
 TABCL_API void tabcl_context_destroy(tabcl_context *ctx);

@@ -17,11 +17,11 @@ extern "C" {
 #endif
 
 /* The OpenCL objects a context uses, so callers can allocate buffers in the
-   same context and order work on the same queue. Owned by the context (do
-   not release them); NULL for a NULL context. */
+   same context and order work on the same queue. Owned by the context. */
 TABCL_API cl_context tabcl_context_cl_context(const tabcl_context *ctx);
 TABCL_API cl_command_queue tabcl_context_cl_queue(const tabcl_context *ctx);
 TABCL_API cl_device_id tabcl_context_cl_device(const tabcl_context *ctx);
+/* (Each of the three returns NULL for a NULL context; none can fail.) */
 
 /* ---- categorical index (see tabcl_category_index_lookup) ---- */
 
