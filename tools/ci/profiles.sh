@@ -18,7 +18,7 @@
 # (which builds every dtype) is represented by its probe-kernel test.
 #
 # With TABCL_PROFILE_FULL=1 every binary runs whole under each profile
-# instead (the run README.md's device table quotes; not a CI step).
+# instead (the run docs/profiles.md quotes; not a CI step).
 #
 # usage: tools/ci/profiles.sh BUILD LOGDIR [PROFILE...]   (default: every profile)
 set -uo pipefail
