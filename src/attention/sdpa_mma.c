@@ -11,7 +11,7 @@
 /* Keys per tile: 64 keeps short sequences (the tabular case) to one tile
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
-   32 (bench/RESULTS.md, Tuning: sdpa.mma). */
+   32 (bench/history/2026-11-to-12.md, Tuning: sdpa.mma). */
 static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pipe) {
   /* The pipelined 16-bit kernel: 32 up to head dim 64, 16 above (H200,
      4 x 32 heads x 4,096 tokens, f16: head dim 64 3.28 ms with 32, 4.33
@@ -70,7 +70,7 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   /* In f32 the error of the TF32 split grows with the key row (relative
      3.6e-6 at 512 keys, 2.9e-5 at 4,096, 1.4e-4 at 20,011, 7.5e-4 at
      100,000 on the H200, against 4e-7 to 7e-6 for the fused kernel:
-     bench/RESULTS.md, "Tensor-core f32 and long key rows"): past
+     bench/history/2026-11-to-12.md, "Tensor-core f32 and long key rows"): past
      TABCL__SDPA_MMA_F32_KEYS keys it would leave the f32 tolerance. */
   if (d->dtype == TABCL_F32 && d->kv_len > TABCL__SDPA_MMA_F32_KEYS) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;

@@ -195,7 +195,7 @@ tabcl_status tabcl__fit_host_bytes(tabcl_category_index *idx, const fit_source *
 /* The programs the seed tries below ask for (the hash program as the plan
    builds it, the sort for the longest column, the category kernels), built
    side by side first: on a cold start the builds are the fit's time
-   (bench/RESULTS.md, "Cold start"). Best effort and free of failure
+   (bench/history/2026-11-to-12.md, "Cold start"). Best effort and free of failure
    injection (tabcl__programs_prefetch); a failed build is met and reported
    by the call that needs it. */
 void tabcl__fit_prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {

@@ -6,7 +6,7 @@
  * made by the first such call (so only for indexes up to lookup.host_index
  * bytes): the queries then cross no link at all, and the host's cores look
  * 100,000 rows up in less time than their bytes take to reach the device
- * (bench/RESULTS.md, "Tuning: lookup.host_threads").
+ * (bench/history/2026-11-to-12.md, "Tuning: lookup.host_threads").
  *
  * A host lookup on a CPU device through OpenCL costs a few launches and one
  * wait for the driver's threads, tens of microseconds (cl-probe's "round
@@ -290,7 +290,7 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
    HOST_PART_ROWS_BYTES on average; part_rows): a part costs a lock and a
    hand-over, about a microsecond where the threads are watching for work,
    and a row 10 to 20 ns on one core (labels up to 64 B, PoCL's CPU,
-   bench/RESULTS.md). Parts of 128 to 2,048 rows gave the same times. */
+   bench/history/2026-11-to-12.md). Parts of 128 to 2,048 rows gave the same times. */
 #define HOST_PART_ROWS 256
 #define HOST_PART_ROWS_BYTES 64
 

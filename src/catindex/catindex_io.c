@@ -13,7 +13,7 @@
  *       in order (h = XXH3-64 of the digest's 8 bytes, seeded with h), then
  *       the total length; the blocks are independent, so a large file's are
  *       checked on several threads (a load is otherwise this hash's time:
- *       bench/RESULTS.md). Version 1 (still read): XXH3-64 chained over the
+ *       bench/history/2026-11-to-12.md). Version 1 (still read): XXH3-64 chained over the
  *       blocks (each block's seed is the previous block's digest), then the
  *       total length.
  */
@@ -66,7 +66,7 @@ static void *digest_run(void *arg) {
 /* Blocks a thread takes at least. One: the load checks beside its fit, and
    a thread a block brought the load of 10,000 labels of 512 B (a 5 MB
    file) on the H200 from 1.24-1.77x of fit + read to 1.00-1.34x (four
-   blocks a thread before; bench/RESULTS.md, "Load beside the fit"). */
+   blocks a thread before; bench/history/2026-11-to-12.md, "Load beside the fit"). */
 #define DIGEST_BLOCKS_MIN 1
 #define DIGEST_THREADS_MAX 16
 
@@ -616,7 +616,7 @@ tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
     /* The checksum beside the fit, which mostly waits for the device (the
        fit reads only what parse bounded): on the H200 the load of 200,000
        labels of 8 B went from 1.35-1.46x of fit + read to 1.09-1.16x
-       (bench/RESULTS.md, "Load beside the fit"). A mismatch throws the
+       (bench/history/2026-11-to-12.md, "Load beside the fit"). A mismatch throws the
        index away. */
     job.body = size - 8;
     pthread_t tid;

@@ -63,7 +63,7 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
 
 /* Where lookups take the CPU kernel (lookup.serial > 0), the program is
    built without the GPU lookup kernels, which a CPU driver would compile
-   for nothing on a cold start (bench/RESULTS.md, Cold start). A lookup that
+   for nothing on a cold start (bench/history/2026-11-to-12.md, Cold start). A lookup that
    still takes them (rows past a loop limit) asks for the whole program,
    which then builds once more. */
 const char *tabcl__catindex_options(const tabcl__tuning *tune, int gpu_kernels) {

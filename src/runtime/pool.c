@@ -5,7 +5,7 @@
  * Why: a fresh buffer costs its first touch. On a CPU device, where an
  * upload maps the buffer and copies into it, a lookup of 100,000 labels of
  * 4 KiB spent about a third of its time in page faults and page clearing
- * for its fresh 400 MB (perf, PoCL 3.1; bench/RESULTS.md, "Tuning:
+ * for its fresh 400 MB (perf, PoCL 3.1; bench/history/2026-11-to-12.md, "Tuning:
  * upload.pool"). A pooled buffer was touched by the call before it. On the
  * H200 a stream's fresh buffers cost more than its first upload: with the
  * pool, eight estimators streamed 6-8% faster (the same section).

@@ -219,7 +219,7 @@ static void store_binary(tabcl_context *ctx, cl_program p, const char *key, char
    (build.store=1), or its key comes back in *store_key for the context's
    destroy to store it (build.store=2): asked for its binary, a CPU driver
    compiles every kernel of the program, which on PoCL cost more than the
-   build itself (bench/RESULTS.md, Tuning: build.store). */
+   build itself (bench/history/2026-11-to-12.md, Tuning: build.store). */
 static tabcl_status build(tabcl_context *ctx, const char *name, const char *extra,
                           cl_program *out, int *from_cache, char **store_key, char *why,
                           size_t cap) {

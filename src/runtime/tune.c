@@ -37,7 +37,7 @@ typedef struct tune_row {
   const char *source;
 } tune_row;
 
-#define R(section) "bench/RESULTS.md, Tuning: " section
+#define R(section) "bench/history/2026-11-to-12.md, Tuning: " section
 static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "4096", R("sort.tile")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_LOCAL, "128", R("sort.local")},
@@ -316,7 +316,7 @@ tabcl_status tabcl__tune_apply(const tabcl__device_desc *dev, const char *overri
           k = i;
     if (!eq || k < 0)
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "TABCL_TUNE: \"%.*s\" names no tuning key (the "
-                         "keys are listed in README.md, \"Tuning\")", (int)len, p);
+                         "keys are listed in docs/tuning.md)", (int)len, p);
     const size_t vlen = len - (size_t)(eq + 1 - p);
     if (vlen == 4 && strncmp(eq + 1, "auto", 4) == 0) {
       /* back to what the table says for this device */

@@ -6,7 +6,7 @@
  * matches the device most closely (a device-name row over an architecture
  * row over a vendor row over the generic row); else the planner's own rule
  * ("auto"). Each row names the measurement that chose it (a section of
- * bench/RESULTS.md). Resolution is a pure function of the device
+ * bench/history/2026-11-to-12.md). Resolution is a pure function of the device
  * description and the override text, so tests can resolve a table for a
  * hand-written device. */
 #ifndef TABCL_TUNE_H
@@ -154,7 +154,8 @@ tabcl_status tabcl__tune_apply(const struct tabcl__device_desc *dev, const char 
 /* The key's name, kind ("pow2", "int", "tiles") and meaning, for reports. */
 const char *tabcl__tune_key_name(tabcl__tune_key k);
 const char *tabcl__tune_key_meaning(tabcl__tune_key k);
-/* Writes "value (origin)" for key k into buf: "128 (table: RESULTS.md ...)". */
+/* Writes "value (origin)" for key k into buf:
+   "128 (table; bench/history/2026-11-to-12.md, Tuning: sort.local)". */
 void tabcl__tune_describe(const tabcl__tuning *t, tabcl__tune_key k, char *buf, size_t cap);
 /* Key k's value, from the table (the only place a default lives) or the
    override: TABCL__TUNE_AUTO only where the table leaves the key to the

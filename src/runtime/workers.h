@@ -30,7 +30,7 @@ typedef void (*tabcl__range_fn)(void *dst, size_t at, size_t n, const void *arg)
 #define TABCL__WORKERS_PART ((size_t)256 << 10)
 /* Parts cut a thread, taken by whichever thread is free, so that a thread
    held back (its core busy) takes fewer instead of the others waiting for
-   its share (bench/RESULTS.md, "Tuning: upload.threads"). */
+   its share (bench/history/2026-11-to-12.md, "Tuning: upload.threads"). */
 #define TABCL__WORKERS_PARTS_PER_THREAD 4
 
 struct tabcl__workers_part;
@@ -59,7 +59,7 @@ void tabcl__workers_run(tabcl_context *ctx, int threads, size_t least, tabcl__ra
 /* The threads a job of `bytes` may use: the upload.threads tuning where it
    is set; else every online core up to 8, up to 16 from
    TABCL__WORKERS_LARGE bytes, whose fill of pinned memory bounds an upload
-   (bench/RESULTS.md, "Tuning: upload.threads"). bytes 0: the small rule. */
+   (bench/history/2026-11-to-12.md, "Tuning: upload.threads"). bytes 0: the small rule. */
 #define TABCL__WORKERS_LARGE ((size_t)256 << 20)
 int tabcl__workers_threads(const tabcl_context *ctx, size_t bytes);
 
