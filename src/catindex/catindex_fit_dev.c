@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catindex/catindex_fit.h"
+#include "catindex/catindex_fit_parts.h"
 #include "hash/hash.h"
 #include "sort/sort.h"
 

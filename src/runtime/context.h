@@ -13,6 +13,7 @@
 #include "tabcl/tabcl.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
+#include "runtime/slice.h"
 #include "runtime/tune.h"
 #include "runtime/workers.h"
 
@@ -61,15 +62,6 @@ struct tabcl_context {
    by events. */
 tabcl_status tabcl__transfer_queue(tabcl_context *ctx, cl_command_queue *out);
 
-/* What a planner reads: the device description, the tuning in force and
-   the caller's launch cap. Plain data: tests build one by hand. */
-typedef struct tabcl__target {
-  const tabcl__device_desc *dev;
-  const tabcl__tuning *tune;
-  int64_t max_batch_per_launch;   /* 0 = device limits only */
-  int host_cores;                 /* the host's online cores, for work a plan gives to host
-                                     threads beside a GPU (0: unknown, taken as 1) */
-} tabcl__target;
 /* Test-only: applies TABCL_TUNE-style entries to this context's tuning
    (checked as TABCL_TUNE is). Not for use while other threads use ctx. */
 tabcl_status tabcl__context_tune(tabcl_context *ctx, const char *entries);
@@ -104,6 +96,12 @@ static inline uint64_t tabcl__loop_budget(const struct tabcl__device_desc *dev) 
 static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
   tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch, tabcl__online_cores()};
   return t;
+}
+/* tabcl__slice_items for a context's own target. */
+static inline int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item,
+                                             uint64_t work_items_per_item) {
+  const tabcl__target t = tabcl__context_target(ctx);
+  return tabcl__slice_items(&t, bytes_per_item, work_items_per_item);
 }
 
 /* ctx's target with the loop limit the context has measured, if it has:

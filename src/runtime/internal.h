@@ -9,9 +9,9 @@
 #include "runtime/device.h"
 #include "runtime/tune.h"
 #include "runtime/workers.h"
+#include "runtime/slice.h"
 #include "runtime/buffer.h"
 #include "runtime/context.h"
 #include "runtime/program.h"
-#include "runtime/slice.h"
 
 #endif

@@ -599,3 +599,16 @@ tabcl_status tabcl_program_prepare(tabcl_context *ctx, int i, int *from_cache) {
   cl_program p;
   return tabcl__program_get(ctx, name, NULL, &p, from_cache);
 }
+
+size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want) {
+  size_t cap = ctx->info.max_work_group_size;
+  if (ctx->info.max_work_item_sizes[0] < cap) cap = ctx->info.max_work_item_sizes[0];
+  size_t kmax = 0;
+  if (k && clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                      NULL) == CL_SUCCESS &&
+      kmax > 0 && kmax < cap)
+    cap = kmax;
+  size_t wg = 1;
+  while (wg * 2 <= want && wg * 2 <= cap) wg *= 2;
+  return wg;
+}

@@ -87,6 +87,11 @@ void tabcl__programs_prefetch(tabcl_context *ctx, int n, const tabcl__program_wa
    nothing), so that a caller can skip planning what it would name. */
 int tabcl__build_threads(const tabcl_context *ctx);
 
+/* Executors: the largest power of two <= want that the device allows a
+   1-D work-group and kernel k's own limit allows (tabcl__plan_wg's, also
+   capped by the built kernel). */
+size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want);
+
 /* Enqueues k; counts a launch. global sizes must be multiples of local when
    local is given. wait/ev as clEnqueueNDRangeKernel. */
 tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,

@@ -3,12 +3,6 @@
 
 size_t tabcl__round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item,
-                               uint64_t work_items_per_item) {
-  tabcl__target t = tabcl__context_target(ctx);
-  return tabcl__slice_items(&t, bytes_per_item, work_items_per_item);
-}
-
 int64_t tabcl__slice_items(const tabcl__target *t, uint64_t bytes_per_item,
                            uint64_t work_items_per_item) {
   uint64_t limit = (uint64_t)INT64_MAX;
@@ -31,19 +25,6 @@ int64_t tabcl__slice_items(const tabcl__target *t, uint64_t bytes_per_item,
 size_t tabcl__plan_wg(const tabcl__device_desc *dev, size_t want) {
   size_t cap = dev->max_work_group_size;
   if (dev->max_work_item_sizes[0] < cap) cap = dev->max_work_item_sizes[0];
-  size_t wg = 1;
-  while (wg * 2 <= want && wg * 2 <= cap) wg *= 2;
-  return wg;
-}
-
-size_t tabcl__wg_size(const tabcl_context *ctx, cl_kernel k, size_t want) {
-  size_t cap = ctx->info.max_work_group_size;
-  if (ctx->info.max_work_item_sizes[0] < cap) cap = ctx->info.max_work_item_sizes[0];
-  size_t kmax = 0;
-  if (k && clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
-                                      NULL) == CL_SUCCESS &&
-      kmax > 0 && kmax < cap)
-    cap = kmax;
   size_t wg = 1;
   while (wg * 2 <= want && wg * 2 <= cap) wg *= 2;
   return wg;

@@ -1,8 +1,8 @@
 /* What the files of a fit share (catindex_index.c, catindex_labels.c,
  * catindex_fit_dev.c, catindex_fit_host.c, catindex_fit.c); nothing outside
  * catindex/ includes it. */
-#ifndef TABCL_CATINDEX_FIT_H
-#define TABCL_CATINDEX_FIT_H
+#ifndef TABCL_CATINDEX_FIT_PARTS_H
+#define TABCL_CATINDEX_FIT_PARTS_H
 
 #include <string.h>
 
