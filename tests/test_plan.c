@@ -15,6 +15,7 @@
 #include "catindex/catindex.h"
 #include "hash/hash.h"
 #include "sort/sort.h"
+#include "tabcl/tabcl_tools.h"
 #include "tt.h"
 
 typedef struct dev_case {
@@ -393,7 +394,7 @@ Test(plan, fit_and_align_plans) {
         const int64_t lpairs = pairs / 2, longest = avg * 4;
         const int64_t lsparse = labels / 4; /* the longest column with nulls */
         tabcl__fit_plan_make(&tg, labels, pairs, labels * avg, labels / 2, lpairs, lsparse,
-                             longest, &p);
+                             longest, 0, &p);
         cr_expect_leq(p.pairs_wg, dev_wg_cap(dev), "%s", devs[i].what);
         cr_expect_gt(p.pairs_step, 0);
         cr_expect_leq((uint64_t)p.pairs_step, ((uint64_t)1 << 31));
@@ -701,18 +702,18 @@ Test(plan, calls_on_the_host_by_device_kind) {
       const int cpu = dev->is_cpu && !off;
       const int host = (dev->is_cpu || (dev->is_gpu && dev->is_nvidia)) && !off;
       tabcl__fit_plan p;
-      tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 0, 8, &p);
-      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 0, 8, &p);
-      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 1048576, 1048576, 1048576 * 4, 1048576, 1048576, 0, 4, &p);
-      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 1,048,576 labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 1048577, 1048577, 1048577 * 4, 1048577, 1048577, 0, 4, &p);
-      cr_expect_eq(p.host, 0, "%s: a fit of 1,048,577 labels", devs[i].what);
-      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 0, 4096, &p);
-      cr_expect_eq(p.host, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
-      tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 0, 4096, &p);
-      cr_expect_eq(p.host, 0, "%s: a fit of 8 MB of labels", devs[i].what);
+      tabcl__fit_plan_make(&tg, 100, 100, 800, 100, 100, 0, 8, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, cpu, "%s, off %d: a fit of 100 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 16384, 16384, 16384 * 8, 16384, 16384, 0, 8, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, cpu, "%s, off %d: a fit of 16,384 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 1048576, 1048576, 1048576 * 4, 1048576, 1048576, 0, 4, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, cpu, "%s, off %d: a fit of 1,048,576 labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 1048577, 1048577, 1048577 * 4, 1048577, 1048577, 0, 4, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, 0, "%s: a fit of 1,048,577 labels", devs[i].what);
+      tabcl__fit_plan_make(&tg, 1000, 1000, 1000 * 4096, 1000, 1000, 0, 4096, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, cpu, "%s, off %d: a fit of 4 MB of labels", devs[i].what, off);
+      tabcl__fit_plan_make(&tg, 2000, 2000, 2000 * 4096, 2000, 2000, 0, 4096, 0, &p);
+      cr_expect_eq(p.route == TABCL__ROUTE_CALLER, 0, "%s: a fit of 8 MB of labels", devs[i].what);
       cr_expect_eq(tabcl__lookup_on_host(&tg, 500, 32000), host, "%s, off %d", devs[i].what, off);
       const int64_t most = 512 * TABCL__LOOKUP_HOST_ROW_BYTES;
       cr_expect_eq(tabcl__lookup_on_host(&tg, 512, most), host, "%s", devs[i].what);
@@ -761,4 +762,39 @@ Test(plan, calls_on_the_host_by_device_kind) {
     tabcl__target tn = {dev, &none, 0, 12};
     cr_expect_eq(tabcl__align_row_threads(&tn, 1000000), 1, "%s", devs[i].what);
   }
+}
+
+/* Every public call's plan, as cl-probe --plan prints it, opens with its
+   route; a tuning that moves a lookup, a fit or an align to another route
+   changes that word. */
+Test(plan, printed_plans_name_their_route) {
+  tabcl_context *ctx = tt_context();
+  char text[4096];
+  tt_assert_ok(tabcl__tools_lookup_plan(ctx, 100000, 800000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  tt_assert_ok(tabcl__tools_fit_plan(ctx, 1000, 1000, 8000, 1000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  tt_assert_ok(tabcl__tools_align_plan(ctx, 2, 1000000, 20000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  const tabcl_sdpa_desc d = {.batch = 2, .q_len = 54, .kv_len = 54, .q_heads = 8, .kv_heads = 8,
+                             .head_dim = 64, .dtype = TABCL_F32};
+  tt_assert_ok(tabcl__tools_sdpa_plan(ctx, &d, text, sizeof text));
+  cr_expect(strncmp(text, "route: device; ", 15) == 0, "%s", text);
+  /* forced: the calling thread, the worker pool, the device */
+  static const struct { const char *tune, *route; } ways[] = {
+      {"lookup.host_rows=1099511627776;lookup.host_index=1099511627776", "route: calling thread"},
+      {"lookup.host_rows=0;lookup.host_threads=3;lookup.host_index=1099511627776",
+       "route: worker pool (3 threads)"},
+      {"lookup.host_rows=0;lookup.host_threads=0", "route: device; "},
+  };
+  for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+    tt_tune(ctx, "%s", ways[i].tune);
+    tt_assert_ok(tabcl__tools_lookup_plan(ctx, 100000, 800000, text, sizeof text));
+    cr_expect(strncmp(text, ways[i].route, strlen(ways[i].route)) == 0, "%s: %s", ways[i].tune,
+              text);
+  }
+  tt_tune(ctx, "fit.host_labels=0");
+  tt_assert_ok(tabcl__tools_fit_plan(ctx, 1000, 1000, 8000, 1000, text, sizeof text));
+  cr_expect(strncmp(text, "route: device; ", 15) == 0, "%s", text);
+  tabcl_context_destroy(ctx);
 }

@@ -227,9 +227,10 @@ typedef struct tabcl__fit_plan {
   size_t scan_lanes;       /* catindex_fit_scan: one work-group of this many lanes */
   int seed_tries;          /* seeds 0 .. seed_tries - 1, then collisions are kept */
   uint64_t largest;        /* the largest of the buffers above */
-  int host;                /* small enough for the calling thread (fit.host_labels, at most
-                              TABCL__FIT_HOST_BYTES of labels): taken where the labels are in
-                              host memory and uploads are not staged (catindex_fit.c) */
+  tabcl__route route;      /* TABCL__ROUTE_CALLER: small enough for the calling thread
+                              (fit.host_labels, at most TABCL__FIT_HOST_BYTES of labels),
+                              the labels in host memory and uploads not staged; else
+                              TABCL__ROUTE_DEVICE */
 } tabcl__fit_plan;
 /* The labels (padded) a fit on the calling thread copies into the index's
    buffer at its creation, at most: it then enqueues nothing. Past about 8
@@ -265,7 +266,8 @@ tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int6
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
-                          int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p);
+                          int64_t longest_sparse, int64_t longest_label, int from_device,
+                          tabcl__fit_plan *p);
 /* The directory's bits for a column of `entries` keys hashed under mask
    (catindex_plan.c, pure): 2^bits below entries, at least half of it, so
    a bucket holds one or two keys on average and the directory at most 4

@@ -87,13 +87,13 @@ tabcl_status tabcl__fit_scratch_init(tabcl_category_index *idx, const fit_source
   s->npairs = np;
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, longest_pairs,
-                       longest_sparse, longest_label, &s->plan);
+                       longest_sparse, longest_label, src->dev != NULL, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
   size_t n1 = np ? (size_t)np : 1;
   /* A small fit from host memory on a CPU device: on the calling thread,
      its tables made with their contents (tabcl__fit_host_fit), so that the fit
      enqueues no command at all and waits for none. */
-  s->on_host = p->host && tabcl__fit_copied_at_create(ctx, src, p->vdata_bytes, TABCL__FIT_HOST_BYTES);
+  s->on_host = p->route == TABCL__ROUTE_CALLER;
   /* only the columns with nulls list their slots */
   s->hslots = tabcl__malloc((sparse ? (size_t)sparse : 1) * sizeof *s->hslots);
   if (!s->hslots)

@@ -58,8 +58,6 @@ static inline int present(const tabcl__catcol *c, int64_t i) {
 tabcl_status tabcl__fit_upload_labels(tabcl_category_index *idx, const fit_source *src,
                                   uint64_t padded, int on_host);
 tabcl_status tabcl__fit_host_fit(tabcl_category_index *idx, const fit_source *src, fit_scratch *s);
-int tabcl__fit_copied_at_create(tabcl_context *ctx, const fit_source *src, uint64_t padded,
-                            uint64_t most);
 tabcl_status tabcl__fit_host_bytes(tabcl_category_index *idx, const fit_source *src, fit_scratch *s);
 tabcl_status tabcl__fit_launch_sliced(tabcl_context *ctx, cl_kernel k, const char *name, size_t want,
                                   int64_t items, int64_t step, size_t dim1, cl_uint from_arg);

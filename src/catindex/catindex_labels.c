@@ -122,7 +122,7 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
 
 /* Whether vdata is made with the host bytes copied in at creation: no
    command, no wait (tabcl__fit_upload_labels); `most`: the bytes up to which. */
-int tabcl__fit_copied_at_create(tabcl_context *ctx, const fit_source *src, uint64_t padded,
+static int copied_at_create(tabcl_context *ctx, const fit_source *src, uint64_t padded,
                             uint64_t most) {
   return !src->dev && !tabcl__upload_staged(ctx) && padded <= most;
 }
@@ -134,7 +134,7 @@ tabcl_status tabcl__fit_upload_labels(tabcl_category_index *idx, const fit_sourc
   tabcl_context *ctx = idx->ctx;
   tabcl_status st = TABCL_OK;
   if (labels_in_own_memory(idx, src, padded, &st)) return st;
-  if (tabcl__fit_copied_at_create(ctx, src, padded,
+  if (copied_at_create(ctx, src, padded,
                        on_host ? FIT_HOST_COPIED_AT_CREATE_MAX : FIT_COPIED_AT_CREATE_MAX)) {
     /* A small fit where uploads map: the bytes laid out here and copied
        when the buffer is made (CL_MEM_COPY_HOST_PTR), no command and no

@@ -91,7 +91,8 @@ void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap
 
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
-                          int64_t longest_sparse, int64_t longest_label, tabcl__fit_plan *p) {
+                          int64_t longest_sparse, int64_t longest_label, int from_device,
+                          tabcl__fit_plan *p) {
   memset(p, 0, sizeof *p);
   p->labels = labels;
   p->pairs = pairs;
@@ -120,8 +121,15 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   p->run_wg = tabcl__plan_wg(t->dev, t->dev->is_cpu ? 1 : 64);
   p->run_step = tabcl__slice_items(t, 0, 1);
   p->seed_tries = TABCL__CATINDEX_SEED_TRIES;
-  p->host = labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS) &&
-            p->vdata_bytes <= TABCL__FIT_HOST_BYTES;
+  /* the calling thread's fit makes its tables with their contents, so it
+     needs the labels in host memory and buffers that copy at creation (no
+     staging area) */
+  const int staged = tabcl__tuned(t->tune, TABCL__TUNE_UPLOAD_STAGING) != 0;
+  p->route = !from_device && !staged &&
+                     labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS) &&
+                     p->vdata_bytes <= TABCL__FIT_HOST_BYTES
+                 ? TABCL__ROUTE_CALLER
+                 : TABCL__ROUTE_DEVICE;
   const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes,
                             p->slot_bytes,  p->entry_bytes,   p->run_bytes};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
@@ -165,18 +173,17 @@ int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {
 }
 
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {
-  if (p->host) {
+  if (p->route == TABCL__ROUTE_CALLER) {
     snprintf(buf, cap,
-             "%lld labels (%lld present), %lld bytes: on the calling thread where they are in "
-             "host memory (labels %llu B copied into the index's buffer; up to %d seeds, each "
-             "hashing with the host XXH3 and a radix sort of the pairs; tables made with their "
-             "contents), else on the device",
+             "route: calling thread; %lld labels (%lld present), %lld bytes: labels %llu B "
+             "copied into the index's buffer; up to %d seeds, each hashing with the host XXH3 "
+             "and a radix sort of the pairs; tables made with their contents",
              (long long)p->labels, (long long)p->pairs, (long long)p->data_bytes,
              (unsigned long long)p->vdata_bytes, p->seed_tries);
     return;
   }
   snprintf(buf, cap,
-           "%lld labels (%lld present), %lld bytes: labels %llu B, entries %llu B on the "
+           "route: device; %lld labels (%lld present), %lld bytes: labels %llu B, entries %llu B on the "
            "device, each column's pairs made, sorted and turned into entries in its place in "
            "them (hashes of a column with nulls %llu B, run counts %llu B beside); up to %d "
            "seeds, each per column: hash, catindex_fit_pairs and _collide (groups of %zu, %lld "

@@ -210,7 +210,7 @@ tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int
   /* one column of labels of one length: its pairs are all the pairs, and
      it has nulls where fewer are present than there are labels */
   tabcl__fit_plan_make(&tg, labels, pairs, bytes, longest_col, pairs,
-                       pairs < labels ? longest_col : 0, labels ? bytes / labels : 0, &p);
+                       pairs < labels ? longest_col : 0, labels ? bytes / labels : 0, 0, &p);
   tabcl__fit_plan_print(&p, text, cap);
   return TABCL_OK;
 }
@@ -218,9 +218,20 @@ tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int
 tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_t rows,
                                      int64_t categories, char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
+  /* an align's route is its categories' lookup route (labels of 8 B here,
+     an index within lookup.host_index) */
+  const tabcl__route_plan r = tabcl__lookup_route(&tg, categories, categories * 8, 0);
+  if (r.route != TABCL__ROUTE_DEVICE) {
+    snprintf(text, cap, "route: %s (%d thread%s); %lld rows over %lld categories: the host "
+             "lookup of the categories, then each row's code through their table",
+             tabcl__route_name(r.route), r.threads, r.threads == 1 ? "" : "s", (long long)rows,
+             (long long)categories);
+    return TABCL_OK;
+  }
   tabcl__align_plan p;
   tabcl__align_plan_make(&tg, ncols, rows, categories, &p);
-  tabcl__align_plan_print(&p, text, cap);
+  const int at = snprintf(text, cap, "route: device; ");
+  tabcl__align_plan_print(&p, text + at, cap - (size_t)at);
   return TABCL_OK;
 }
 
@@ -231,6 +242,9 @@ tabcl_status tabcl__tools_sdpa_plan(tabcl_context *ctx, const tabcl_sdpa_desc *d
   tabcl__sdpa_plan p;
   tabcl_status s = tabcl__sdpa_facts_get(ctx, d, TABCL__SDPA_AUTO, &f);
   if (!s) s = tabcl__sdpa_plan_make(&tg, &f, d, TABCL__SDPA_AUTO, &p);
-  if (!s) tabcl__sdpa_plan_print(&p, text, cap);
+  /* attention has one route: its kernels on the device (the host call
+     uploads, computes and downloads) */
+  const int at = snprintf(text, cap, "route: device; ");
+  if (!s) tabcl__sdpa_plan_print(&p, text + at, cap - (size_t)at);
   return s;
 }
