@@ -13,25 +13,19 @@
 //   hash_team   four lanes per label of 241 .. group_min - 1 bytes; lane p
 //               owns accumulators 2p and 2p+1 and reads 16 bytes of each
 //               64-byte stripe, so a team reads whole stripes.
-//               hash_team_all does the same over every label of a column
-//               of longer labels (also splitting 17..240-byte labels over
-//               the four lanes), without the listing pass.
-//   hash_units  labels of group_min bytes or more, cut into 1 KiB blocks
-//   hash_chain  (and a tail): the stripe step only adds into the
-//               accumulators, so every block's sums are formed in parallel
-//               across the whole column (hash_units, four lanes a block,
-//               no barriers) and only the scrambles between blocks run in
-//               order, eight lanes a label (hash_chain).
-// Alternatives with the same results (the hash.mid and hash.big tuning
-// keys pick; the defaults and the sweeps that chose them are in
-// src/runtime/tune.c and bench/history/2026-11-to-12.md, "Tuning: hash kernels"):
-//   hash_team_all_flat  hash_team_all whose tails load without branches;
-//   hash_pair_all       the same with two lanes a label, four
-//                       accumulators each, every load of a run of
-//                       stripes issued before any arithmetic;
-//   hash_big            one work-group a huge label, its blocks side by
-//                       side and the scrambles in local memory (one
-//                       launch, no scratch buffer).
+//   hash_big    one work-group a label of group_min bytes or more, its
+//               blocks side by side and the scrambles in local memory.
+// A column of longer labels skips the listing pass: a team takes every
+// label (the hash.mid tuning picks the kernel; its rule and measurements
+// are in src/runtime/tune.c and bench/history/2026-11-to-12.md, "Tuning:
+// hash kernels"):
+//   hash_team_all_flat  four lanes a label (17..240-byte labels split over
+//                       them too), tails loaded without branches;
+//   hash_pair_all       two lanes a label, four accumulators each, every
+//                       load of a run of stripes issued before any
+//                       arithmetic.
+// Kernels that lost every measurement (a four-lane team_all with branchy
+// tails, and a two-launch block-and-chain split of huge labels) are gone.
 //
 // Labels start at any byte: the data buffer is padded by the upload so two
 // aligned words can always be read and joined (no per-byte loads).
@@ -531,7 +525,7 @@ ulong xxh_team_part_flat(__global const ulong *w, __local const ulong *sec, ulon
 inline void team_all(__global const ulong *w, __global const long *offsets, ulong base,
                      uint count, ulong seed, ulong mask, __global ulong *out, ulong out_off,
                      ulong nbytes, __global uint *huge_list, __global uint *counts,
-                     ulong group_min, uint list_huge, __local ulong *scratch, int flat) {
+                     ulong group_min, uint list_huge, __local ulong *scratch) {
   __local ulong *sec = scratch + 2 * get_local_size(0);
   xxh_derive(sec, seed);
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -555,7 +549,7 @@ inline void team_all(__global const ulong *w, __global const long *offsets, ulon
         if (p == 0 && list_huge) huge_list[atomic_add(&counts[1], 1u)] = t;
       } else {
         shared = 1;
-        a = flat ? xxh_team_part_flat(w, sec, pos, len, p) : xxh_team_part(w, sec, pos, len, p);
+        a = xxh_team_part_flat(w, sec, pos, len, p);
       }
     }
     scratch[2 * lid] = a;
@@ -573,15 +567,6 @@ inline void team_all(__global const ulong *w, __global const long *offsets, ulon
   }
 }
 
-__kernel void hash_team_all(__global const ulong *w, __global const long *offsets, ulong base,
-                            uint count, ulong seed, ulong mask, __global ulong *out,
-                            ulong out_off, ulong nbytes, __global uint *huge_list,
-                            __global uint *counts, ulong group_min, uint list_huge,
-                            __local ulong *scratch) {
-  team_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 0);
-}
-
 // hash_team_all whose long labels' tails load without branches
 // (xxh_team_part_flat, below with hash_big's helpers).
 __kernel void hash_team_all_flat(__global const ulong *w, __global const long *offsets,
@@ -590,110 +575,7 @@ __kernel void hash_team_all_flat(__global const ulong *w, __global const long *o
                                  __global uint *huge_list, __global uint *counts,
                                  ulong group_min, uint list_huge, __local ulong *scratch) {
   team_all(w, offsets, base, count, seed, mask, out, out_off, nbytes, huge_list, counts,
-           group_min, list_huge, scratch, 1);
-}
-
-// Labels of group_min bytes or more, cut into units that are hashed
-// independently: XXH3's stripe step only adds into the accumulators, so a
-// 1 KiB block's stripe sums do not depend on the accumulators before it;
-// only the scramble between blocks must run in order (hash_chain does
-// that). Unit u < nb (nb = (len - 1) / 1024) is the label's u-th block: its
-// eight sums go to block_sums at slot (start + 1023) / 1024 (a 1 KiB span
-// of the data holds exactly one multiple of 1024, so no two blocks of any
-// labels share a slot). Unit nb is the partial last block and the final
-// stripe, whose sums go to tail_sums[h]. With direct set, h runs over
-// every label of the slice (count of them) and those shorter than
-// group_min are skipped: a column of mostly long labels needs no list.
-// Otherwise h is a place in the huge list (counts[1] entries). Four lanes
-// a unit, 1 << span_log2 teams a label (each taking every span-th unit),
-// no barriers in the loop, so a column of long labels streams through the
-// device as a whole.
-__kernel void hash_units(__global const ulong *w, __global const long *offsets, ulong base,
-                         uint count, ulong nbytes, ulong seed, __global const uint *huge_list,
-                         __global const uint *counts, uint direct, ulong group_min,
-                         uint span_log2, __global ulong *block_sums, __global ulong *tail_sums) {
-  __local ulong sec[24];
-  xxh_derive(sec, seed);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint p = (uint)get_local_id(0) & 3;
-  ulong team = (ulong)get_global_id(0) >> 2, teams = (ulong)get_global_size(0) >> 2;
-  ulong span = (ulong)1 << span_log2;
-  ulong n = (ulong)(direct ? count : counts[1]) << span_log2;
-  for (ulong f = team; f < n; f += teams) {
-    uint h = (uint)(f >> span_log2);
-    ulong len;
-    ulong pos = xxh_span(offsets, base + (direct ? h : huge_list[h]), nbytes, &len);
-    if (len < group_min) continue;
-    ulong nb = (len - 1) >> 10;
-    for (ulong u = f & (span - 1); u <= nb; u += span) {
-      ulong a0 = 0, a1 = 0;
-      if (u < nb) {
-        ulong at = pos + (u << 10);
-        xxh_block(w, sec, at, p, &a0, &a1);
-        __global ulong *to = block_sums + 8 * ((at + 1023) >> 10) + 2 * p;
-        to[0] = a0;
-        to[1] = a1;
-      } else {
-        ulong at = pos + (nb << 10);
-        uint tail = (uint)(((len - 1) - (nb << 10)) >> 6);
-        xxh_stripes(w, sec, at, tail, p, &a0, &a1);
-        xxh_stripe(w, pos + len - 64, p, xxh_lsec(sec, 121 + 16 * p),
-                   xxh_lsec(sec, 129 + 16 * p), &a0, &a1);
-        tail_sums[8 * (ulong)h + 2 * p] = a0;
-        tail_sums[8 * (ulong)h + 2 * p + 1] = a1;
-      }
-    }
-  }
-}
-
-// The second half for labels of group_min bytes or more (the same ones
-// hash_units took, listed or direct): eight lanes a label, lane j carrying accumulator j through the scrambles of the block
-// sums hash_units left (independent loads, so they overlap), then the
-// tail's sums; the label's first lane merges. scratch holds one word per
-// work-item; the work-group size is a multiple of 8.
-__kernel void hash_chain(__global const long *offsets, ulong base, uint count, ulong nbytes,
-                         ulong seed, ulong mask, __global ulong *out, ulong out_off,
-                         __global const uint *huge_list, __global const uint *counts,
-                         uint direct, ulong group_min, __global const ulong *block_sums,
-                         __global const ulong *tail_sums, __local ulong *scratch) {
-  __local ulong sec[24];
-  xxh_derive(sec, seed);
-  barrier(CLK_LOCAL_MEM_FENCE);
-  uint lid = (uint)get_local_id(0), j = lid & 7;
-  uint per_group = (uint)get_local_size(0) / 8;
-  uint n = direct ? count : counts[1];
-  // The trip count depends only on the group, so every work-item reaches
-  // the barriers below.
-  for (uint h0 = (uint)get_group_id(0) * per_group; h0 < n;
-       h0 += (uint)get_num_groups(0) * per_group) {
-    uint h = h0 + lid / 8;
-    uint idx = 0;
-    ulong len = 0, acc = 0;
-    ulong pos = 0;
-    if (h < n) {
-      idx = direct ? h : huge_list[h];
-      pos = xxh_span(offsets, base + idx, nbytes, &len);
-    }
-    int mine = h < n && len >= group_min;   // (direct: shorter ones are another kernel's)
-    if (mine) {
-      ulong nb = (len - 1) >> 10;
-      __global const ulong *sums = block_sums + 8 * ((pos + 1023) >> 10) + j;
-      ulong key = sec[16 + j];
-      acc = xxh_init[j];
-#pragma unroll 8
-      for (ulong b = 0; b < nb; b++) acc = xxh_scramble(acc + sums[8 * b], key);
-      acc += tail_sums[8 * (ulong)h + j];
-    }
-    scratch[lid] = acc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (mine && j == 0) {
-      ulong hsum = len * XXH_P64_1;
-      for (uint q = 0; q < 4; q++)
-        hsum += xxh_merge_part(sec, q, scratch[lid + 2 * q], scratch[lid + 2 * q + 1]);
-      out[out_off + base + idx] = xxh3_avalanche(hsum) & mask;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+           group_min, list_huge, scratch);
 }
 
 // ---- Branch-free loads (hash_big, hash_team_all_flat) ------------------

@@ -27,25 +27,22 @@ static const size_t boundaries[] = {
 
 static const uint64_t seeds[] = {0, 1, 0x9E3779B97F4A7C15ULL, ~0ULL, 0x00000000FFFFFFFFULL};
 
-/* Kernel choices on ctx's tuning (0 = the table's): mid 1 hash_team_all,
-   3 hash_team_all_flat, 5 hash_pair_all; big 1 blocks and chain, 2
-   hash_big, with big_wg lanes a group; mid_wg the team kernels' group. */
-static void hash_variants(tabcl_context *ctx, int mid, int big, size_t big_wg, size_t mid_wg) {
-  char m[16] = "auto", b[16] = "auto", bw[24] = "auto", mw[24] = "auto";
+/* Kernel choices on ctx's tuning (0 = the table's): mid 3
+   hash_team_all_flat, 5 hash_pair_all; big_wg hash_big's lanes a group;
+   mid_wg the team kernels' group. */
+static void hash_variants(tabcl_context *ctx, int mid, size_t big_wg, size_t mid_wg) {
+  char m[16] = "auto", bw[24] = "auto", mw[24] = "auto";
   if (mid) snprintf(m, sizeof m, "%d", mid);
-  if (big) snprintf(b, sizeof b, "%d", big);
   if (big_wg) snprintf(bw, sizeof bw, "%zu", big_wg);
   if (mid_wg) snprintf(mw, sizeof mw, "%zu", mid_wg);
-  tt_tune(ctx, "hash.mid=%s;hash.big=%s;hash.big_wg=%s;hash.mid_wg=%s", m, b, bw, mw);
+  tt_tune(ctx, "hash.mid=%s;hash.big_wg=%s;hash.mid_wg=%s", m, bw, mw);
 }
 
-/* Labels of at least group_min bytes (0 = the table's) take the block
-   kernels, with group_wg / 4 teams a label (0 = sized from the longest). */
-static void hash_tune(tabcl_context *ctx, int64_t group_min, size_t group_wg) {
-  char g[24] = "auto", w[24] = "auto";
+/* Labels of at least group_min bytes (0 = the table's) take hash_big. */
+static void hash_tune(tabcl_context *ctx, int64_t group_min) {
+  char g[24] = "auto";
   if (group_min) snprintf(g, sizeof g, "%lld", (long long)group_min);
-  if (group_wg) snprintf(w, sizeof w, "%zu", group_wg);
-  tt_tune(ctx, "hash.group_min=%s;hash.group_wg=%s", g, w);
+  tt_tune(ctx, "hash.group_min=%s", g);
 }
 
 Test(hash_host, every_length_to_300_and_boundaries) {
@@ -355,24 +352,18 @@ Test(hash_device, huge_among_short) {
   tabcl_context_stats(ctx, &after);
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 1);
   tt_tune(ctx, "hash.serial=0");
-  hash_variants(ctx, 1, 1, 0, 0);
-  tabcl_context_stats(ctx, &before);
-  check_device_once(ctx, &v, 0, 5, ~0ULL, 0);
-  tabcl_context_stats(ctx, &after);
-  /* one work-item a label, the (empty) team pass, and the huge label's
-     block pass and chain pass */
-  cr_expect_eq(after.kernel_launches - before.kernel_launches, 4);
-  /* hash_big takes the huge label in one pass */
-  hash_variants(ctx, 0, 2, 0, 0);
+  /* one work-item a label, the (empty) team pass, and hash_big taking the
+     huge label in one pass */
+  hash_variants(ctx, 0, 0, 0);
   tabcl_context_stats(ctx, &before);
   check_device_once(ctx, &v, 0, 5, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   cr_expect_eq(after.kernel_launches - before.kernel_launches, 3);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_tune(ctx, "hash.serial=%lld", (long long)serial);
   tt_strings_free(&s);
 
-  hash_tune(ctx, 1500, 8);
+  hash_tune(ctx, 1500);
   tt_strings_init(&s, 1);
   size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
@@ -381,14 +372,14 @@ Test(hash_device, huge_among_short) {
   }
   v = tt_view(&s);
   check_device(ctx, &v, 2, 6, ~0ULL, 1);
-  hash_tune(ctx, 0, 0);
+  hash_tune(ctx, 0);
   tt_strings_free(&s);
   free(big);
   tabcl_context_destroy(ctx);
 }
 
-/* The mid kernels that take every label (hash_team_all,
-   hash_team_all_flat, hash_pair_all, then the default) with hash_big (one
+/* The mid kernels that take every label (hash_team_all_flat,
+   hash_pair_all, then the default) with hash_big (one
    work-group a huge label) on columns that reach them: every length
    0..300 and the block boundaries at every start among longer labels (so
    the mid kernel takes every label), huge labels listed among short ones
@@ -397,9 +388,9 @@ Test(hash_device, mid_and_big_kernels) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("hash_device/mid_and_big")};
   uint8_t *big = random_bytes(&r, 70000 + 128);
-  static const int mids[4] = {1, 3, 5, 0};
-  for (int64_t first = 0; first < 4; first++) {
-    hash_variants(ctx, mids[first], 2, 0, 0);
+  static const int mids[3] = {3, 5, 0};
+  for (int64_t first = 0; first < 3; first++) {
+    hash_variants(ctx, mids[first], 0, 0);
     tt_strings s;
     tt_strings_init(&s, first * 5);
     for (size_t len = 0; len <= 300; len++) tt_strings_push(&s, big + len, len);
@@ -419,8 +410,8 @@ Test(hash_device, mid_and_big_kernels) {
      short ones, then taken directly (a column of mostly huge labels). */
   size_t wgs[] = {8, 16, 0};
   for (size_t k = 0; k < 3; k++) {
-    hash_variants(ctx, mids[k], 2, wgs[k], k == 0 ? 16 : 0);
-    hash_tune(ctx, 1500, 0);
+    hash_variants(ctx, mids[k], wgs[k], k == 0 ? 16 : 0);
+    hash_tune(ctx, 1500);
     tt_strings s;
     tt_strings_init(&s, 1);
     size_t lens[] = {1499, 1500, 1501, 2048, 2049, 3073, 5000, 9000, 70000, 241, 300, 16385};
@@ -440,25 +431,24 @@ Test(hash_device, mid_and_big_kernels) {
     check_device(ctx, &v, 3, 7, ~0ULL, 0);
     tt_strings_free(&s);
   }
-  hash_tune(ctx, 0, 0);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_tune(ctx, 0);
+  hash_variants(ctx, 0, 0, 0);
   free(big);
   tabcl_context_destroy(ctx);
 }
 
-/* The four- and two-lane mid kernels (hash_team_all, hash_team_all_flat,
-   hash_pair_all): every length 0..2100 in one column (so starts take
+/* The four- and two-lane mid kernels (hash_team_all_flat, hash_pair_all): every length 0..2100 in one column (so starts take
    every residue mod 16 and the column's average keeps the mid kernel in
    charge on a CPU too), from three start offsets, in groups of 8 (many
    rounds a group) and the default size; then huge labels listed among
-   them for hash_big and for the block kernels. */
+   them for hash_big. */
 Test(hash_device, mid_kernels_every_length) {
   tabcl_context *ctx = tt_context();
   tt_rng r = {tt_seed("hash_device/mid_kernels")};
   uint8_t *big = random_bytes(&r, 20000 + 64);
-  for (int mid = 1; mid <= 5; mid += 2)
+  for (int mid = 3; mid <= 5; mid += 2)
     for (int64_t first = 0; first < 3; first++) {
-      hash_variants(ctx, mid, 0, 0, first == 1 ? 8 : 0);
+      hash_variants(ctx, mid, 0, first == 1 ? 8 : 0);
       tt_strings s;
       tt_strings_init(&s, first * 5 + 1);
       for (size_t len = 0; len <= 2100; len++) {
@@ -468,17 +458,17 @@ Test(hash_device, mid_kernels_every_length) {
       tabcl_strings_view v = tt_view(&s);
       cr_assert_gt(v.offsets[v.length] - v.offsets[0], 240 * v.length);
       check_device(ctx, &v, (int)first, tt_next(&r), ~0ULL, (size_t)first);
-      /* huge labels listed (a low threshold) for hash_big, then blocks + chain */
-      hash_tune(ctx, 1500, 0);
-      hash_variants(ctx, mid, first == 2 ? 1 : 2, 0, first == 1 ? 8 : 0);
+      /* huge labels listed (a low threshold) for hash_big */
+      hash_tune(ctx, 1500);
+      hash_variants(ctx, mid, 0, first == 1 ? 8 : 0);
       size_t lens[] = {1499, 1500, 1501, 2048, 2049, 9000, 20000};
       for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, big + i, lens[i]);
       v = tt_view(&s);
       check_device(ctx, &v, 2, tt_next(&r), ~0ULL, 0);
-      hash_tune(ctx, 0, 0);
+      hash_tune(ctx, 0);
       tt_strings_free(&s);
     }
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   free(big);
   tabcl_context_destroy(ctx);
 }
@@ -505,12 +495,12 @@ Test(hash_device, removed_variants_are_refused) {
   check_device(ctx, &v, 1, 9, ~0ULL, 0);
   tabcl_context_stats(ctx, &after);
   uint64_t want = after.kernel_launches - before.kernel_launches;
-  /* Kernel numbers that name no kernel (2, 4, 6 and 7 named kernels since
-     removed) are refused with a message naming the entry, and leave the
+  /* Kernel numbers that name no kernel (1, 2, 4, 6 and 7 named kernels
+     since removed) are refused with a message naming the entry, and leave the
      tuning as it was: the same launches, the same hashes. */
-  static const char *const bad[] = {"hash.mid=2", "hash.mid=4", "hash.mid=6", "hash.mid=7",
-                                    "hash.mid=8", "hash.mid=-1", "hash.big=3", "hash.big=0",
-                                    "hash.big=-2", "hash.mid=5x", "hash.mid="};
+  static const char *const bad[] = {"hash.mid=1", "hash.mid=2", "hash.mid=4", "hash.mid=6",
+                                    "hash.mid=7", "hash.mid=8", "hash.mid=-1", "hash.mid=5x",
+                                    "hash.mid="};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     cr_expect_eq(tabcl__context_tune(ctx, bad[k]), TABCL_INVALID_ARGUMENT, "%s", bad[k]);
     cr_expect(strstr(tabcl_last_error(), bad[k]) != NULL, "%s: the message names it: %s", bad[k],
@@ -520,7 +510,7 @@ Test(hash_device, removed_variants_are_refused) {
     tabcl_context_stats(ctx, &after);
     cr_expect_eq(after.kernel_launches - before.kernel_launches, want, "after %s", bad[k]);
   }
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
@@ -579,9 +569,9 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   tabcl_strings_view v = tt_view(&s);
   /* the default kernels, then every mid kernel with each big one, all sliced */
-  static const int mids[5] = {0, 1, 3, 5, 5}, bigs[5] = {0, 1, 2, 2, 1};
-  for (int k = 0; k < 5; k++) {
-    hash_variants(ctx, mids[k], bigs[k], 0, 0);
+  static const int mids[3] = {0, 3, 5};
+  for (int k = 0; k < 3; k++) {
+    hash_variants(ctx, mids[k], 0, 0);
     check_device(ctx, &v, 1, 3, ~0ULL, 5);
   }
   tabcl_stats st;
@@ -598,11 +588,11 @@ Test(hash_device, sliced_equals_unsliced) {
   }
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 8192 * s.length);
-  for (int k = 0; k < 5; k++) {
-    hash_variants(ctx, mids[k], bigs[k], 0, 0);
+  for (int k = 0; k < 3; k++) {
+    hash_variants(ctx, mids[k], 0, 0);
     check_device(ctx, &v, 2, 4, ~0ULL, 3);
   }
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   tabcl_context_destroy(ctx);
 }
@@ -633,7 +623,7 @@ Test(hash_device, selfcheck_and_one_compile) {
    a run succeeds; each failed run leaks nothing and the context still works. */
 /* mid and big pick the kernels (tabcl__hash_variants; 0, 0: the defaults,
    hash_team_all_flat for this column and hash_big). */
-static void sweep_hash(int which, int mid, int big) {
+static void sweep_hash(int which, int mid) {
   tabcl_context *ctx = tt_context();
   tt_strings s, many;
   tt_strings_init(&s, 5);
@@ -652,7 +642,7 @@ static void sweep_hash(int which, int mid, int big) {
   tabcl_strings_view views[2] = {tt_view(&s), tt_view(&many)};
   /* compile first, so the sweep covers the calls themselves */
   tt_assert_ok(tabcl__selfcheck_hash(ctx));
-  hash_variants(ctx, mid, big, 0, 0);
+  hash_variants(ctx, mid, 0, 0);
   for (long n = 1; n < 10000; n++) {
     tt_live base = tt_live_now();
     tabcl__dev_strings d[2];
@@ -688,18 +678,17 @@ static void sweep_hash(int which, int mid, int big) {
     int made = (ev[0] != NULL) + (ev[1] != NULL);
     cr_expect_leq(made, 1, "failure %ld: the failing call returned an event", n);
   }
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   tt_strings_free(&many);
   tabcl_context_destroy(ctx);
 }
-Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0, 0); }
-Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0, 0); }
-Test(hash_faults, injected_alloc_failures_team_blocks) { sweep_hash(0, 1, 1); }
-Test(hash_faults, injected_cl_failures_team_blocks) { sweep_hash(1, 1, 1); }
-Test(hash_faults, injected_cl_failures_team_flat_blocks) { sweep_hash(1, 3, 1); }
-Test(hash_faults, injected_alloc_failures_pair_big) { sweep_hash(0, 5, 2); }
-Test(hash_faults, injected_cl_failures_pair_big) { sweep_hash(1, 5, 2); }
+Test(hash_faults, injected_alloc_failures) { sweep_hash(0, 0); }
+Test(hash_faults, injected_cl_failures) { sweep_hash(1, 0); }
+Test(hash_faults, injected_alloc_failures_team_flat) { sweep_hash(0, 3); }
+Test(hash_faults, injected_cl_failures_team_flat) { sweep_hash(1, 3); }
+Test(hash_faults, injected_alloc_failures_pair) { sweep_hash(0, 5); }
+Test(hash_faults, injected_cl_failures_pair) { sweep_hash(1, 5); }
 #endif
 
 /* Tiny shapes for oclgrind: every kernel, the team kernel across a block
@@ -718,18 +707,18 @@ Test(oclgrind_hash, tiny) {
     free(b);
   }
   tabcl_strings_view v = tt_view(&s);
-  hash_tune(ctx, 2101, 8);   /* 2101 just over, 3200: four units for two teams */
-  hash_variants(ctx, 1, 1, 0, 0);   /* the defaults have their own cases below */
-  /* mostly long labels: hash_team_all, then hash_units and hash_chain */
+  hash_tune(ctx, 2101);   /* 2101 just over, 3200: four units for two teams */
+  hash_variants(ctx, 3, 0, 0);
+  /* mostly long labels: hash_team_all_flat, then hash_big */
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
-  /* mostly short labels: hash_short_list, hash_team, hash_units, hash_chain */
+  /* mostly short labels: hash_short_list, hash_team, hash_big */
   for (int i = 0; i < 60; i++) tt_strings_push(&s, "ab", 2);
   v = tt_view(&s);
   cr_assert_lt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  /* mostly huge labels: hash_team_all for the short one, hash_units and
-     hash_chain over the whole column (no list) for the others */
+  /* mostly huge labels: hash_team_all_flat for the short one, hash_big
+     over the whole column (no list) for the others */
   tt_strings_free(&s);
   tt_strings_init(&s, 5);
   size_t hlens[] = {4500, 2200, 7};
@@ -741,8 +730,8 @@ Test(oclgrind_hash, tiny) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  hash_tune(ctx, 0, 0);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_tune(ctx, 0);
+  hash_variants(ctx, 0, 0, 0);
   tabcl_strings_view none = {0, NULL, NULL, NULL};
   check_device(ctx, &none, 0, 1, ~0ULL, 0);
   tt_strings_free(&s);
@@ -775,8 +764,8 @@ Test(oclgrind_hash, serial_every_alignment) {
   tabcl_context_destroy(ctx);
 }
 
-/* The selectable kernels at tiny shapes: hash_team_all and
-   hash_team_all_flat over every length class (several rounds a group),
+/* The selectable kernels at tiny shapes: hash_team_all_flat and
+   hash_pair_all over every length class (several rounds a group),
    hash_big listed and direct with more units than a pass holds. */
 Test(oclgrind_hash, team_and_big) {
   tabcl_context *ctx = tt_context();
@@ -787,13 +776,13 @@ Test(oclgrind_hash, team_and_big) {
   size_t lens[] = {0, 3, 8, 9, 16, 17, 100, 129, 240, 241, 1025, 2100, 2101, 3200, 5, 300};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) tt_strings_push(&s, b + i, lens[i]);
   tabcl_strings_view v = tt_view(&s);
-  hash_variants(ctx, 1, 2, 16, 16);
-  hash_tune(ctx, 2101, 0);
+  hash_variants(ctx, 5, 16, 16);
+  hash_tune(ctx, 2101);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 1);
-  hash_variants(ctx, 3, 0, 0, 8);
+  hash_variants(ctx, 3, 0, 8);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  hash_variants(ctx, 1, 2, 16, 16);
+  hash_variants(ctx, 3, 16, 16);
   tt_strings_free(&s);
   tt_strings_init(&s, 5);
   size_t hlens[] = {4500, 2200, 7};
@@ -801,14 +790,14 @@ Test(oclgrind_hash, team_and_big) {
   v = tt_view(&s);
   cr_assert_geq(s.offsets[s.length] - s.offsets[0], 2101 * s.length);
   check_device(ctx, &v, 1, 2, ~0ULL, 0);
-  hash_tune(ctx, 0, 0);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_tune(ctx, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   free(b);
   tabcl_context_destroy(ctx);
 }
 
-/* hash_team_all, hash_team_all_flat and hash_pair_all at tiny shapes:
+/* hash_team_all_flat and hash_pair_all at tiny shapes:
    every length class at odd starts, groups of 8 so groups take several
    rounds, a huge label listed for hash_big. */
 Test(oclgrind_hash, mid_kernels) {
@@ -824,13 +813,13 @@ Test(oclgrind_hash, mid_kernels) {
   }
   tabcl_strings_view v = tt_view(&s);
   cr_assert_gt(s.offsets[s.length] - s.offsets[0], 240 * s.length);
-  hash_tune(ctx, 2101, 0);
-  for (int mid = 1; mid <= 5; mid += 2) {
-    hash_variants(ctx, mid, 2, 16, 8);
+  hash_tune(ctx, 2101);
+  for (int mid = 3; mid <= 5; mid += 2) {
+    hash_variants(ctx, mid, 16, 8);
     check_device(ctx, &v, 1, 2, ~0ULL, (size_t)mid / 2);
   }
-  hash_tune(ctx, 0, 0);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_tune(ctx, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   free(b);
   tabcl_context_destroy(ctx);
@@ -884,9 +873,9 @@ Test(oclgrind_hash, bad_device_offsets) {
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof boff,
                                     boff, &d.offsets, "offsets"));
   tt_assert_ok(tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, sizeof got, NULL, &out, "out"));
-  hash_tune(ctx, 500, 0);
-  for (int mid = 1; mid <= 5; mid += 2) {
-    hash_variants(ctx, mid, 2, 16, 16);
+  hash_tune(ctx, 500);
+  for (int mid = 3; mid <= 5; mid += 2) {
+    hash_variants(ctx, mid, 16, 16);
     memset(got, 0, sizeof got);
     tt_assert_ok(tabcl__hash_column(ctx, &d, 0, 4, ~0ULL, out, 0, 0, NULL, NULL));
     tt_assert_ok(tabcl__read(ctx, out, 0, sizeof got, got));
@@ -897,16 +886,16 @@ Test(oclgrind_hash, bad_device_offsets) {
     cr_expect_eq(got[4], empty, "mid %d: starting past the data", mid);
     cr_expect_eq(got[5], empty, "mid %d: negative end", mid);
   }
-  hash_tune(ctx, 0, 0);
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_tune(ctx, 0);
+  hash_variants(ctx, 0, 0, 0);
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   free(big);
   tabcl_context_destroy(ctx);
 }
 
-/* Labels of 4 and 24 MiB under the default plan and each big-label
-   kernel: long loops in every kernel that takes them (Mesa 22.3's llvmpipe
+/* Labels of 4 and 24 MiB under the default plan and hash_big with small
+   groups: long loops in every kernel that takes them (Mesa 22.3's llvmpipe
    ends a work-item's loops after 65,535 iterations in all). */
 Test(hash_device, labels_of_many_mib) {
   tabcl_context *ctx = tt_context();
@@ -920,11 +909,11 @@ Test(hash_device, labels_of_many_mib) {
   tt_strings_push(&s, bytes + 3, big);
   tt_strings_push(&s, "", 0);
   tabcl_strings_view v = tt_view(&s);
-  for (int big_kernel = 0; big_kernel <= 2; big_kernel++) {
-    hash_variants(ctx, 0, big_kernel, 0, 0);
+  for (int small = 0; small <= 1; small++) {
+    hash_variants(ctx, 0, small ? 8 : 0, 0);
     check_device(ctx, &v, 1, 99, ~0ULL, 0);
   }
-  hash_variants(ctx, 0, 0, 0, 0);
+  hash_variants(ctx, 0, 0, 0);
   tt_strings_free(&s);
   free(bytes);
   tabcl_context_destroy(ctx);

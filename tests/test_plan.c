@@ -258,7 +258,6 @@ Test(plan, hash_plans) {
           cr_expect_leq(p.wg_short, cap);
           cr_expect_leq(p.wg_team, cap);
           cr_expect_leq(p.wg_units, cap);
-          cr_expect_leq(p.wg_chain, cap);
           cr_expect_geq(p.slice, 1);
           cr_expect_leq((uint64_t)p.slice * 8, dev->max_mem_alloc_size,
                         "%s: a slice of %lld hashes", devs[i].what, (long long)p.slice);
@@ -277,7 +276,7 @@ Test(plan, hash_plans) {
             cr_expect_lt((int64_t)(p.serial_run - 1) * items, per_launch);
             cr_expect_eq(p.wg_serial, 1);
             cr_expect_str_eq(p.options, "-DHASH_SERIAL_ONLY=1");
-            cr_expect(!p.short_kernel && !p.team_kernel && !p.units_kernel && !p.chain_kernel);
+            cr_expect(!p.short_kernel && !p.team_kernel && !p.units_kernel);
             continue;
           }
           cr_expect_null(p.options, "GPU kernels come from the program's default build");

@@ -328,7 +328,6 @@ Test(profile, plans_within_limits) {
         cr_expect_leq(hp.wg_short, cap, "%s", fam);
         cr_expect_leq(hp.wg_team, cap, "%s", fam);
         cr_expect_leq(hp.wg_units, cap, "%s", fam);
-        cr_expect_leq(hp.wg_chain, cap, "%s", fam);
         cr_expect_leq((uint64_t)hp.slice * 8, dev->max_mem_alloc_size, "%s", fam);
         if (hp.team_kernel)
           cr_expect_leq((hp.team_words * hp.wg_team + 24) * 8, dev->local_mem_size, "%s", fam);

@@ -28,10 +28,9 @@ uint64_t tabcl__hash_mask(const tabcl_context *ctx) {
 }
 
 typedef struct hash_run {
-  cl_kernel shortk, team, units, chain;
-  size_t wg_short, wg_team, wg_units, wg_chain;
+  cl_kernel shortk, team, units;
+  size_t wg_short, wg_team, wg_units;
   cl_mem mid, huge, counts;       /* lists of long labels' indices, their counts */
-  cl_mem block_sums, tail_sums;   /* hash_units' sums for hash_chain */
   cl_uint mid_cap, huge_cap;
 } hash_run;
 
@@ -39,9 +38,6 @@ static void run_release(hash_run *r) {
   tabcl__kernel_release(r->shortk);
   tabcl__kernel_release(r->team);
   tabcl__kernel_release(r->units);
-  tabcl__kernel_release(r->chain);
-  tabcl__buffer_release(r->block_sums);
-  tabcl__buffer_release(r->tail_sums);
   tabcl__buffer_release(r->mid);
   tabcl__buffer_release(r->huge);
   tabcl__buffer_release(r->counts);
@@ -137,10 +133,9 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
                        "the CPU kernel reads (hash.serial)", col);
   const int64_t gmin = p.group_min, per = p.slice;
   const int any_long = p.any_long, any_huge = p.any_huge, direct = p.direct;
-  const int team_all = p.team_all, list_huge = p.list_huge, lists = p.lists, big = p.big;
+  const int team_all = p.team_all, list_huge = p.list_huge, lists = p.lists;
   const size_t lanes = p.lanes, team_words = p.team_words;
   const char *short_name = p.short_kernel, *team_name = p.team_kernel;
-  const cl_uint span_log2 = p.span_log2;
   hash_run r;
   memset(&r, 0, sizeof r);
   /* Kernels, then each group size lowered where the kernel's own limit is
@@ -151,12 +146,9 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
   if (!st && team_name) st = tabcl__kernel_create(ctx, "hash", NULL, team_name, &r.team);
   if (!st && team_name) r.wg_team = tabcl__wg_size(ctx, r.team, p.wg_team);
   if (!st && p.units_kernel) st = tabcl__kernel_create(ctx, "hash", NULL, p.units_kernel, &r.units);
-  if (!st && p.chain_kernel) st = tabcl__kernel_create(ctx, "hash", NULL, p.chain_kernel, &r.chain);
   if (!st && r.units) r.wg_units = tabcl__wg_size(ctx, r.units, p.wg_units);
-  r.wg_chain = p.wg_chain;
-  if (!st && r.chain) r.wg_chain = tabcl__wg_size(ctx, r.chain, p.wg_chain);
   if (!st && (r.wg_short < 8 || (team_name && r.wg_team < 8) ||
-              (any_huge && (r.wg_units < 8 || r.wg_chain < 8))))
+              (any_huge && r.wg_units < 8)))
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   if (!st && lists) {
@@ -169,11 +161,6 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
                                 &r.mid, "long-label list");
     if (!st)
       st = scratch_create(ctx, col, (size_t)p.huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
-  }
-  if (!st && any_huge && !big) {
-    /* Every slot hash_chain reads is written by hash_units first. */
-    st = scratch_create(ctx, col, (size_t)p.block_sum_bytes, &r.block_sums, "block sums");
-    if (!st) st = scratch_create(ctx, col, (size_t)p.tail_sum_bytes, &r.tail_sums, "tail sums");
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   cl_uint list_arg = (cl_uint)list_huge, direct_arg = (cl_uint)direct;
@@ -240,7 +227,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
       if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
-    if (!st && big) {
+    if (!st && any_huge) {
       /* One work-group a label, up to 64 a compute unit; groups loop over
          the rest. */
       uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
@@ -252,30 +239,6 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
                           TABCL_LOCAL((2 * r.wg_units + 24) * sizeof(cl_ulong)));
       if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, last ? ev : NULL,
                                   "hash_big");
-    } else if (!st && any_huge) {
-      /* Enough lanes to keep the device's memory busy; each team loops
-         over (label, unit) pairs until the labels run out. */
-      uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
-      uint64_t teams = labels << span_log2;
-      size_t groups = tabcl__hash_groups(&ctx->info, (teams * 4 + r.wg_units - 1) / r.wg_units, 8192 / r.wg_units);
-      size_t g = groups * r.wg_units;
-      st = TABCL_SET_ARGS(r.units, "hash_units", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
-                          TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
-                          TABCL_ARG(huge), TABCL_ARG(counts), TABCL_ARG(direct_arg),
-                          TABCL_ARG(gmin_arg), TABCL_ARG(span_log2), TABCL_ARG(r.block_sums),
-                          TABCL_ARG(r.tail_sums));
-      if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, NULL, "hash_units");
-      size_t per_group = r.wg_chain / 8;
-      groups = tabcl__hash_groups(&ctx->info, (labels + per_group - 1) / per_group, 4096 / r.wg_chain);
-      g = groups * r.wg_chain;
-      if (!st)
-        st = TABCL_SET_ARGS(r.chain, "hash_chain", TABCL_ARG(s->offsets), TABCL_ARG(ubase),
-                            TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed), TABCL_ARG(mask),
-                            TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge), TABCL_ARG(counts),
-                            TABCL_ARG(direct_arg), TABCL_ARG(gmin_arg), TABCL_ARG(r.block_sums),
-                            TABCL_ARG(r.tail_sums), TABCL_LOCAL(r.wg_chain * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.chain, 1, &g, &r.wg_chain, 0, NULL, last ? ev : NULL,
-                                  "hash_chain");
     }
   }
   if (st && ev && *ev) {

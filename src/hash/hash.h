@@ -57,17 +57,15 @@ tabcl_status tabcl__selfcheck_hash(tabcl_context *ctx);
 
 typedef struct tabcl__hash_plan {
   int64_t length, bytes;
-  int64_t group_min;          /* labels of this many bytes or more: block kernels */
+  int64_t group_min;          /* labels of this many bytes or more: hash_big */
   int64_t slice;              /* labels a launch may take */
-  int any_long, any_huge, direct, team_all, list_huge, lists, big, pair, teams_used;
+  int any_long, any_huge, direct, team_all, list_huge, lists, pair, teams_used;
   size_t lanes;               /* lanes a label in the team kernel */
   size_t team_words;          /* local words a work-item of the team kernel needs */
-  const char *short_kernel, *team_kernel, *units_kernel, *chain_kernel; /* NULL: not used */
-  size_t wg_short, wg_team, wg_units, wg_chain; /* by the device's limits; a kernel's
-                                                   own limit may lower them */
-  unsigned span_log2;         /* hash_units: 2^span teams a label */
+  const char *short_kernel, *team_kernel, *units_kernel; /* NULL: not used */
+  size_t wg_short, wg_team, wg_units; /* by the device's limits; a kernel's own limit may
+                                         lower them */
   uint32_t mid_cap, huge_cap; /* entries of the long- and huge-label lists */
-  uint64_t block_sum_bytes, tail_sum_bytes;
   /* hash.serial (CPUs): hash_serial alone, one work-item a run of
      serial_run labels, groups of wg_serial; every kernel name above NULL. */
   const char *serial_kernel;

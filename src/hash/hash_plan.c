@@ -7,9 +7,6 @@
 
 #include "hash/hash.h"
 
-/* At most this many teams of four lanes a label in hash_units (a label of
-   more blocks gives each team several). */
-#define SPAN_MAX_LOG2 6
 /* hash_big's group: eight lanes a 1 KiB unit, as many units as the
    longest label has, up to this many lanes. */
 #define BIG_WG_MAX 128
@@ -79,29 +76,28 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   p->list_huge = p->any_huge && !p->direct;
   p->lists = p->team_all ? p->list_huge : any_long;
   p->short_kernel = p->team_all ? NULL : any_long ? "hash_short_list" : "hash_short";
-  int mid = (int)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_MID, 0);
-  if (mid != 1 && mid != 3 && mid != 5)
-    mid = avg <= tabcl__tuned(tune, TABCL__TUNE_HASH_MID_SPLIT) ? 5 : 3;
-  const int big_v = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG);
-  p->big = p->any_huge && big_v == 2;
+  /* hash.mid: 3 hash_team_all_flat, 5 hash_pair_all; the rule takes the
+     two-lane kernel for the shorter averages (bench/history/2026-11-to-12.md,
+     "Tuning: hash kernels") */
+  const int mid = (int)tabcl__tuned_rule(
+      tune, TABCL__TUNE_HASH_MID, avg <= tabcl__tuned(tune, TABCL__TUNE_HASH_MID_SPLIT) ? 5 : 3);
   p->pair = p->team_all && mid == 5;
   p->lanes = p->pair ? 2 : 4;
   p->teams_used = any_long || p->team_all;
   p->team_kernel = !p->teams_used ? NULL
                    : !p->team_all ? "hash_team"
                    : p->pair      ? "hash_pair_all"
-                   : mid == 3     ? "hash_team_all_flat"
-                                  : "hash_team_all";
+                                  : "hash_team_all_flat";
   /* Words of local memory a work-item of the team kernel needs (the
      24-word secret comes on top): hash_pair_all's two rounds' buffers. */
   p->team_words = p->pair ? 4 : 2;
-  p->units_kernel = !p->any_huge ? NULL : p->big ? "hash_big" : "hash_units";
-  p->chain_kernel = p->any_huge && !p->big ? "hash_chain" : NULL;
+  /* labels of hash.group_min bytes or more: hash_big, one work-group a label */
+  p->units_kernel = p->any_huge ? "hash_big" : NULL;
   p->wg_short = p->short_kernel ? tabcl__plan_wg(dev, 256) : 8;
   if (p->teams_used)
     p->wg_team = tabcl__plan_wg(dev, p->team_all ? (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_MID_WG)
                                             : 256);
-  if (p->big) {
+  if (p->any_huge) {
     size_t want = (size_t)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_BIG_WG, 0);
     if (!want) {
       const int64_t units = (max_label - 1) / 1024 + 1;
@@ -109,22 +105,6 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
       while (want < BIG_WG_MAX && (int64_t)(want / 8) < units) want *= 2;
     }
     p->wg_units = tabcl__plan_wg(dev, want);
-    p->wg_chain = 8;
-  } else if (p->any_huge) {
-    p->wg_units = tabcl__plan_wg(dev, 256);
-    p->wg_chain = tabcl__plan_wg(dev, 256);
-    /* Teams of four lanes a label in hash_units: enough for the longest
-       label's units (a launch choice from max_label, not a build option),
-       at most 64, or hash.group_wg / 4. */
-    const int64_t units = (max_label - 1) / 1024 + 1;
-    const size_t want = (size_t)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_GROUP_WG, 0);
-    unsigned span = 0;
-    if (want) {
-      while (((size_t)1 << (span + 1)) <= want / 4 && span < SPAN_MAX_LOG2) span++;
-    } else {
-      while (span < SPAN_MAX_LOG2 && ((int64_t)1 << span) < units) span++;
-    }
-    p->span_log2 = span;
   }
   const int64_t slice_max = length < p->slice ? length : p->slice;
   if (p->lists) {
@@ -136,12 +116,6 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
     if (huge_cap > (uint64_t)slice_max) huge_cap = (uint64_t)slice_max;
     p->mid_cap = (uint32_t)mid_cap;
     p->huge_cap = (uint32_t)huge_cap;
-  }
-  if (p->any_huge && !p->big) {
-    /* One slot of eight sums per 1 KiB of data (see hash_units), and one
-       per possible huge label for the tails. */
-    p->block_sum_bytes = ((uint64_t)bytes / 1024 + 2) * 64;
-    p->tail_sum_bytes = (p->direct ? (uint64_t)slice_max : (uint64_t)p->huge_cap) * 64;
   }
 }
 
@@ -165,17 +139,16 @@ void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
   }
   int n = snprintf(buf, cap, "%lld labels, %lld bytes:", (long long)p->length,
                    (long long)p->bytes);
-  const char *names[4] = {p->short_kernel, p->team_kernel, p->units_kernel, p->chain_kernel};
-  const size_t wgs[4] = {p->wg_short, p->wg_team, p->wg_units, p->wg_chain};
+  const char *names[3] = {p->short_kernel, p->team_kernel, p->units_kernel};
+  const size_t wgs[3] = {p->wg_short, p->wg_team, p->wg_units};
   const char *sep = " ";
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 3; i++) {
     if (!names[i] || n < 0 || (size_t)n >= cap) continue;
     n += snprintf(buf + n, cap - (size_t)n, "%s%s (groups of %zu)", sep, names[i], wgs[i]);
     sep = ", ";
   }
   if (n >= 0 && (size_t)n < cap)
     snprintf(buf + n, cap - (size_t)n,
-             "; %lld labels a launch; lists of %u long and %u huge labels; %llu B of block sums",
-             (long long)p->slice, p->mid_cap, p->huge_cap,
-             (unsigned long long)(p->block_sum_bytes + p->tail_sum_bytes));
+             "; %lld labels a launch; lists of %u long and %u huge labels", (long long)p->slice,
+             p->mid_cap, p->huge_cap);
 }

@@ -51,10 +51,8 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_TEAM_AVG, "48", R("hash.team_avg")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_HASH_TEAM_AVG, "240", R("hash.team_avg")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_GROUP_MIN, "8192", R("hash.group_min")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_GROUP_WG, "auto", R("hash.group_min")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_MID, "auto", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_MID_SPLIT, "512", R("hash kernels")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_BIG, "2", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_BIG_WG, "auto", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_HASH_MID_WG, "64", R("hash kernels")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_LOOKUP_SERIAL, "0", R("lookup on a CPU")},
@@ -236,8 +234,8 @@ static int parse_value(tabcl__tune_key k, const char *text, size_t len, tabcl__t
   }
   int64_t v;
   if (!parse_number(&keys[k], text, len, &v)) return 0;
-  /* hash.mid names kernels: 2, 4, 6 and 7 named kernels since removed */
-  if (k == TABCL__TUNE_HASH_MID && v != 1 && v != 3 && v != 5) return 0;
+  /* hash.mid names kernels: 3 and 5 (the others were removed) */
+  if (k == TABCL__TUNE_HASH_MID && v != 3 && v != 5) return 0;
   t->value[k] = v;
   return 1;
 }
@@ -254,7 +252,6 @@ static const char *misfit(const tabcl__device_desc *dev, tabcl__tune_key k, int6
   case TABCL__TUNE_SORT_GLOBAL:
   case TABCL__TUNE_HASH_BIG_WG:
   case TABCL__TUNE_HASH_MID_WG:
-  case TABCL__TUNE_HASH_GROUP_WG:
   case TABCL__TUNE_LOOKUP_GROUP_LANES:
     return (uint64_t)v > maxwg ? "more work-items a group than the device allows" : NULL;
   case TABCL__TUNE_SORT_TILE:

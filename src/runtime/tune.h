@@ -38,13 +38,10 @@ struct tabcl__device_desc;
     "average label bytes above which teams of lanes hash every label")                           \
   X(HASH_GROUP_MIN, "hash.group_min", INT, 241, 1099511627776LL,                                \
     "label bytes from which a label is hashed by a work-group of its own")                       \
-  X(HASH_GROUP_WG, "hash.group_wg", INT, 4, 1024,                                               \
-    "work-items of the block kernel's teams (hash.big=1)")                                       \
-  X(HASH_MID, "hash.mid", INT, 1, 5,                                                            \
-    "kernel for labels of 241 bytes up: 1 team_all, 3 team_all_flat, 5 pair_all")                \
+  X(HASH_MID, "hash.mid", INT, 3, 5,                                                            \
+    "kernel for labels of 241 bytes up: 3 team_all_flat, 5 pair_all")                             \
   X(HASH_MID_SPLIT, "hash.mid_split", INT, 0, 1048576,                                          \
     "average label bytes up to which hash.mid defaults to pair_all")                             \
-  X(HASH_BIG, "hash.big", INT, 1, 2, "kernel for labels of hash.group_min up: 1 blocks, 2 big")  \
   X(HASH_BIG_WG, "hash.big_wg", POW2, 8, 1024, "work-items a group of hash_big")                 \
   X(HASH_MID_WG, "hash.mid_wg", POW2, 8, 1024, "work-items a group of the team kernels")         \
   X(LOOKUP_SERIAL, "lookup.serial", INT, 0, 1024,                                               \
@@ -172,7 +169,7 @@ static inline int64_t tabcl__tuned_rule(const tabcl__tuning *t, tabcl__tune_key 
    tabcl__tuned_rule, every other key through tabcl__tuned, whose value the
    table always sets (plan/numeric_keys_never_auto). */
 #define TABCL__TUNE_RULE_KEYS(X)                                                                 \
-  X(BUILD_THREADS) X(HASH_MID) X(HASH_BIG_WG) X(HASH_GROUP_WG) X(SDPA_MMA_KEYS)                 \
+  X(BUILD_THREADS) X(HASH_MID) X(HASH_BIG_WG) X(SDPA_MMA_KEYS)                 \
   X(SDPA_MMA_PSPLIT) X(SDPA_MMA_QMODE) X(SDPA_MMA_BATCH) X(LOOKUP_GROUP_LANES)                  \
   X(LOOKUP_HOST_THREADS) X(UPLOAD_THREADS) X(SDPA_FUSED_D16) X(SDPA_FUSED_D32)                  \
   X(SDPA_FUSED_D48) X(SDPA_FUSED_D64) X(SDPA_FUSED_D80) X(SDPA_FUSED_D96) X(SDPA_FUSED_D112)     \

@@ -87,18 +87,16 @@ static tabcl_status time_once(tabcl_context *ctx, const tabcl__tools_column *d, 
 /* Kernel choices for GPU sweeps, from the environment (read here only, and
    applied as tuning entries on the benchmark's context, so one run can time
    several). TABCL_BENCH_HASH_VARIANTS is a
-   comma-separated list of choices, each MID:MID_WG:BIG:BIG_WG:GROUP_MIN
-   (missing fields 0 = the library's default): MID 1 hash_team_all (four
-   lanes a label), 3 hash_team_all_flat (four, branch-free tail loads), 5
-   hash_pair_all (two); MID_WG their work-group size; BIG 1 hash_units +
-   hash_chain, 2 hash_big (one work-group a label), BIG_WG its work-group
-   size (any other MID or BIG, such as the removed mid kernels 2, 4, 6 and
-   7, runs the default, though the row keeps its tag); GROUP_MIN the bytes
-   from which labels take the big kernels. Every length is uploaded once
+   comma-separated list of choices, each MID:MID_WG:BIG_WG:GROUP_MIN
+   (missing fields 0 = the library's default): MID 3 hash_team_all_flat
+   (four lanes a label), 5 hash_pair_all (two); MID_WG their work-group
+   size; BIG_WG hash_big's work-group size (any other MID runs the
+   default, though the row keeps its tag); GROUP_MIN the bytes from which
+   labels take hash_big. Every length is uploaded once
    and timed under each choice in turn; a row's case name carries its
    choice. TABCL_BENCH_HASH_LENS (comma-separated) picks the lengths. */
 typedef struct variant {
-  long f[5];
+  long f[4];
   char tag[64];
 } variant;
 
@@ -108,14 +106,14 @@ static int parse_variants(variant *v, int cap) {
   for (const char *c = spec; c && *c && n < cap;) {
     variant x;
     memset(&x, 0, sizeof x);
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 4; k++) {
       char *end;
       x.f[k] = strtol(c, &end, 10);
       c = end;
       if (*c != ':') break;
       c++;
     }
-    snprintf(x.tag, sizeof x.tag, " v%ld:%ld:%ld:%ld:%ld", x.f[0], x.f[1], x.f[2], x.f[3], x.f[4]);
+    snprintf(x.tag, sizeof x.tag, " v%ld:%ld:%ld:%ld", x.f[0], x.f[1], x.f[2], x.f[3]);
     v[n++] = x;
     while (*c && *c != ',') c++;
     if (*c == ',') c++;
@@ -127,9 +125,8 @@ static int parse_variants(variant *v, int cap) {
 /* A variant as tuning entries on the context: 0 (or a number the key does
    not take) leaves that key to the table. */
 static void apply_variant(tabcl_context *ctx, const variant *v) {
-  static const char *const keys[5] = {"hash.mid", "hash.mid_wg", "hash.big", "hash.big_wg",
-                                      "hash.group_min"};
-  for (int k = 0; k < 5; k++) {
+  static const char *const keys[4] = {"hash.mid", "hash.mid_wg", "hash.big_wg", "hash.group_min"};
+  for (int k = 0; k < 4; k++) {
     char entry[64];
     if (v->f[k] > 0) snprintf(entry, sizeof entry, "%s=%ld", keys[k], v->f[k]);
     else snprintf(entry, sizeof entry, "%s=auto", keys[k]);

@@ -9,13 +9,9 @@ mkdir -p "$logs"
 fail=0
 # A separate cache: binaries built by another runtime must not be offered.
 export TABCL_CACHE_DIR=
-# oclgrind 21.10's uninitialised-value check counts the bytes of a buffer
-# made with CL_MEM_USE_HOST_PTR as never written (a kernel summing 16 bytes
-# the host had set was reported; with CL_MEM_COPY_HOST_PTR it was not), so
-# host lookups copy their queries here instead of handing them over in
-# place. oclgrind_catindex/tiny_fit_lookup_align gives the CPU kernels
-# queries in buffers of exactly their bytes, as in place, for the bounds check.
-# Small host calls stay on the device too (lookup.host_rows=0; the tests'
+# oclgrind_catindex/tiny_fit_lookup_align gives the CPU kernels queries in
+# buffers of exactly their bytes, as lookup_cl may get them, for the bounds
+# check. Small host calls stay on the device too (lookup.host_rows=0; the tests'
 # "host" passes ask for the calling thread themselves): the kernels are what
 # is checked here.
 export TABCL_TUNE='lookup.host_rows=0'
