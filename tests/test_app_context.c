@@ -491,6 +491,48 @@ Test(app_context, destroy_waits_for_nothing_of_the_applications, .timeout = 60) 
   app_close(&a);
 }
 
+/* The same for a category index whose labels are 40 MB: on a CPU device a
+   context tabcl made keeps such labels in memory of its own, which the
+   index's destroy frees only once the queue is drained; on the
+   application's queue it must not wait. */
+Test(app_context, index_destroy_waits_for_nothing_of_the_applications, .timeout = 300) {
+  app a;
+  app_open(&a, 0);
+  tabcl_context *ctx = create_cl(&a, NULL);
+  enum { N = 40000, LEN = 1000 };
+  tt_strings v;
+  tt_strings_init(&v, 0);
+  uint8_t label[LEN];
+  for (int i = 0; i < N; i++) {
+    memset(label, 'a' + i % 26, sizeof label);
+    memcpy(label, &i, sizeof i);
+    tt_strings_push(&v, label, sizeof label);
+  }
+  tabcl_strings_view vv = tt_view(&v);
+  tabcl_category_index *idx = NULL;
+  tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
+  int32_t codes[3], *cp[1] = {codes};
+  tabcl_strings_view q = vv;
+  q.length = 3;
+  tt_assert_ok(tabcl_category_index_lookup(idx, 1, &q, cp));
+  cr_expect(codes[0] == 0 && codes[1] == 1 && codes[2] == 2, "%d %d %d", codes[0], codes[1],
+            codes[2]);
+  cl_int err = CL_SUCCESS;
+  cl_event gate = clCreateUserEvent(a.cl, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  cl_event held = NULL;
+  CL_OK(clEnqueueMarkerWithWaitList(a.q, 1, &gate, &held));
+  CL_OK(clFlush(a.q));
+  tabcl_category_index_destroy(idx);   /* hangs here if it waits for the queue */
+  tabcl_context_destroy(ctx);
+  CL_OK(clSetUserEventStatus(gate, CL_COMPLETE));
+  CL_OK(clWaitForEvents(1, &held));
+  clReleaseEvent(held);
+  clReleaseEvent(gate);
+  tt_strings_free(&v);
+  app_close(&a);
+}
+
 /* ---- two tabcl contexts on one application context and queue ------------ */
 
 typedef struct worker {

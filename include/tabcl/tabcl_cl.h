@@ -45,9 +45,13 @@ extern "C" {
    tabcl_context_destroy does not wait for `queue` either (it flushes it):
    commands of _cl calls still running go on to completion, OpenCL keeping
    what they use alive, and the caller waits for them on the events it got.
-   Destroy the tabcl context before the OpenCL context is torn down by
-   other means. The thread rules are those of any tabcl context, and
-   several tabcl contexts may share one application context and queue. */
+   Destroying a category index does not wait for the queue either. A fit
+   (host or _cl), and a host call that fails after enqueuing work, end
+   with a marker on the queue and wait for it: where other threads of the
+   application enqueue on the same queue, that wait also covers what they
+   enqueued before the marker. The thread rules are those of any tabcl
+   context, and several tabcl contexts may share one application context
+   and queue. */
 TABCL_API tabcl_status tabcl_context_create_cl(cl_context context, cl_device_id device,
                                                cl_command_queue queue,
                                                const tabcl_options *opts,
