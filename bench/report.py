@@ -571,33 +571,45 @@ def main():
     ap.add_argument("--targets", choices=("auto", "cpu", "gpu"), default="auto",
                     help="which issue's targets to judge: auto takes the CPU's where numpy "
                          "peers ran and no torch peer")
+    ap.add_argument("--section", metavar="TITLE",
+                    help="write only a section of bench/RESULTS.md: '## TITLE', the header, "
+                         "the summary and the targets, without the per-case tables")
     a = ap.parse_args()
+    text = report_text(a)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def report_text(a):
+    """The report (or with a.section, the section of bench/RESULTS.md) as text."""
     trec, prec = read_jsonl(a.tabcl), read_jsonl(a.peers)
     tab, peer = index(trec), index(prec)
-    out = ["# tabcl and its peers, side by side", ""]
+    out = ["## " + a.section if a.section else "# tabcl and its peers, side by side", ""]
     out += header_lines(a, trec, prec)
     out += ["", "tabcl/peer: for times, below 1 means tabcl is faster; for rates (GB/s, TFLOP/s, "
             "Gpairs/s), above 1 means tabcl is faster. tabcl: OpenCL profiling events; GPU peers: "
             "CUDA events; host peers: wall clock. Medians of repeated runs after warm-ups.", ""]
-    out += summary(tab, peer)
-    out += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
+    body = summary(tab, peer)
+    body += ["## Targets", "", "| target | figures | verdict |", "|---|---|---|"]
     # the CPU run's peers (bench/run-cpu.sh) are numpy's; the GPU run has torch
     # (--targets cpu where the host peers ran alone, as lookup_host.py by itself on a CPU)
     cpu = any(r.get("peer") == "numpy" for r in prec) and not any(r.get("peer") == "torch" for r in prec)
     if a.targets != "auto":
         cpu = a.targets == "cpu"
     for t, e, v in (cpu_targets(tab, peer, a.probe) if cpu else targets(tab, peer)) + fresh_rows(tab, peer):
-        out.append("| %s | %s | %s |" % (t, e, v))
-    out += bench_tables(tab, peer)
-    text = "\n".join(out) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+        body.append("| %s | %s | %s |" % (t, e, v))
+    if a.section:
+        # one level down, under the section's own heading
+        out += ["#" + line if line.startswith("## ") else line for line in body]
     else:
-        sys.stdout.write(text)
+        out += body + bench_tables(tab, peer)
     print("report: %d tabcl figures, %d peer figures, %d (bench, case) pairs"
           % (len(trec), len(prec), len(set(tab) | set(peer))), file=sys.stderr)
-    return 0
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 // a * b + c for the kernels' sums of products. fma() must round once, so
 // a device without the instruction (CL_FP_FMA unset: Mesa 22.3's llvmpipe)
 // runs a software routine for it, 200-350x slower than mad() there
-// (cl-probe's FMA figure, bench/RESULTS.md); mad() lets the device use its
+// (cl-probe's FMA figure, bench/history/2026-11-to-12.md); mad() lets the device use its
 // multiply and add. Where the instruction is, fma() as before.
 #if TABCL_HAS_FMA
 #define MULADD(a, b, c) fma(a, b, c)

@@ -24,7 +24,7 @@
 //               order, eight lanes a label (hash_chain).
 // Alternatives with the same results (the hash.mid and hash.big tuning
 // keys pick; the defaults and the sweeps that chose them are in
-// src/runtime/tune.c and bench/RESULTS.md, "Tuning: hash kernels"):
+// src/runtime/tune.c and bench/history/2026-11-to-12.md, "Tuning: hash kernels"):
 //   hash_team_all_flat  hash_team_all whose tails load without branches;
 //   hash_pair_all       the same with two lanes a label, four
 //                       accumulators each, every load of a run of

@@ -29,7 +29,7 @@
 // a time, so that a long key tile fits beside the Q tile at wide heads: a
 // longer key tile gives each work-item a larger register block of S, which
 // is more FMAs per local-memory read. By default each is one whole tile:
-// on the H200 no chunked shape beat whole tiles (bench/RESULTS.md), so
+// on the H200 no chunked shape beat whole tiles (bench/history/2026-11-to-12.md), so
 // chunks are reached only through the sdpa.fused.dNN tuning, for other devices.
 //
 // Build options: SDPA_DTYPE (0 f32, 1 f16, 2 bf16, 3 f64), SDPA_DP, SDPA_BQ,

@@ -298,7 +298,7 @@ inline int warp_any(int p) {
 // the same relative precision). At 4,096 tokens most key tiles change no
 // row's maximum, and O's rescale is NON x 4 multiplies a tile. (Rescaling
 // wherever any maximum changed, exact, was 0.8% slower on the tabular
-// shape: bench/RESULTS.md.)
+// shape: bench/history/2026-11-to-12.md.)
 #ifndef MMA_TAU
 #define MMA_TAU 8.f
 #endif

@@ -10,8 +10,8 @@
  *    aligns, attention (f32 and f16), fits, saves and loads, self-checks
  *    and a failing call each (tabcl_last_error is per thread);
  *  - then host lookups and aligns of 200,000 rows, and loads of a file of
- *    200,000 labels (read by the fill threads), from 8 threads on a context whose
- *    uploads are staged and filled by 3 threads (its parked fill threads);
+ *    200,000 labels (read by the worker pool), from 8 threads on a context whose
+ *    uploads are staged and filled by 3 threads (its worker pool);
  *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
  *    at once.
  * Every result must equal the same call's result from one thread. The
@@ -178,7 +178,7 @@ static void *first_host_lookup(void *arg) {
 /* The folders made here hold only files. */
 /* Host lookups of many rows on one context whose uploads are staged and
    filled by 3 threads: the fills of several callers meet on the context's
-   parked fill threads (one fill at a time; the others start their own). */
+   worker pool (one job at a time; the others run on their callers). */
 #define NBIG 200000
 static tabcl_context *staged_ctx;
 static tabcl_category_index *staged_idx;

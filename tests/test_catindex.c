@@ -1302,7 +1302,7 @@ Test(catindex, device_resident_lookup_of_empty_labels_without_data) {
 }
 
 /* Fits on the calling thread (CPU devices) of 2 to 6 MiB of labels fill
-   the index's buffer through a map on the fill threads, smaller ones lay
+   the index's buffer through a map on the worker pool, smaller ones lay
    the bytes out for the driver to copy (catindex_fit.c): both sides of the
    bound give the codes, and a fit that leaves nothing behind. */
 Test(catindex, host_fits_either_side_of_the_mapped_fill) {
@@ -1540,7 +1540,7 @@ Test(catindex, device_resident_fit) {
   tabcl_context_destroy(ctx);
 }
 
-/* ---- queries handed over in place (upload.in_place) ------------------- */
+/* ---- queries read to their last byte ---------------------------------- */
 
 /* n bytes whose last one lies just before a page the process may not
    touch: a read past them faults (on a CPU device that uses the caller's
@@ -1639,10 +1639,11 @@ Test(catindex, lookup_reads_queries_in_place_to_their_last_byte) {
   tabcl_category_index *idx = NULL;
   tt_assert_ok(tabcl_category_index_fit(ctx, 1, &vv, TABCL_CODES_BY_POSITION, &idx));
   static const char *const tunings[] = {
-      "upload.in_place=auto;hash.serial=auto;lookup.serial=auto",  /* the device's own */
-      "upload.in_place=1;hash.serial=2;lookup.serial=2",           /* in place, CPU kernels */
-      "upload.in_place=0;hash.serial=2;lookup.serial=2",           /* copied, CPU kernels */
-      "upload.in_place=1;hash.serial=0;lookup.serial=0",           /* GPU kernels: copied */
+      "hash.serial=auto;lookup.serial=auto",                        /* the device's own */
+      "lookup.host_rows=1099511627776",                             /* the calling thread */
+      "lookup.host_rows=0;lookup.host_threads=3",                   /* the worker pool */
+      "lookup.host_rows=0;lookup.host_threads=0;hash.serial=2;lookup.serial=2", /* CPU kernels */
+      "lookup.host_rows=0;lookup.host_threads=0;hash.serial=0;lookup.serial=0", /* GPU kernels */
   };
   for (int last = 0; last < NLENS; last++) {
     /* queries: vocabulary labels, their prefixes, nulls, random labels; a
@@ -1763,7 +1764,7 @@ Test(oclgrind_catindex, tiny_fit_lookup_align) {
   tt_tune(ctx, "fit.host_labels=auto");
   tt_assert_ok(tabcl_category_index_fit(ctx, 2, vv, TABCL_CODES_BY_POSITION, &idx));
   cat_expect_lookup(idx, 2, vv, TABCL_CODES_BY_POSITION, qv, "tiny");   /* both lookup kernels */
-  /* Queries as the CPU kernels may get them in place (upload.in_place):
+  /* Queries as the CPU kernels may get them in place (lookup_cl):
      buffers of exactly their bytes, so that oclgrind sees any read past a
      label. Written here rather than handed over with CL_MEM_USE_HOST_PTR,
      whose bytes oclgrind 21.10 counts as never written. */

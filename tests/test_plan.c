@@ -104,6 +104,31 @@ Test(plan, table_rows_parse) {
   cr_expect_eq(gpu.value[TABCL__TUNE_HASH_TEAM_AVG], 48);
 }
 
+/* Defaults live in the table alone: every key read without a rule
+   (tabcl__tuned) resolves to a number on every device, also after an
+   override of "auto" (which goes back to the table); only the keys of
+   TABCL__TUNE_RULE_KEYS may stay "auto" for their planner's rule. */
+Test(plan, numeric_keys_never_auto) {
+  int rule[TABCL__TUNE_COUNT] = {0};
+#define RULE_KEY(id) rule[TABCL__TUNE_##id] = 1;
+  TABCL__TUNE_RULE_KEYS(RULE_KEY)
+#undef RULE_KEY
+  dev_case devs[8];
+  int n = make_devices(devs);
+  for (int i = 0; i < n; i++) {
+    tabcl__tuning t = tuning_for(&devs[i].d, NULL);
+    for (int k = 0; k < TABCL__TUNE_COUNT; k++) {
+      char entry[96];
+      snprintf(entry, sizeof entry, "%s=auto", tabcl__tune_key_name((tabcl__tune_key)k));
+      tabcl__tuning back = tuning_for(&devs[i].d, entry);
+      cr_expect_eq(back.value[k], t.value[k], "%s on %s", entry, devs[i].what);
+      if (!rule[k])
+        cr_expect_neq(t.value[k], TABCL__TUNE_AUTO, "%s is auto on %s but has no rule",
+                      tabcl__tune_key_name((tabcl__tune_key)k), devs[i].what);
+    }
+  }
+}
+
 /* TABCL_TUNE entries: taken, or refused with the entry named and the
    tuning untouched. */
 Test(plan, override_entries) {
@@ -649,6 +674,17 @@ Test(plan, backend_table_order) {
   cr_expect_eq(tabcl__sdpa_plan_make(&gc, &noblas, &d, TABCL__SDPA_AUTO, &p), TABCL_UNSUPPORTED);
 }
 
+/* The threads of tabcl__lookup_route's plan, checked against its route:
+   0 the device, 1 the calling thread, more the worker pool. */
+static int route_threads(const tabcl__target *t, int64_t rows, int64_t bytes, int64_t index) {
+  const tabcl__route_plan p = tabcl__lookup_route(t, rows, bytes, index);
+  const tabcl__route want = p.threads == 0   ? TABCL__ROUTE_DEVICE
+                            : p.threads == 1 ? TABCL__ROUTE_CALLER
+                                             : TABCL__ROUTE_WORKERS;
+  cr_expect_eq(p.route, want, "route %s with %d threads", tabcl__route_name(p.route), p.threads);
+  return p.threads;
+}
+
 /* Small fits on the calling thread: CPUs only (fit.host_labels). Host
    lookups and aligns on the host (lookup.host_rows, lookup.host_threads):
    CPUs and NVIDIA GPUs, within the row and byte bounds and, beside a GPU,
@@ -693,29 +729,29 @@ Test(plan, calls_on_the_host_by_device_kind) {
                             : (int)dev->compute_units;
       const int past = !host ? 0 : dev->is_cpu ? units : 12;
       const int64_t small = 1 << 20, big = (int64_t)1 << 40;
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000, small), host, "%s, off %d",
+      cr_expect_eq(route_threads(&tg, 500, 32000, small), host, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 16385, 16385, small), past, "%s, off %d",
+      cr_expect_eq(route_threads(&tg, 16385, 16385, small), past, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100, most + 1, small), past,
+      cr_expect_eq(route_threads(&tg, 100, most + 1, small), past,
                    "%s, off %d: 656 B rows", devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000000, 800000000, small), past,
+      cr_expect_eq(route_threads(&tg, 100000000, 800000000, small), past,
                    "%s, off %d", devs[i].what, off);
       /* lookup.host_index: any index on a CPU (its tables are the host's
          memory), up to 256 MiB beside a GPU (a copy of the index) */
       const int64_t gpu_most = (int64_t)256 << 20;
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, gpu_most), past, "%s, off %d",
+      cr_expect_eq(route_threads(&tg, 100000, 800000, gpu_most), past, "%s, off %d",
                    devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, gpu_most + 1),
+      cr_expect_eq(route_threads(&tg, 100000, 800000, gpu_most + 1),
                    dev->is_cpu ? past : 0, "%s, off %d: an index past 256 MiB", devs[i].what, off);
-      cr_expect_eq(tabcl__lookup_host_threads(&tg, 500, 32000, big), dev->is_cpu ? host : 0,
+      cr_expect_eq(route_threads(&tg, 500, 32000, big), dev->is_cpu ? host : 0,
                    "%s, off %d: an index of 1 TiB", devs[i].what, off);
     }
     /* the override's count, on any device, and its index bound */
     tabcl__tuning tune = tuning_for(dev, "lookup.host_threads=5;lookup.host_index=1000");
     tabcl__target tg = {dev, &tune, 0, 12};
-    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1000), 5, "%s", devs[i].what);
-    cr_expect_eq(tabcl__lookup_host_threads(&tg, 100000, 800000, 1001), 0, "%s", devs[i].what);
+    cr_expect_eq(route_threads(&tg, 100000, 800000, 1000), 5, "%s", devs[i].what);
+    cr_expect_eq(route_threads(&tg, 100000, 800000, 1001), 0, "%s", devs[i].what);
     /* an align's passes over its rows: one thread below 16,384 rows, the
        override's count from there, whatever the index; 0 counts as 1 */
     cr_expect_eq(tabcl__align_row_threads(&tg, TABCL__ALIGN_ROWS_THREADED - 1), 1, "%s",

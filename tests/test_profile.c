@@ -265,7 +265,7 @@ Test(profile, build_options_follow) {
 
 /* fma() is a software routine where the device's single FP config lacks
    CL_FP_FMA (Mesa 22.3's llvmpipe: its fused attention kernel took 16.0 s
-   for 16 heads x 1,024 tokens, 2.4 s with mad; bench/RESULTS.md): the
+   for 16 heads x 1,024 tokens, 2.4 s with mad; bench/history/2026-11-to-12.md): the
    kernels' MULADD follows -DTABCL_HAS_FMA, which must say what the device
    says, on the device and under every profile (a profile clamps limits,
    not instructions), and a program the library builds must be given it. */

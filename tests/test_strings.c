@@ -63,7 +63,7 @@ Test(strings, validation_messages) {
   cr_expect_eq(tabcl__strings_validate(NULL, "f", 1, NULL), TABCL_INVALID_ARGUMENT);
 }
 
-/* The check's pass on the fill threads (long columns, upload.threads 4):
+/* The check's pass on the worker pool (long columns, upload.threads 4):
    the same verdicts, messages and longest label as on one thread, for a
    fault or the longest label in each of the threads' parts. */
 Test(strings, long_columns_checked_on_threads) {
@@ -238,82 +238,6 @@ Test(strings, upload_more_offsets_than_one_staging_chunk) {
   tabcl_context_destroy(ctx);
 }
 
-/* The offsets' check riding on their copy into staging (long columns,
-   staged uploads, several fill threads: GPUs): the same verdicts, messages
-   and longest label as tabcl__strings_validate, for a fault or the longest
-   label in each thread's part and in each staging chunk (halves of 64 KiB),
-   the upload intact where the view is sound, and nothing left behind where
-   it is not. */
-static void checked_on_upload(size_t cap) {
-  tabcl_context *ctx = context_staged(1, cap);
-  tt_tune(ctx, "upload.threads=4;upload.in_place=0");
-  tt_live base = tt_live_now();
-  enum { N = 200000 };
-  int64_t *o = malloc((N + 1) * sizeof *o);
-  uint8_t *data = malloc(N + 64);
-  cr_assert(o && data);
-  for (int i = 0; i < N + 64; i++) data[i] = (uint8_t)('a' + i % 26);
-  static const int64_t at[] = {0, 1, 8191, 65535, 77777, 150001, N - 2, N - 1};
-  for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
-    for (int64_t i = 0; i <= N; i++) o[i] = 3 + i / 4;   /* a slice: offset 0 is 3 */
-    for (int64_t i = at[k] + 1; i <= N; i++) o[i] += 30;   /* label at[k] the longest */
-    tabcl_strings_view v = {N, o, data, NULL};
-    cr_assert(tabcl__strings_check_in_upload(ctx, &v), "a long view on a staged context");
-    int64_t want_longest = -1;
-    tt_assert_ok(tabcl__strings_validate(&v, "f", 0, &want_longest));
-    tabcl__dev_strings d;
-    memset(&d, 0, sizeof d);
-    tt_assert_ok(tabcl__strings_upload_checking(ctx, &v, "f", 0, &d));
-    cr_expect_eq(d.max_label, want_longest, "cap %zu, longest at %lld: %lld against %lld", cap,
-                 (long long)at[k], (long long)d.max_label, (long long)want_longest);
-    expect_uploaded(ctx, &d, N, o, data, NULL);
-    tabcl__strings_release(&d);
-    /* a decrease at label at[k] (its end before its start), then a
-       negative offset there; at the last label the latter makes the ends
-       unsound, which the check before the upload catches instead */
-    const int64_t keep = o[at[k] + 1];
-    for (int bad = 0; bad < 2; bad++) {
-      o[at[k] + 1] = bad ? -7 : o[at[k]] - 1;
-      if (!tabcl__strings_check_in_upload(ctx, &v)) {
-        o[at[k] + 1] = keep;
-        continue;
-      }
-      cr_expect_eq(tabcl__strings_validate(&v, "f", 3, NULL), TABCL_INVALID_ARGUMENT);
-      char want[256];
-      snprintf(want, sizeof want, "%s", tabcl_last_error());
-      memset(&d, 0x5A, sizeof d);
-      tabcl__dev_strings before = d;
-      cr_expect_eq(tabcl__strings_upload_checking(ctx, &v, "f", 3, &d), TABCL_INVALID_ARGUMENT);
-      cr_expect_str_eq(tabcl_last_error(), want, "cap %zu, fault at %lld", cap, (long long)at[k]);
-      cr_expect(memcmp(&d, &before, sizeof d) == 0, "out untouched on failure");
-      o[at[k] + 1] = keep;
-    }
-  }
-  /* short columns, or ends that are not sound, are checked first */
-  int64_t few[] = {0, 1, 2};
-  tabcl_strings_view shortv = {2, few, data, NULL};
-  cr_expect(!tabcl__strings_check_in_upload(ctx, &shortv));
-  for (int64_t i = 0; i <= N; i++) o[i] = i;
-  tabcl_strings_view v = {N, o, NULL, NULL};
-  cr_expect(!tabcl__strings_check_in_upload(ctx, &v), "bytes without data");
-  v.data = data;
-  o[N] = -1;
-  cr_expect(!tabcl__strings_check_in_upload(ctx, &v), "a last offset before the first");
-  o[N] = N;
-  tt_tune(ctx, "upload.threads=1");
-  cr_expect(!tabcl__strings_check_in_upload(ctx, &v), "one fill thread");
-  tt_tune(ctx, "upload.threads=4;upload.in_place=1");
-  cr_expect(!tabcl__strings_check_in_upload(ctx, &v), "columns handed over in place");
-  tt_expect_no_leak(base);
-  free(o);
-  free(data);
-  tabcl_context_destroy(ctx);
-}
-
-Test(strings_staged, offsets_checked_on_their_upload) {
-  checked_on_upload(0);
-  checked_on_upload(131072);   /* halves of 64 KiB: the offsets in 25 chunks */
-}
 
 Test(strings, upload_bad_view_is_rejected) {
   tabcl_context *ctx = tt_context();

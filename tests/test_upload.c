@@ -74,14 +74,14 @@ Test(upload, buffer_create_from_equals_copy_host_ptr) {
 }
 
 /* The rule: every online core up to 8, up to 16 for uploads of
-   TABCL__FILL_LARGE bytes and more, where upload.threads is auto (GPUs);
+   TABCL__WORKERS_LARGE bytes and more, where upload.threads is auto (GPUs);
    a device row that sets it (CPUs: 1) holds for every size. */
 Test(upload, thread_rule_by_size) {
   tabcl_context *ctx = tt_context();
   const int cores = tabcl__online_cores();
-  const int small = tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE - 1);
-  const int large = tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE);
-  const int64_t set = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
+  const int small = tabcl__workers_threads(ctx, TABCL__WORKERS_LARGE - 1);
+  const int large = tabcl__workers_threads(ctx, TABCL__WORKERS_LARGE);
+  const int64_t set = tabcl__tuned_rule(&ctx->tune, TABCL__TUNE_UPLOAD_THREADS, 0);
   if (set > 0) {
     cr_expect_eq(small, set);
     cr_expect_eq(large, set);
@@ -89,14 +89,14 @@ Test(upload, thread_rule_by_size) {
     cr_expect_eq(small, cores < 8 ? cores : 8, "%d cores: %d threads", cores, small);
     cr_expect_eq(large, cores < 16 ? cores : 16, "%d cores: %d threads", cores, large);
   }
-  cr_expect_eq(tabcl__fill_threads(ctx), small);
+  cr_expect_eq(tabcl__workers_threads(ctx, 0), small);
   tabcl_context_destroy(ctx);
 }
 
 /* An upload filled by several host threads (upload.threads) has the bytes
    of one filled by one, mapped or staged, whole or in chunks, for sizes
-   around the parts (256 KiB on the context's parked threads, 1 MiB on
-   threads a call starts) and thread counts that do not divide them. */
+   around the parts (TABCL__WORKERS_PART) and thread counts that do not
+   divide them. */
 Test(upload, filled_by_several_threads) {
   tt_rng r = {tt_seed("upload/filled_by_several_threads")};
   static const size_t sizes[] = {(256u << 10) + 8, (768u << 10) - 8, (1u << 20) + 8,
@@ -111,8 +111,8 @@ Test(upload, filled_by_several_threads) {
     for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
       tabcl_context *ctx = context_staged(ways[w].on, ways[w].cap);
       tt_tune(ctx, "upload.threads=%d", threads[t]);
-      cr_assert_eq(tabcl__fill_threads(ctx), threads[t]);
-      cr_assert_eq(tabcl__fill_threads_for(ctx, TABCL__FILL_LARGE), threads[t],
+      cr_assert_eq(tabcl__workers_threads(ctx, 0), threads[t]);
+      cr_assert_eq(tabcl__workers_threads(ctx, TABCL__WORKERS_LARGE), threads[t],
                    "a set upload.threads holds for large uploads too");
       for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         cl_mem m = NULL;
@@ -129,9 +129,9 @@ Test(upload, filled_by_several_threads) {
   free(got);
 }
 
-/* Several callers filling uploads on one context at once: one fill has the
-   context's parked threads, the others start threads of their own (or fill
-   alone); every buffer holds its own caller's bytes. */
+/* Several callers filling uploads on one context at once: one job has the
+   worker pool, the others run on their callers alone; every buffer holds
+   its own caller's bytes. */
 typedef struct caller_job {
   tabcl_context *ctx;
   const uint8_t *src;
@@ -178,13 +178,11 @@ Test(upload, fills_from_several_callers_at_once) {
   tabcl_context_destroy(ctx);
 }
 
-/* A fill on the parked threads is cut into more parts than threads, each
-   taken by whichever thread is free: while the calling thread is held in
-   the first part, a helper still watching for work takes every other part
-   (a helper slowed by its core no longer holds back a whole half of the
-   work). Every byte is filled once, parts on whole 64-byte lines. Helpers
-   that have gone to sleep are woken only after the caller's first part
-   (parked_helpers_woken_when_it_repays). */
+/* A job on the worker pool is cut into more parts than threads, each
+   taken by whichever thread is free: while one thread is held in the first
+   part, the other takes every other part (a thread slowed by its core does
+   not hold back a whole half of the work). Every byte is filled once, parts
+   on whole 64-byte lines. */
 enum { PARTS_SEEN_MAX = 256 };
 typedef struct parts_seen {
   pthread_mutex_t lock;
@@ -222,19 +220,16 @@ static void fill_seen(void *dst, size_t at, size_t n, const void *arg) {
   pthread_mutex_unlock(&ps->lock);
 }
 
-Test(upload, parked_fill_parts_go_to_whoever_is_free) {
+Test(upload, parts_go_to_whoever_is_free) {
   tabcl_context *ctx = tt_context();
   const size_t least = 4096, n = 64 * least + 192;
   uint8_t *dst = calloc(n, 1);
   cr_assert(dst);
-  /* the helper is started by this fill, so it is awake; whether one
-     still watches for work when the next fill comes depends on the
-     machine's timing, which a test cannot hold */
   parts_seen ps = {.total = n};
   pthread_mutex_init(&ps.lock, NULL);
   pthread_cond_init(&ps.done, NULL);
   memset(dst, 0, n);
-  tabcl__fill_parallel_parts(ctx, 2, least, fill_seen, dst, 0, n, &ps);
+  tabcl__workers_run(ctx, 2, least, fill_seen, dst, 0, n, &ps);
   cr_assert(ps.count > 2 && ps.count <= PARTS_SEEN_MAX, "%d parts for 2 threads", ps.count);
   for (size_t i = 0; i < n; i++)
     cr_assert_eq(dst[i], (uint8_t)(1 + (i & 0x3f)), "byte %zu filled %s", i,
@@ -257,209 +252,46 @@ Test(upload, parked_fill_parts_go_to_whoever_is_free) {
   tabcl_context_destroy(ctx);
 }
 
-/* Helpers gone to sleep are woken only for work that repays the wake
-   (fill.c, FILL_WAKE_SAVES_US): a fill of parts of a few microseconds,
-   long after the last, stays on the calling thread; one whose parts take
-   milliseconds is shared once the caller's first part is done. */
-typedef struct slow_parts {
-  pthread_mutex_t lock;
-  pthread_t caller;
-  long sleep_ns;
-  int parts, by_others;
-  int others_started;   /* parts other threads had started so far */
-  int caller_parts;     /* parts the caller had finished so far */
-  int early;            /* another thread started a part during the caller's first */
-} slow_parts;
+/* A job posted from inside a job, and a job on a pool another caller holds,
+   run on their caller alone: every byte of both is done once, nothing
+   waits for a pool that is busy. */
+typedef struct nested_job {
+  tabcl_context *ctx;
+  uint8_t *inner;
+  size_t inner_n;
+  int runs;
+} nested_job;
 
-static void fill_slow(void *dst, size_t at, size_t n, const void *arg) {
-  slow_parts *sp = (slow_parts *)(uintptr_t)arg;
-  const int by_caller = pthread_equal(pthread_self(), sp->caller);
-  if (!by_caller) {
-    pthread_mutex_lock(&sp->lock);
-    sp->others_started++;
-    pthread_mutex_unlock(&sp->lock);
-  }
-  /* a line's value set a line at a time: byte by byte, a part of 4 KiB
-     took tens of microseconds under AddressSanitizer, enough for the
-     "quick" fills below to wake the helper on their measured rate */
+static void fill_inner(void *dst, size_t at, size_t n, const void *arg) {
+  (void)arg;
   uint8_t *d = dst;
-  for (size_t i = 0; i < n;) {
-    const size_t line = (at + i) / 64, end = (line + 1) * 64 - at;
-    const size_t len = (end < n ? end : n) - i;
-    memset(d + i, (int)(1 + line % 200), len);
-    i += len;
+  for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(d[i] + 1 + ((at + i) % 251));
+}
+
+static void fill_outer(void *dst, size_t at, size_t n, const void *arg) {
+  nested_job *j = (nested_job *)(uintptr_t)arg;
+  fill_inner(dst, at, n, NULL);
+  if (at == 0) {
+    tabcl__workers_run(j->ctx, 4, 4096, fill_inner, j->inner, 0, j->inner_n, NULL);
+    j->runs++;
   }
-  if (sp->sleep_ns) nanosleep(&(struct timespec){0, sp->sleep_ns}, NULL);
-  pthread_mutex_lock(&sp->lock);
-  sp->parts++;
-  sp->by_others += !by_caller;
-  if (by_caller && sp->caller_parts++ == 0) sp->early = sp->others_started > 0;
-  pthread_mutex_unlock(&sp->lock);
 }
 
-/* fill_slow under other names: the fill threads keep a rate a function. */
-static void fill_slow_other(void *dst, size_t at, size_t n, const void *arg) {
-  fill_slow(dst, at, n, arg);
-}
-static void fill_slow_third(void *dst, size_t at, size_t n, const void *arg) {
-  fill_slow(dst, at, n, arg);
-}
-
-/* Whether every helper sleeps and none has been woken: a wake broadcast
-   leaves a helper counted as parked until it runs, and one that runs late
-   (a busy machine) then watches for the next fill and takes a part of it
-   at once, as a fill right after a shared one would have it. Seen in the
-   project's CI at 3ff8673, under the qualcomm-adreno profile: the quick
-   fill woke the helper, it was still counted parked when checked, and it
-   started a part during the caller's first part of the slow fill. */
-static int helpers_parked(tabcl_context *ctx) {
-  pthread_mutex_lock(&ctx->workers.lock);
-  const int parked = ctx->workers.threads > 0 && ctx->workers.parked == ctx->workers.threads &&
-                     ctx->workers.woken_us == 0;
-  pthread_mutex_unlock(&ctx->workers.lock);
-  return parked;
-}
-
-/* Waits (up to 2 s) for the context's helpers to go to sleep, then 1 ms
-   more: a fill that follows the last one within 100 us wakes them. */
-static int wait_parked(tabcl_context *ctx) {
-  for (int i = 0; i < 400; i++) {
-    if (helpers_parked(ctx)) {
-      nanosleep(&(struct timespec){0, 1000000}, NULL);
-      return 1;
-    }
-    nanosleep(&(struct timespec){0, 5000000}, NULL);
-  }
-  return 0;
-}
-
-static int run_fill(tabcl_context *ctx, tabcl__fill_fn fill, uint8_t *dst, size_t least,
-                    size_t n, long sleep_ns, slow_parts *sp) {
-  *sp = (slow_parts){.caller = pthread_self(), .sleep_ns = sleep_ns};
-  pthread_mutex_init(&sp->lock, NULL);
-  memset(dst, 0, n);
-  tabcl__fill_parallel_parts(ctx, 2, least, fill, dst, 0, n, sp);
-  pthread_mutex_destroy(&sp->lock);
+Test(upload, job_inside_a_job_runs_on_its_caller) {
+  tabcl_context *ctx = tt_context();
+  const size_t n = 64 * 4096 + 100, inner_n = 16 * 4096 + 7;
+  uint8_t *dst = calloc(n, 1), *inner = calloc(inner_n, 1);
+  cr_assert(dst && inner);
+  nested_job j = {ctx, inner, inner_n, 0};
+  tabcl__workers_run(ctx, 4, 4096, fill_outer, dst, 0, n, &j);
+  cr_assert_eq(j.runs, 1);
   for (size_t i = 0; i < n; i++)
-    if (dst[i] != (uint8_t)(1 + (i / 64) % 200)) return 0;
-  return 1;
-}
-
-static int run_slow(tabcl_context *ctx, uint8_t *dst, size_t least, size_t n, long sleep_ns,
-                    slow_parts *sp) {
-  return run_fill(ctx, fill_slow, dst, least, n, sleep_ns, sp);
-}
-
-/* The context's helper started by a quick fill, then asleep. */
-static void park_a_helper(tabcl_context *ctx, uint8_t *dst, size_t least, size_t n,
-                          slow_parts *sp) {
-  cr_assert(run_slow(ctx, dst, least, n, 0, sp), "a fill's bytes");
-  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
-}
-
-Test(upload, parked_helpers_woken_when_it_repays) {
-  tabcl_context *ctx = tt_context();
-  const size_t least = 4096, n = 8 * least;
-  uint8_t *dst = malloc(n);
-  cr_assert(dst);
-  slow_parts sp;
-  park_a_helper(ctx, dst, least, n, &sp);
-  /* parts of 2 ms: the helper is woken after the caller's first */
-  cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");
-  cr_expect_eq(sp.parts, 8, "parts of the slow fill");
-  cr_expect_gt(sp.by_others, 0, "the sleeping helper was woken for 8 parts of 2 ms");
-  /* the woken helper timed its wake into the average, which starts at
-     50 us and takes a quarter of each wake, of 100 us at most */
-  pthread_mutex_lock(&ctx->workers.lock);
-  const double wake_us = ctx->workers.wake_us;
-  pthread_mutex_unlock(&ctx->workers.lock);
-  cr_expect(wake_us != 50.0 && wake_us > 0 && wake_us <= 100.0,
-            "the wake's time averaged: %g us", wake_us);
-  /* parts of a microsecond or so: the helper sleeps on. The first quick
-     fill may wake it (the slow fill's rate is the last of this function),
-     and a core held up in the first part for tens of microseconds (a busy
-     machine) can make the caller wake it, so one of five tries after that
-     suffices. */
-  cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
-  cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
-  int stayed = 0;
-  for (int t = 0; t < 5 && !stayed; t++) {
-    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
-    cr_assert(run_slow(ctx, dst, least, n, 0, &sp), "a fill's bytes");
-    cr_expect_eq(sp.parts, 8, "parts of the quick fill");
-    stayed = sp.by_others == 0 && helpers_parked(ctx);
-  }
-  cr_expect(stayed, "a fill of 8 quick parts woke the sleeping helper in 5 tries of 5");
+    cr_assert_eq(dst[i], (uint8_t)(1 + i % 251), "outer byte %zu", i);
+  for (size_t i = 0; i < inner_n; i++)
+    cr_assert_eq(inner[i], (uint8_t)(1 + i % 251), "inner byte %zu", i);
   free(dst);
+  free(inner);
   tabcl_context_destroy(ctx);
-}
-
-/* The threads keep the last rate of each fill function, not only of the
-   last fill: a call that runs two fills in turn (a host lookup checks its
-   offsets, then looks up) finds the rate of each when the threads sleep,
-   and a fill whose rate says the wake repays wakes them before the
-   caller's first part, not after it. With one rate kept, the quick fill
-   between hid the slow one's, and the helper never started a part while
-   the caller's first part of 2 ms ran. */
-Test(upload, parked_helpers_woken_at_once_by_each_functions_rate) {
-  tabcl_context *ctx = tt_context();
-  const size_t least = 4096, n = 8 * least;
-  uint8_t *dst = malloc(n);
-  cr_assert(dst);
-  slow_parts sp;
-  park_a_helper(ctx, dst, least, n, &sp);
-  cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");   /* its rate */
-  /* a woken thread may start late on a busy machine: one of five tries */
-  int early = 0;
-  for (int t = 0; t < 5 && !early; t++) {
-    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
-    cr_assert(run_fill(ctx, fill_slow_other, dst, least, n, 0, &sp), "a fill's bytes");
-    cr_assert(wait_parked(ctx), "the helper went to sleep within 2 s");
-    cr_assert(run_slow(ctx, dst, least, n, 2000000, &sp), "a fill's bytes");
-    cr_expect_eq(sp.parts, 8, "parts of the slow fill");
-    early = sp.early;
-  }
-  cr_expect(early, "the helper never started a part during the caller's first part of 2 ms "
-                   "(woken after it, not at once) in 5 tries");
-  free(dst);
-  tabcl_context_destroy(ctx);
-}
-
-/* A fill that follows the last within the threads' watch wakes them at
-   once only where they shared that fill (then they watch for the next);
-   after a fill the caller did alone, a fill whose rate is not known yet
-   wakes them after its first part, as after a pause. An align after a
-   pause is such a pair: its check alone, then its gather. */
-Test(upload, parked_helpers_not_woken_at_once_after_a_fill_they_did_not_share) {
-  const size_t least = 4096, n = 8 * least;
-  uint8_t *dst = malloc(n);
-  cr_assert(dst);
-  slow_parts sp;
-  int tried = 0;
-  /* The fill the caller does alone is of two parts: after its first, one
-     is left, which no wake can share, so it never wakes the helper (one
-     of 8 quick parts may, on a busy machine or under AddressSanitizer,
-     and a woken helper watches for the next fill whether or not it took a
-     part). The guard below still checks that the helper slept through, a
-     fresh context where not (a spurious wake), five at most. */
-  for (int t = 0; t < 5 && !tried; t++) {
-    tabcl_context *ctx = tt_context();
-    park_a_helper(ctx, dst, least, n, &sp);
-    cr_assert(run_fill(ctx, fill_slow_other, dst, least, 2 * least, 0, &sp), "a fill's bytes");
-    cr_expect_eq(sp.parts, 2, "parts of the fill done alone");
-    if (sp.by_others == 0 && helpers_parked(ctx)) {
-      tried = 1;
-      /* at once, a function never seen: parts of 2 ms */
-      cr_assert(run_fill(ctx, fill_slow_third, dst, least, n, 2000000, &sp), "a fill's bytes");
-      cr_expect_eq(sp.parts, 8, "parts of the slow fill");
-      cr_expect(!sp.early, "the helper started a part during the caller's first: woken at once "
-                           "after a fill it did not share");
-      cr_expect_gt(sp.by_others, 0, "the helper was never woken for 8 parts of 2 ms");
-    }
-    tabcl_context_destroy(ctx);
-  }
-  cr_expect(tried, "every quick fill woke the helper, in 5 contexts");
-  free(dst);
 }
 
 /* Uploads and downloads taking turns on one small area: each must wait

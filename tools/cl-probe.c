@@ -340,7 +340,7 @@ static void usage(FILE *f) {
           "                [--device-profile NAME]\n"
           "  --device SEL  only the device SEL names (\"P:D\" or a name substring)\n"
           "  --device-profile NAME  plan as if the device had the limits of a GPU family\n"
-          "                (TABCL_DEVICE_PROFILE; README.md, \"Device profiles\")\n"
+          "                (TABCL_DEVICE_PROFILE; docs/profiles.md)\n"
           "  --all-variants  build every program variant the planners can choose, not only\n"
           "                each program's default (minutes on a CPU device)\n"
           "  --all-variants=I/N  only the I-th of N shares of them (0 <= I < N), so that\n"

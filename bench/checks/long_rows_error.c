@@ -2,7 +2,7 @@
  * one K/V head, random inputs in [-1, 1], seed 7) against a double loop, as
  * the automatic choice runs it; TABCL_SDPA_MMA=0 keeps the tensor-core
  * kernel out. The measurement behind TABCL__SDPA_MMA_F32_KEYS
- * (bench/RESULTS.md, "Tensor-core f32 and long key rows").
+ * (bench/history/2026-11-to-12.md, "Tensor-core f32 and long key rows").
  *
  *   cc -O2 bench/checks/long_rows_error.c -Iinclude -Lbuild -ltabcl \
  *      -Wl,-rpath,build -lm -o long_rows_error && ./long_rows_error KEYS HEAD_DIM

@@ -180,6 +180,38 @@ class Report(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_section_for_results_page(self):
+        """--section gives RESULTS.md's section: its heading, the header, the
+        summary and targets a level down, and no per-case table."""
+        import argparse
+        import report
+        d = tempfile.mkdtemp(prefix="tabcl-report-section-")
+        try:
+            tpath, ppath = os.path.join(d, "tabcl.jsonl"), os.path.join(d, "peers.jsonl")
+            with open(tpath, "w") as f:
+                f.write(json.dumps({"bench": "lookup", "case": "c", "metric": "lookup_ms", "value": 1,
+                                    "unit": "ms"}) + "\n")
+            with open(ppath, "w") as f:
+                f.write(json.dumps({"bench": "lookup", "case": "c", "metric": "torch_gpu_ms", "value": 4,
+                                    "unit": "ms", "peer": "torch", "vs": "lookup_ms"}) + "\n")
+            args = dict(tabcl=tpath, peers=ppath, probe=None, bench_md=None, command="bash x.sh OUT",
+                        note=["commit abc1234"], out=None, targets="gpu", section=None)
+            full = report.report_text(argparse.Namespace(**args))
+            args["section"] = "GPU: a test device"
+            sec = report.report_text(argparse.Namespace(**args))
+            self.assertTrue(full.startswith("# tabcl and its peers"), full[:80])
+            self.assertIn("\n## lookup\n", full)
+            lines = sec.splitlines()
+            self.assertEqual(lines[0], "## GPU: a test device")
+            self.assertIn("- command: `bash x.sh OUT`", lines)
+            self.assertIn("- note: commit abc1234", lines)
+            self.assertIn("### Summary", lines)
+            self.assertIn("### Targets", lines)
+            self.assertIn("| lookup | torch_gpu_ms | lookup_ms | 1 of 1 cases | 0.25 to 0.25 |", lines)
+            self.assertFalse([l for l in lines[1:] if l.startswith("## ")], sec)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_pairing(self):
         import report
         tab = report.index([

@@ -82,24 +82,30 @@ typedef struct tabcl_arrow_dictionary {
 
 /* Formats "u" (utf8), "U" (large_utf8), "z" (binary), "Z" (large_binary),
    with the array's offset and validity bitmap honoured. Zero-copy for "U"
-   and "Z" (and for the bitmap when offset % 8 == 0). On failure *out is
-   zeroed, so tabcl_arrow_strings_free(out) is always safe. */
+   and "Z" (and for the bitmap when offset % 8 == 0). Returns TABCL_OK,
+   TABCL_INVALID_ARGUMENT (NULL arguments, a malformed or unsupported array;
+   the message names the problem) or TABCL_OUT_OF_MEMORY. The schema and
+   array are never changed. On failure *out is zeroed, so
+   tabcl_arrow_strings_free(out) is always safe. */
 TABCL_API tabcl_status tabcl_arrow_strings_import(const struct ArrowSchema *schema,
                                                   const struct ArrowArray *array,
                                                   tabcl_arrow_strings *out);
-TABCL_API void tabcl_arrow_strings_free(tabcl_arrow_strings *s);   /* NULL is fine; zeroes *s */
+/* Frees what the import converted (not the array); NULL is fine; zeroes *s. */
+TABCL_API void tabcl_arrow_strings_free(tabcl_arrow_strings *s);
 
 /* A dictionary array: index format "c", "C", "s", "S", "i", "I", "l" or "L"
    (int8 .. uint64), values (schema->dictionary, array->dictionary) in one of
    the string formats above with their own offset and validity. A non-null
    index outside [0, number of values) is TABCL_INVALID_ARGUMENT; a null
    index becomes code -1; an index naming a null value stays that index
-   (align gives it -1, as null categories are never matched). On failure
-   *out is zeroed. */
+   (align gives it -1, as null categories are never matched). Returns as
+   tabcl_arrow_strings_import does; the schema and array are never changed.
+   On failure *out is zeroed. */
 TABCL_API tabcl_status tabcl_arrow_dictionary_import(const struct ArrowSchema *schema,
                                                      const struct ArrowArray *array,
                                                      tabcl_arrow_dictionary *out);
-TABCL_API void tabcl_arrow_dictionary_free(tabcl_arrow_dictionary *d);  /* NULL is fine */
+/* Frees what the import converted (not the array); NULL is fine. */
+TABCL_API void tabcl_arrow_dictionary_free(tabcl_arrow_dictionary *d);
 
 /* 1 when the schema describes a dictionary-encoded array (its dictionary
    member is set), 0 otherwise or for NULL: which of the two imports fits. */

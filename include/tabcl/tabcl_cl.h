@@ -63,6 +63,7 @@ TABCL_API tabcl_status tabcl_context_create_cl(cl_context context, cl_device_id 
 TABCL_API cl_context tabcl_context_cl_context(const tabcl_context *ctx);
 TABCL_API cl_command_queue tabcl_context_cl_queue(const tabcl_context *ctx);
 TABCL_API cl_device_id tabcl_context_cl_device(const tabcl_context *ctx);
+/* (Each of the three returns NULL for a NULL context; none can fail.) */
 
 /* ---- categorical index (see tabcl_category_index_lookup) ---- */
 
@@ -97,7 +98,10 @@ typedef struct tabcl_strings_cl {
    marker for callers that order work by events. Buffers are checked first
    (NULL, size, owning context); a failed check or fit enqueues nothing
    that changes a caller's buffer and leaves *out unset. max_label is not
-   needed (it may be 0). */
+   needed (it may be 0). Returns TABCL_OK, TABCL_INVALID_ARGUMENT (NULL
+   arguments, a buffer too small or of another context, offsets that break
+   the rules above; the message names the column), TABCL_OUT_OF_MEMORY,
+   TABCL_BUILD_FAILED or TABCL_OPENCL_ERROR. */
 TABCL_API tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
                                                    const tabcl_strings_cl *vocabularies,
                                                    tabcl_code_order order, cl_uint nwait,
@@ -113,7 +117,10 @@ TABCL_API tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols
    check enqueues nothing and changes no buffer. The work is several
    launches (hashing, then one search per four columns, sliced to the
    device's limits): an OpenCL failure after the first may leave codes partly
-   written. Safe to call from several threads on one index. */
+   written. Safe to call from several threads on one index, which it does
+   not change. Returns TABCL_OK, TABCL_INVALID_ARGUMENT (the checks above;
+   the message names the column), TABCL_OUT_OF_MEMORY, TABCL_BUILD_FAILED or
+   TABCL_OPENCL_ERROR. */
 TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols,
                                                       const tabcl_strings_cl *queries,
                                                       cl_mem const *codes, cl_uint nwait,
@@ -130,7 +137,9 @@ TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx,
    when desc->mask is TABCL_MASK_NONE. The descriptor is checked first and a
    failed check enqueues nothing; the buffers' sizes are the caller's
    responsibility. Large batches run as several launches; an OpenCL failure
-   after the first may leave out partly written. */
+   after the first may leave out partly written. Returns TABCL_OK, or the
+   statuses of tabcl_sdpa_host (TABCL_INVALID_ARGUMENT also for NULL
+   buffers q, out, or k and v with kv_len > 0). */
 TABCL_API tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q,
                                      cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
                                      const cl_event *wait, cl_event *ev);
@@ -147,7 +156,9 @@ TABCL_API tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *
    asking past the last item. An upload that failed to enqueue (reported by
    the tabcl_stream_done that enqueued it) is tried again here; an upload
    that failed on the device is reported here when it has already ended.
-   On failure nothing is handed out and the call may be repeated. */
+   On failure (TABCL_INVALID_ARGUMENT for NULL arguments and the cases
+   above, else the upload's status) nothing is handed out and the call may
+   be repeated. */
 TABCL_API tabcl_status tabcl_stream_next(tabcl_stream *st, int64_t *item, cl_mem *mem,
                                          cl_event *ready);
 /* Gives item back: done (not NULL; the stream retains it) completes after
@@ -157,7 +168,10 @@ TABCL_API tabcl_status tabcl_stream_next(tabcl_stream *st, int64_t *item, cl_mem
    never before it, whatever the queues' order or timing. A failed retain of
    done changes nothing (the item is still out); a failure to enqueue the
    refill is reported, the item counts as given back, and the refill is
-   tried again by the tabcl_stream_next that wants it. */
+   tried again by the tabcl_stream_next that wants it. Returns TABCL_OK,
+   TABCL_INVALID_ARGUMENT (NULL st or done, done of another OpenCL context,
+   an item not out; nothing changes), TABCL_OUT_OF_MEMORY or
+   TABCL_OPENCL_ERROR. */
 TABCL_API tabcl_status tabcl_stream_done(tabcl_stream *st, int64_t item, cl_event done);
 
 /* tabcl_stream_sdpa_host with q and the outputs in device buffers of the
@@ -165,8 +179,9 @@ TABCL_API tabcl_status tabcl_stream_done(tabcl_stream *st, int64_t item, cl_even
    work is enqueued after the nwait events in wait, and the call returns
    without waiting: *ev (ev may be NULL) completes when every output is
    written; the caller releases it. k and v must stay valid and unchanged
-   until then. On failure everything enqueued so far has finished and some
-   outputs may be written. */
+   until then. Returns TABCL_OK or a status of tabcl_stream_sdpa_host,
+   whose checks come before anything is enqueued. On failure everything
+   enqueued so far has finished and some outputs may be written. */
 TABCL_API tabcl_status tabcl_stream_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
                                             int count, const int64_t *kv_len, cl_mem q,
                                             const void *const *k, const void *const *v,

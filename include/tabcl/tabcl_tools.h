@@ -122,7 +122,7 @@ int tabcl__tools_description(const tabcl_context *ctx, tabcl__tools_row *rows, i
 
 /* ---- tuning ------------------------------------------------------------ */
 
-/* The tuning keys (README.md, "Tuning"), in the table's order. */
+/* The tuning keys (docs/tuning.md), in the table's order. */
 int tabcl__tools_tune_count(void);
 const char *tabcl__tools_tune_name(int k);      /* "?" outside [0, count) */
 /* Key k's value in force on ctx and where it came from: "128 (table; ...)". */
@@ -229,7 +229,7 @@ tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__time
    untimed round). On a CPU device through PoCL this is tens of
    microseconds (its worker threads wake for each command), about what
    pandas takes to look up 1,000 labels, so it bounds every small host
-   call (bench/RESULTS.md). */
+   call (bench/history/2026-11-to-12.md). */
 tabcl_status tabcl__measure_round_trip(tabcl_context *ctx, int reps, double *median_s,
                                        double *min_s);
 /* Device time between the start of `start` and the end of `end`; -1 if the
@@ -273,7 +273,7 @@ int64_t tabcl__tools_device_bytes_live(void);
 int64_t tabcl__tools_device_bytes_peak_reset(void);
 void tabcl__tools_pool_trim(tabcl_context *ctx);
 
-/* Attention backends (README.md, "Attention paths"). */
+/* Attention backends (docs/attention.md). */
 enum {
   TABCL__TOOLS_SDPA_AUTO = 0,      /* the automatic choice, as tabcl_sdpa_cl */
   TABCL__TOOLS_SDPA_FUSED = 1,     /* the portable fused kernel */

@@ -161,7 +161,7 @@ int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap);
 uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
 /* Query rows a tile (W in cl/sdpa_cpu.cl), and the tiles a work-item takes
    in turn, so that the head's K and V stay in its core's caches between
-   them (bench/RESULTS.md, "Tuning: sdpa.cpu"). */
+   them (bench/history/2026-11-to-12.md, "Tuning: sdpa.cpu"). */
 #define TABCL__SDPA_CPU_ROWS 16
 #define TABCL__SDPA_CPU_TILES 4
 /* Work-groups along the queries: tiles of ROWS x TILES. */

@@ -54,13 +54,11 @@ static int widened(tabcl_dtype dt) { return dt == TABCL_F16 || dt == TABCL_BF16;
 /* The most elements CLBlast may address in one buffer: 2^31 - 1, its
    offsets being 32-bit (sdpa.gemm.index_limit; tests set it low). */
 static size_t index_limit(const tabcl__tuning *t) {
-  const int64_t v = t->value[TABCL__TUNE_SDPA_GEMM_INDEX];
-  return v == TABCL__TUNE_AUTO ? (size_t)INT32_MAX : (size_t)v;
+  return (size_t)tabcl__tuned(t, TABCL__TUNE_SDPA_GEMM_INDEX);
 }
 
 static int64_t groups_yz(const tabcl__tuning *t) {
-  const int64_t v = t->value[TABCL__TUNE_SDPA_GROUPS_YZ];
-  return v == TABCL__TUNE_AUTO ? 65535 : v;
+  return tabcl__tuned(t, TABCL__TUNE_SDPA_GROUPS_YZ);
 }
 
 int64_t tabcl__sdpa_clblast_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d) {

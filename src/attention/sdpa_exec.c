@@ -126,7 +126,7 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
     s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, (size_t)p.mask_bytes, &b.mask, "attention mask");
   if (!s) s = tabcl__pool_get(ctx, CL_MEM_WRITE_ONLY, (size_t)p.out_bytes, &b.out, "attention out");
   /* Transfers as the other host calls make them: through the context's
-     pinned staging area and its fill threads on GPUs (a write from the
+     pinned staging area and its worker pool on GPUs (a write from the
      caller's pageable memory ran at 8 GB/s on the H200, staged ones near
      the link's 55), through a mapped buffer on CPUs. */
   if (!s && has_mask && p.mask_whole)

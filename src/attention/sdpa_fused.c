@@ -25,7 +25,7 @@ static int share_of_chunk(const tabcl__sdpa_tiles *t) {
 
 /* Reading the next chunk into registers while the current one is used
    hides the reads' latency but holds 4 registers a vector for the whole
-   pass: it pays up to 4 vectors a work-item (bench/RESULTS.md, Tuning:
+   pass: it pays up to 4 vectors a work-item (bench/history/2026-11-to-12.md, Tuning:
    sdpa.fused). */
 static int default_prefetch(const tabcl__sdpa_tiles *t) { return share_of_chunk(t) <= 4; }
 
@@ -91,7 +91,7 @@ int tabcl__sdpa_fused_tiles(const tabcl__target *tg, size_t kernel_cap, tabcl_dt
      more (fewer barriers and softmax passes per FLOP; each K/V tile reused
      by more queries), with the largest such key tile; else the shape with
      the most query x key pairs per tile, ties to the longer key tile
-     (bench/RESULTS.md, Tuning: sdpa.fused). Key tiles are multiples of 8 up
+     (bench/history/2026-11-to-12.md, Tuning: sdpa.fused). Key tiles are multiples of 8 up
      to 64 that shape_ok takes. With 48 KiB in f32 this gives 64 x 64 for
      head dims up to 32, 64 x 56 for 64, 64 x 16 for 128 and 16 x 16 for
      256. Whole tiles go through local memory (one K chunk, one V chunk).
@@ -235,7 +235,7 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
   if (usable <= fixed + per_tile) return -1;
   ks->key_step = (int64_t)((usable - fixed) / per_tile) * t->bk;
   const int64_t nqt = (d->q_len + t->bq - 1) / t->bq;
-  const int64_t most = (int64_t)tg->tune->value[TABCL__TUNE_SDPA_GROUPS_YZ];
+  const int64_t most = tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
   const int64_t heads = d->q_heads < most ? d->q_heads : most;
   const uint64_t per_group = group_state_bytes(d->dtype, t);
   const uint64_t groups = state_cap(tg->dev) / per_group;

@@ -39,7 +39,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
      65535 groups: larger extents take several launches. A split key walk
      takes its keys in launches one after another over the same groups, the
      in-order queue keeping each after the one whose state it continues. */
-  const cl_int most = (cl_int)ctx->tune.value[TABCL__TUNE_SDPA_GROUPS_YZ];
+  const cl_int most = (cl_int)tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
   const cl_int qstep = ks ? (cl_int)ks->qtile_step : most;
   const cl_int kstep = ks ? (cl_int)ks->key_step : lk > 0 ? lk : 1;
   if (ks && !s) s = TABCL_SET_ARGS_AT(k, kname, 20, TABCL_ARG(state));

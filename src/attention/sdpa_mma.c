@@ -11,14 +11,14 @@
 /* Keys per tile: 64 keeps short sequences (the tabular case) to one tile
    where registers allow; the S accumulators of 64 keys next to O at head
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
-   32 (bench/RESULTS.md, Tuning: sdpa.mma). */
+   32 (bench/history/2026-11-to-12.md, Tuning: sdpa.mma). */
 static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pipe) {
   /* The pipelined 16-bit kernel: 32 up to head dim 64, 16 above (H200,
      4 x 32 heads x 4,096 tokens, f16: head dim 64 3.28 ms with 32, 4.33
      with 64, 3.94 with 16, and the tabular shape 5.80, 7.43, 6.53; head dim
      128 6.63 ms with 16, 6.91 with 32). */
-  if (pipe) return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= 64 ? 32 : 16);
-  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
+  if (pipe) return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= 64 ? 32 : 16);
+  return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
 }
 
 /* f16: P in one 16-bit part, rounded to f16 as cuDNN and FlashAttention
@@ -27,7 +27,7 @@ static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pip
    bf16 part (8 bits) failed the device check's element tolerance on the
    H200 (0.00507 for 0.00487), though not the tests' norm tolerance. */
 static int p_parts(const tabcl__tuning *t, tabcl_dtype dt) {
-  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_PSPLIT, dt == TABCL_BF16 ? 2 : 1);
+  return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_PSPLIT, dt == TABCL_BF16 ? 2 : 1);
 }
 
 /* One 16-query tile a warp. Two (each K and V fragment then feeds two
@@ -36,7 +36,7 @@ static int p_parts(const tabcl__tuning *t, tabcl_dtype dt) {
    queries fill half of a group's 128 rows; at 128 the second tile's Q and
    O do not fit beside S. */
 static int m_tiles(const tabcl__tuning *t) {
-  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_MTILES, 1);
+  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_MTILES);
 }
 
 /* Local bytes of the kernel as built with shape m for element size es. */
@@ -55,7 +55,7 @@ static size_t local_bytes(const tabcl__sdpa_mma_shape *m, size_t es) {
    48 KB of local memory), so Q's words stay in registers. */
 static int q_mode(const tabcl__tuning *t, tabcl_dtype dt, int dp) {
   if (dt != TABCL_F32) return 0;
-  return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_QMODE, dp <= 64 ? 1 : 2);
+  return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_QMODE, dp <= 64 ? 1 : 2);
 }
 
 int tabcl__sdpa_mma_enabled(void) {
@@ -70,20 +70,20 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
   /* In f32 the error of the TF32 split grows with the key row (relative
      3.6e-6 at 512 keys, 2.9e-5 at 4,096, 1.4e-4 at 20,011, 7.5e-4 at
      100,000 on the H200, against 4e-7 to 7e-6 for the fused kernel:
-     bench/RESULTS.md, "Tensor-core f32 and long key rows"): past
+     bench/history/2026-11-to-12.md, "Tensor-core f32 and long key rows"): past
      TABCL__SDPA_MMA_F32_KEYS keys it would leave the f32 tolerance. */
   if (d->dtype == TABCL_F32 && d->kv_len > TABCL__SDPA_MMA_F32_KEYS) return 0;
   const size_t es = d->dtype == TABCL_F32 ? 4 : 2;
   m->dp = (int)(d->head_dim + 15) / 16 * 16;
-  m->pipe = d->dtype != TABCL_F32 && tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_PIPE, 1);
+  m->pipe = d->dtype != TABCL_F32 && tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_PIPE);
   m->bk = keys_per_tile(tg->tune, d->dtype, m->dp, m->pipe);
-  m->nw = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_WARPS, 4);
+  m->nw = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_WARPS);
   m->qmode = q_mode(tg->tune, d->dtype, m->dp);
   /* Both TF32 parts of Q in registers take 2 x dp / 4 a lane beside O's
      dp / 2: past head dim 64 that is more than a work-item may hold. */
   if (m->qmode == 0 && d->dtype == TABCL_F32 && m->dp > 64) return 0;
   /* Loads issued a tile at a time help f32 and cost f16 (sdpa.mma.batch). */
-  m->batch = (int)tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_MMA_BATCH, d->dtype == TABCL_F32);
+  m->batch = (int)tabcl__tuned_rule(tg->tune, TABCL__TUNE_SDPA_MMA_BATCH, d->dtype == TABCL_F32);
   /* 16-bit types: the pipelined kernel (cp.async, ldmatrix), unless the
      table says otherwise; its Q passes through all of its local memory,
      so a group's queries must fit four key tiles' rows. */

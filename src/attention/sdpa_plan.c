@@ -33,7 +33,7 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
 static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const tabcl_sdpa_desc *d,
                     int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
   (void)st;
-  if (forced == TABCL__SDPA_AUTO && tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU, 0) <= 0) return 0;
+  if (forced == TABCL__SDPA_AUTO && tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU) <= 0) return 0;
   if (!tabcl__sdpa_cpu_options(d, p->options, sizeof p->options)) return 0;
   const uint64_t loops = tabcl__sdpa_cpu_loops(d);
   if (f->loop_limit && loops > f->loop_limit / 2) return 0;

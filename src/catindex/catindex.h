@@ -67,6 +67,18 @@ struct tabcl_category_index {
   _Atomic(struct tabcl__catindex_host *) host; /* NULL until mapped */
 };
 
+/* Where a host call runs: the one choice of route a call makes, in its plan. */
+typedef enum tabcl__route {
+  TABCL__ROUTE_DEVICE = 0,    /* the device's kernels */
+  TABCL__ROUTE_CALLER = 1,    /* the calling thread */
+  TABCL__ROUTE_WORKERS = 2,   /* the context's worker pool, the calling thread among them */
+} tabcl__route;
+typedef struct tabcl__route_plan {
+  tabcl__route route;
+  int threads;                /* 0 on the device, 1 on the caller, N > 1 on the workers */
+} tabcl__route_plan;
+const char *tabcl__route_name(tabcl__route r);
+
 /* The mapped tables (catindex_host.c). */
 typedef struct tabcl__catindex_host {
   const uint64_t *keys;
@@ -84,17 +96,16 @@ typedef struct tabcl__catindex_host {
   void *ptr[6];
 } tabcl__catindex_host;
 
-/* Whether a host call with `rows` query rows of `bytes` bytes in all runs
-   on the host (tabcl__lookup_host_threads), and if so the mapped tables
-   (mapping them on first use) and the threads it takes; NULL and 0 where
-   it runs on the device. A failure to map is the call's failure; the index
-   stays as it was. */
+/* The route of a host call with `rows` query rows of `bytes` bytes in all
+   (tabcl__lookup_route) into *route, and where it runs on the host the
+   mapped tables (mapped on first use) into *out; NULL on the device. A
+   failure to map is the call's failure; the index stays as it was. */
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       const tabcl__catindex_host **out, int *threads);
+                                       tabcl__route_plan *route, const tabcl__catindex_host **out);
 /* Looks column c's queries up on the calling thread into codes[0 .. length). */
 void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *h,
                                  int c, const tabcl_strings_view *q, int32_t *codes);
-/* The same over up to `threads` threads (the context's fill threads and
+/* The same over up to `threads` threads (the context's worker pool and
    the calling thread), each a run of rows; the codes are the same. Calls
    of fewer than a few thousand rows stay on the calling thread. */
 void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
@@ -221,39 +232,31 @@ typedef struct tabcl__fit_plan {
                               host memory and uploads are not staged (catindex_fit.c) */
 } tabcl__fit_plan;
 /* The labels (padded) a fit on the calling thread copies into the index's
-   buffer at its creation, at most: it then enqueues nothing. With the host
-   hash's AVX2 loop, fits up to about 7.8 MB of labels took less on the
-   calling thread than on PoCL's two threads (10,000 x 512 B: 0.84 against
-   2.36 ms; 1,750 x 4 KiB: 0.77 against 1.24 ms), and at 8.2 MB more (2.26
-   against 1.35 ms); before it, 1 MiB was the bound. */
+   buffer at its creation, at most: it then enqueues nothing. Past about 8
+   MB of labels the device's fit is faster, even on a CPU device
+   (bench/history/code-notes.md, "fit.host_labels bytes"). */
 #define TABCL__FIT_HOST_BYTES ((uint64_t)6 << 20)
 /* One thread hashes and compares every query byte, so long labels go to
-   the host threads past lookup.host_rows x this many bytes. When those
-   threads slept between calls the calling thread was faster up to 2 MB
-   (4,000 x 512 B: 0.15 against 0.23 ms); once they watched for the next
-   call (fill.c), two threads took less from 1,000 rows of 64 B on (12
-   against 14 us; 4,000 x 64 B 36 against 56 us; 1,000 x 4 KiB 0.11 against
-   0.21 ms; loops of one call after another, 2-core VM, 2026-12-05), so
-   lookup.host_rows on CPUs is 512. */
+   the worker pool past lookup.host_rows x this many bytes
+   (bench/history/code-notes.md, "lookup.host_rows bytes"). */
 #define TABCL__LOOKUP_HOST_ROW_BYTES 128
 /* Whether a host lookup or align of `rows` query rows (an align: its
    categories) of `bytes` bytes runs on the calling thread: at most
    lookup.host_rows rows (512 on CPUs and beside NVIDIA GPUs, else 0) and TABCL__LOOKUP_HOST_ROW_BYTES bytes
    a row on average. Pure. */
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes);
-/* The most threads a host lookup takes (the context's fill threads and the
+/* The most threads a host lookup takes (the context's worker pool and the
    calling thread). */
 #define TABCL__LOOKUP_HOST_THREADS_MAX 64
-/* How a host lookup or align of `rows` query rows of `bytes` bytes runs on
-   the host, against an index of `index_bytes` device bytes: 1 on the
-   calling thread (tabcl__lookup_on_host), N > 1 split over N threads, the
-   calling thread among them (lookup.host_threads: on CPU devices, whose
-   cores the threads share with the kernels, one a compute unit; beside a
-   GPU, one a core of the host), 0 not on the host (the device's kernels),
-   which is also the answer for an index past lookup.host_index (the host
+/* The route of a host lookup or align of `rows` query rows of `bytes` bytes
+   against an index of `index_bytes` device bytes: the caller where
+   tabcl__lookup_on_host says so; the workers (lookup.host_threads: on CPU
+   devices, whose cores the threads share with the kernels, one a compute
+   unit; beside a GPU, one a core of the host); the device where
+   lookup.host_threads is 0 or the index is past lookup.host_index (the host
    maps the index's tables, on a GPU a copy). Pure. */
-int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes,
-                               int64_t index_bytes);
+tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int64_t bytes,
+                                      int64_t index_bytes);
 /* The threads an align's passes over a column's rows of codes take on the
    host (the check of their range; on the host path the gather through the
    category table): one below TABCL__ALIGN_ROWS_THREADED rows, else the

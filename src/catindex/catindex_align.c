@@ -70,7 +70,7 @@ static tabcl_status check_inputs(tabcl_category_index *idx, const tabcl_dictiona
     if (threads > 1) {
       codes_check cc = {.codes = in->codes, .categories = in->categories.length};
       atomic_init(&cc.bad, 0);
-      tabcl__fill_parallel_parts(idx->ctx, threads, ALIGN_PART_BYTES, check_part,
+      tabcl__workers_run(idx->ctx, threads, ALIGN_PART_BYTES, check_part,
                                  (void *)(uintptr_t)in->codes, 0,
                                  (size_t)in->length * sizeof *in->codes, &cc);
       if (!atomic_load(&cc.bad)) continue;
@@ -106,7 +106,7 @@ static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catind
     const codes_gather g = {in->codes, table};
     const int row_threads = tabcl__align_row_threads(&tg, in->length);
     if (row_threads > 1)
-      tabcl__fill_parallel_parts(idx->ctx, row_threads, ALIGN_PART_BYTES, gather_part, codes[c], 0,
+      tabcl__workers_run(idx->ctx, row_threads, ALIGN_PART_BYTES, gather_part, codes[c], 0,
                                  (size_t)in->length * sizeof *codes[c], &g);
     else
       gather_part(codes[c], 0, (size_t)in->length * sizeof *codes[c], &g);
@@ -149,11 +149,12 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     const tabcl_strings_view *v = &inputs[c].categories;
     if (v->length) category_bytes += v->offsets[v->length] - v->offsets[0];
   }
-  const tabcl__catindex_host *on_host = NULL;
-  int threads = 0;
-  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &on_host, &threads);
+  tabcl__route_plan route;
+  const tabcl__catindex_host *tables = NULL;
+  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &route, &tables);
+  const int on_host = route.route != TABCL__ROUTE_DEVICE;
   if (!st && on_host)
-    st = align_on_host(idx, on_host, threads, ncols, inputs, codes, categories, fn);
+    st = align_on_host(idx, tables, route.threads, ncols, inputs, codes, categories, fn);
   if (st || on_host) {
     tabcl__free(longest);
     return st;

@@ -6,7 +6,7 @@
  * made by the first such call (so only for indexes up to lookup.host_index
  * bytes): the queries then cross no link at all, and the host's cores look
  * 100,000 rows up in less time than their bytes take to reach the device
- * (bench/RESULTS.md, "Tuning: lookup.host_threads").
+ * (bench/history/2026-11-to-12.md, "Tuning: lookup.host_threads").
  *
  * A host lookup on a CPU device through OpenCL costs a few launches and one
  * wait for the driver's threads, tens of microseconds (cl-probe's "round
@@ -71,13 +71,9 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
    every one to two entries (tabcl__catindex_dir_bits), so a search ran a
    lower bound over a varying number of keys, a branch the core
    mispredicted about once a row. With 32 times the buckets nearly all hold
-   no entry or one. 100,000 rows on one thread of PoCL's VM, against 100
-   fitted labels: 8 B 1.77-1.83 ms before, 1.27-1.30 with 3 extra bits,
-   1.19 with 4, 1.10-1.13 with 5, 1.09 with 6 (64 B: 2.03, 1.69-1.89,
-   1.62, 1.49-1.54, 1.50; 6 lost against 10,000 fitted). Past the cap fewer
-   extra bits are taken, and none past it at one: a directory that leaves
-   the core's caches cost as much as it saved (200,000 fitted, 64 B, 2
-   extra bits: 3.5-3.7 ms against 3.2-3.7). */
+   no entry or one. Past the cap fewer extra bits are taken: a directory
+   that leaves the core's caches costs as much as it saves
+   (bench/history/code-notes.md, "Host directory bits"). */
 #define HOST_FINE_BITS 5
 #define HOST_FINE_SLOTS_MAX ((int64_t)1 << 18)
 
@@ -130,18 +126,19 @@ static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_h
 }
 
 tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       const tabcl__catindex_host **out, int *threads) {
+                                       tabcl__route_plan *route, const tabcl__catindex_host **out) {
   *out = NULL;
-  *threads = 0;
   const tabcl__target tg = tabcl__context_target(idx->ctx);
-  const int n = tabcl__lookup_host_threads(&tg, rows, bytes, idx->device_bytes);
-  if (n < 1 || !idx->host_lock_made) return TABCL_OK;
-  if (!idx->keys || !idx->spans || !idx->ecodes || !idx->dir || !idx->dinfo || !idx->vdata)
-    return TABCL_OK;
+  *route = tabcl__lookup_route(&tg, rows, bytes, idx->device_bytes);
+  /* an index without host tables (one loaded or fitted on the device that
+     could not map them) runs on the device */
+  if (!idx->host_lock_made || !idx->keys || !idx->spans || !idx->ecodes || !idx->dir ||
+      !idx->dinfo || !idx->vdata)
+    *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
+  if (route->route == TABCL__ROUTE_DEVICE) return TABCL_OK;
   tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
   if (h) {
     *out = h;
-    *threads = n;
     return TABCL_OK;
   }
   tabcl_status st = TABCL_OK;
@@ -161,7 +158,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
   }
   pthread_mutex_unlock(&idx->host_lock);
   *out = h;
-  *threads = h ? n : 0;
+  if (!h) *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
   return st;
 }
 
@@ -181,10 +178,7 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
 /* While a row is hashed, the first HOST_PREFETCH_BYTES of the row
    HOST_PREFETCH_AHEAD rows on are asked for: long labels are read from
    memory, not the cache, and the hash of one label after another left the
-   core waiting (100,000 rows of 512 B on two threads, PoCL's VM, medians of
-   11: 3.8 ms without, 3.2 one row ahead, 2.7 four rows, 2.3-2.4 eight
-   rows; for queries that all match, 4.1-4.4, 3.7, 3.2, 2.9-3.2; labels of
-   8 and 64 B level). */
+   core waiting (bench/history/code-notes.md, "Host prefetch"). */
 #define HOST_PREFETCH_BYTES 1024
 #define HOST_PREFETCH_AHEAD 8
 
@@ -296,7 +290,7 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
    HOST_PART_ROWS_BYTES on average; part_rows): a part costs a lock and a
    hand-over, about a microsecond where the threads are watching for work,
    and a row 10 to 20 ns on one core (labels up to 64 B, PoCL's CPU,
-   bench/RESULTS.md). Parts of 128 to 2,048 rows gave the same times. */
+   bench/history/2026-11-to-12.md). Parts of 128 to 2,048 rows gave the same times. */
 #define HOST_PART_ROWS 256
 #define HOST_PART_ROWS_BYTES 64
 
@@ -309,7 +303,7 @@ typedef struct host_part {
 
 /* Rows [at / 4, (at + n) / 4) of a threaded lookup into dst, their codes:
    the fill's bytes are the codes' bytes. Parts start on whole 64-byte
-   lines of codes (tabcl__fill_parallel_parts), so on a multiple of 16 rows,
+   lines of codes (tabcl__workers_run), so on a multiple of 16 rows,
    where the validity bitmap's bytes start too. */
 static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
   const host_part *p = arg;
@@ -320,9 +314,8 @@ static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
 }
 
 /* Rows a part takes at least for q: HOST_PART_ROWS for labels up to 64 B
-   on average, fewer for longer ones, whose rows cost more each (a row of 4
-   KiB is hashed and compared in about 0.2 us, as long as 16 rows of 8 B):
-   about the same work a part, on a multiple of 16 rows. */
+   on average, fewer for longer ones, whose rows cost more each: about the
+   same work a part, on a multiple of 16 rows. */
 static int64_t part_rows(const tabcl_strings_view *q) {
   const int64_t mean = q->length ? (q->offsets[q->length] - q->offsets[0]) / q->length : 0;
   if (mean <= HOST_PART_ROWS_BYTES) return HOST_PART_ROWS;
@@ -339,7 +332,7 @@ void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
     return;
   }
   const host_part p = {idx, t, c, q};
-  tabcl__fill_parallel_parts(idx->ctx, threads, (size_t)rows * sizeof *codes, lookup_part,
+  tabcl__workers_run(idx->ctx, threads, (size_t)rows * sizeof *codes, lookup_part,
                              codes, 0, (size_t)q->length * sizeof *codes, &p);
 }
 

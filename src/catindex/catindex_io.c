@@ -13,7 +13,7 @@
  *       in order (h = XXH3-64 of the digest's 8 bytes, seeded with h), then
  *       the total length; the blocks are independent, so a large file's are
  *       checked on several threads (a load is otherwise this hash's time:
- *       bench/RESULTS.md). Version 1 (still read): XXH3-64 chained over the
+ *       bench/history/2026-11-to-12.md). Version 1 (still read): XXH3-64 chained over the
  *       blocks (each block's seed is the previous block's digest), then the
  *       total length.
  */
@@ -66,7 +66,7 @@ static void *digest_run(void *arg) {
 /* Blocks a thread takes at least. One: the load checks beside its fit, and
    a thread a block brought the load of 10,000 labels of 512 B (a 5 MB
    file) on the H200 from 1.24-1.77x of fit + read to 1.00-1.34x (four
-   blocks a thread before; bench/RESULTS.md, "Load beside the fit"). */
+   blocks a thread before; bench/history/2026-11-to-12.md, "Load beside the fit"). */
 #define DIGEST_BLOCKS_MIN 1
 #define DIGEST_THREADS_MAX 16
 
@@ -334,15 +334,10 @@ static int r_u32(reader *r, uint32_t *v) {
   return 1;
 }
 
-/* From this many bytes a file is read by the context's fill threads (where
+/* From this many bytes a file is read by the context's worker pool (where
    upload.threads gives two or more), a part each with pread: the copy out
    of the page cache, and the clearing of the buffer's fresh pages on their
-   first write, then run on several cores. On an H100 machine's host one
-   core read the 3.2 MB file of 200,000 labels of 8 B into its fresh buffer
-   in 405-459 us, against 248-352 into a buffer read before, and the 16 MB
-   of 64 B labels in 1.9-2.2 ms against 1.1. Read on the threads, the
-   loads took 0.96-1.08 ms against 1.23-1.38, 1.66-1.75 against 3.09-3.71,
-   and 65 against 327 ms for 4 KiB labels (bench/RESULTS.md). */
+   first write, then run on several cores (bench/history/code-notes.md, "Threaded reads"). */
 #define READ_PARALLEL_MIN ((size_t)1 << 20)
 
 /* Bytes [at + *got, at + n) of fd into dst + *got with pread: 0, or the
@@ -418,11 +413,11 @@ static tabcl_status read_file(tabcl_context *ctx, const char *path, uint8_t **ou
   }
   size_t got = 0;
   int e = 0;
-  const int threads = tabcl__fill_threads(ctx);
+  const int threads = tabcl__workers_threads(ctx, 0);
   if (n >= READ_PARALLEL_MIN && threads >= 2) {
     read_job j = {.fd = fd};
     atomic_init(&j.err, 0);
-    tabcl__fill_parallel_n(ctx, threads, read_part, buf, 0, n, &j);
+    tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, read_part, buf, 0, n, &j);
     e = atomic_load(&j.err);
     if (!e) got = n;
     e = e < 0 ? 0 : e;   /* ended early: read again on this thread, as far as it goes */
@@ -547,9 +542,8 @@ static tabcl_status parse(tabcl_context *ctx, const char *path, const uint8_t *f
     const uint64_t last = (uint64_t)off[len];
     /* the check of a caller's view (an offset past INT64_MAX reads as
        negative), which finds the longest label too, on the context's
-       threads for long columns as a fit's is (on one core of the H200's
-       host the pass took about 250 us for 200,000 labels); its message is
-       replaced by the file's */
+       worker pool for long columns as a fit's is; its message is replaced
+       by the file's */
     views[c].data = r.p;
     if (off[0] != 0 || tabcl__strings_validate_on(ctx, &views[c], NULL, -1, &longest[c])) {
       st = corrupt(path, "bad offsets");
@@ -622,7 +616,7 @@ tabcl_status tabcl_category_index_load(tabcl_context *ctx, const char *path,
     /* The checksum beside the fit, which mostly waits for the device (the
        fit reads only what parse bounded): on the H200 the load of 200,000
        labels of 8 B went from 1.35-1.46x of fit + read to 1.09-1.16x
-       (bench/RESULTS.md, "Load beside the fit"). A mismatch throws the
+       (bench/history/2026-11-to-12.md, "Load beside the fit"). A mismatch throws the
        index away. */
     job.body = size - 8;
     pthread_t tid;

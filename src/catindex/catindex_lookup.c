@@ -166,17 +166,16 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
   return st;
 }
 
-/* Whether the host call may hand its query columns to the device in place
-   (upload.in_place): only where the hash and the lookup both take their
-   CPU kernels, which read no byte outside a label (the GPU kernels read
-   whole words of a padded copy). The plans for the longest label of all
-   decide for every column and launch group: a longer label can only move
-   a plan off the CPU kernels (its loops), never onto them. */
+/* Whether lookup_cl may read the caller's query buffers as they are: only
+   where the hash and the lookup both take their CPU kernels, which read no
+   byte outside a label (the GPU kernels read whole words of a padded copy).
+   The plans for the longest label of all decide for every column and launch
+   group: a longer label can only move a plan off the CPU kernels (its
+   loops), never onto them. */
 static tabcl_status queries_in_place(tabcl_category_index *idx, int64_t rows, int64_t bytes,
                                      int64_t longest, int *yes) {
   tabcl_context *ctx = idx->ctx;
   *yes = 0;
-  if (tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_IN_PLACE, 0) != 1) return TABCL_OK;
   tabcl__hash_plan hp;
   tabcl__lookup_plan lp;
   tabcl_status st = tabcl__hash_plan_for(ctx, rows, bytes, longest, &hp);
@@ -195,26 +194,9 @@ tabcl_status tabcl__catindex_lookup_views(tabcl_category_index *idx,
   if (!dev)
     return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
                        ncols);
-  int64_t rows = 0, bytes = 0, most = 0;
-  for (int c = 0; c < ncols; c++) {
-    const tabcl_strings_view *v = views[c];
-    rows += v->length;
-    if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
-    if (longest[c] > most) most = longest[c];
-  }
-  int in_place = 0;
-  tabcl_status st = queries_in_place(idx, rows, bytes, most, &in_place);
-  for (int c = 0; c < ncols && !st; c++) {
-    const tabcl_strings_view *v = views[c];
-    /* a column without bytes has nothing to hand over (and OpenCL no
-       buffer of zero bytes): its small copy it is */
-    if (longest[c] < 0)   /* its check rides on its upload (tabcl_category_index_lookup) */
-      st = tabcl__strings_upload_checking(idx->ctx, v, fn, c, &dev[c]);
-    else
-      st = in_place && v->length && v->data && v->offsets[v->length] > 0
-               ? tabcl__strings_in_place(idx->ctx, v, longest[c], &dev[c])
-               : tabcl__strings_upload_checked(idx->ctx, v, longest[c], &dev[c]);
-  }
+  tabcl_status st = TABCL_OK;
+  for (int c = 0; c < ncols && !st; c++)
+    st = tabcl__strings_upload_checked(idx->ctx, views[c], longest[c], &dev[c]);
   if (!st) st = tabcl__catindex_lookup_dev(idx, dev, out, out_off, 0, NULL, NULL);
   for (int c = 0; c < ncols; c++) tabcl__strings_release(&dev[c]);
   tabcl__free(dev);
@@ -255,27 +237,22 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   int64_t rows = 0, bytes = 0;
   for (int c = 0; c < ncols && !st; c++) {
     const tabcl_strings_view *v = &queries[c];
-    /* a long column's offsets are checked as they are copied into staging
-       (longest -1 until then), else here */
-    if (tabcl__strings_check_in_upload(idx->ctx, v)) longest[c] = -1;
-    else if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
+    if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
     if (v->length && !codes[c])
       st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
                        c, (long long)v->length);
     rows += v->length;
     if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
   }
-  /* on a CPU device: on the calling thread, or the context's threads too
-     (catindex_host.c) */
-  const tabcl__catindex_host *on_host = NULL;
-  int threads = 0;
-  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &on_host, &threads);
-  for (int c = 0; on_host && !st && c < ncols; c++)   /* no upload to ride: checked now */
-    if (longest[c] < 0) st = tabcl__strings_validate_on(idx->ctx, &queries[c], fn, c, &longest[c]);
-  if (st || !rows || on_host) {
+  /* the route, from the plan: the calling thread, the worker pool, or the
+     device (catindex_host.c for the first two) */
+  tabcl__route_plan route = {TABCL__ROUTE_DEVICE, 0};
+  const tabcl__catindex_host *tables = NULL;
+  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &route, &tables);
+  if (st || !rows || route.route != TABCL__ROUTE_DEVICE) {
     /* not after a failed check: a rejected call writes no code */
-    for (int c = 0; on_host && !st && c < ncols; c++)
-      tabcl__catindex_host_lookup_n(idx, on_host, threads, c, &queries[c], codes[c]);
+    for (int c = 0; !st && rows && c < ncols; c++)
+      tabcl__catindex_host_lookup_n(idx, tables, route.threads, c, &queries[c], codes[c]);
     tabcl__free(longest);
     if (!st) tabcl__clear_error();
     return st;

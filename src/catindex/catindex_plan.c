@@ -25,10 +25,10 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
   p->rows = rows;
   p->bytes = bytes;
   const int64_t avg = rows > 0 ? bytes / rows : 0;
-  p->grouped = rows > 0 && avg >= tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_GROUP_BYTES, 256);
+  p->grouped = rows > 0 && avg >= tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_GROUP_BYTES);
   /* Lanes a query for the group kernel: enough that each reads ~16 bytes,
      but no more than 64 (lookup.group_lanes's measurement). */
-  size_t lanes = (size_t)tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_GROUP_LANES, 0);
+  size_t lanes = (size_t)tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_GROUP_LANES, 0);
   if (!lanes) {
     lanes = 32;
     while (lanes < 64 && (int64_t)lanes * 16 < avg) lanes *= 2;
@@ -39,7 +39,7 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
   p->group_step = tabcl__slice_items(t, 0, p->lanes);
   /* A CPU (lookup.serial): runs of rows a work-item, enough runs for
      lookup.serial work-items a compute unit in a launch. */
-  const int64_t serial = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_SERIAL, 0);
+  const int64_t serial = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_SERIAL);
   if (serial > 0) {
     const int64_t n = rows < p->item_step ? rows : p->item_step;
     const int64_t items = (int64_t)(t->dev->compute_units ? t->dev->compute_units : 1) * serial;
@@ -63,11 +63,11 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
 
 /* Where lookups take the CPU kernel (lookup.serial > 0), the program is
    built without the GPU lookup kernels, which a CPU driver would compile
-   for nothing on a cold start (bench/RESULTS.md, Cold start). A lookup that
+   for nothing on a cold start (bench/history/2026-11-to-12.md, Cold start). A lookup that
    still takes them (rows past a loop limit) asks for the whole program,
    which then builds once more. */
 const char *tabcl__catindex_options(const tabcl__tuning *tune, int gpu_kernels) {
-  return !gpu_kernels && tabcl__tuned(tune, TABCL__TUNE_LOOKUP_SERIAL, 0) > 0
+  return !gpu_kernels && tabcl__tuned(tune, TABCL__TUNE_LOOKUP_SERIAL) > 0
              ? "-DCAT_SERIAL_ONLY=1"
              : NULL;
 }
@@ -120,7 +120,7 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   p->run_wg = tabcl__plan_wg(t->dev, t->dev->is_cpu ? 1 : 64);
   p->run_step = tabcl__slice_items(t, 0, 1);
   p->seed_tries = TABCL__CATINDEX_SEED_TRIES;
-  p->host = labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS, 0) &&
+  p->host = labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS) &&
             p->vdata_bytes <= TABCL__FIT_HOST_BYTES;
   const uint64_t sizes[] = {p->vdata_bytes, p->offsets_bytes, p->hash_bytes,
                             p->slot_bytes,  p->entry_bytes,   p->run_bytes};
@@ -129,30 +129,38 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
 }
 
 int tabcl__lookup_on_host(const tabcl__target *t, int64_t rows, int64_t bytes) {
-  const int64_t most = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_ROWS, 0);
+  const int64_t most = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_ROWS);
   return rows <= most && bytes <= most * TABCL__LOOKUP_HOST_ROW_BYTES;
 }
 
-int tabcl__lookup_host_threads(const tabcl__target *t, int64_t rows, int64_t bytes,
-                               int64_t index_bytes) {
+const char *tabcl__route_name(tabcl__route r) {
+  return r == TABCL__ROUTE_CALLER ? "calling thread" : r == TABCL__ROUTE_WORKERS ? "worker pool" : "device";
+}
+
+tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int64_t bytes,
+                                      int64_t index_bytes) {
+  tabcl__route_plan p = {TABCL__ROUTE_DEVICE, 0};
   /* the host keeps the index's tables mapped: a copy of the index where
      the device's memory is not the host's */
-  if (index_bytes > tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_INDEX, 0)) return 0;
-  if (tabcl__lookup_on_host(t, rows, bytes)) return 1;
+  if (index_bytes > tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_INDEX)) return p;
+  if (tabcl__lookup_on_host(t, rows, bytes)) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
   /* the rule: a thread a compute unit on a CPU device (a core each); beside
      a GPU, a thread a core of the host */
   const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
-  const int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
-  return n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
+  int64_t n = tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
+  if (n > TABCL__LOOKUP_HOST_THREADS_MAX) n = TABCL__LOOKUP_HOST_THREADS_MAX;
+  if (n == 1) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
+  if (n > 1) return (tabcl__route_plan){TABCL__ROUTE_WORKERS, (int)n};
+  return p;
 }
 
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {
-  /* a pass costs about half a nanosecond a row on one core (both passes
-     over 100,000 rows took 85 us on the development VM): below this a
-     part's hand-over would cost as much as it saves */
+  /* a pass costs well under a nanosecond a row: below this a part's
+     hand-over would cost as much as it saves (bench/history/code-notes.md,
+     "Align passes") */
   if (rows < TABCL__ALIGN_ROWS_THREADED) return 1;
   const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
-  const int64_t n = tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
+  const int64_t n = tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
   return n < 1 ? 1 : n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
 }
 

@@ -16,7 +16,7 @@ static void where(char *buf, size_t cap, const char *fn, int col) {
    branches: the longest label into most (unsigned: the difference of bad
    offsets may not fit), and whether any offset decreases into bad (with
    o[0] >= 0 a first negative offset is a decrease). Used whole by
-   CHECK_OFFSETS and in parts by the fill threads (scan_part). */
+   CHECK_OFFSETS and in parts by the worker pool (scan_part). */
 #define OFFSETS_PASS(T, o, n, most, bad)                                                     \
   for (int64_t i_ = 0; i_ < (int64_t)(n); i_++) {                                              \
     const int64_t a_ = (int64_t)(o)[i_], b_ = (int64_t)(o)[i_ + 1];                          \
@@ -138,22 +138,22 @@ static void scan_part(void *dst, size_t at, size_t n, const void *arg) {
   scan_fold(sc, sc->o + at / 8, (int64_t)(n / 8));
 }
 
-/* From this many labels the check's first pass runs on the fill threads
-   (a pass took 100 us for 200,000 offsets on one core of the development
-   VM, and about 250 us of a fit's host time on the H200's host). */
+/* From this many labels the check's first pass runs on the worker pool,
+   where it is long enough to repay a hand-over
+   (bench/history/code-notes.md, "Offsets check"). */
 #define VALIDATE_PARALLEL_MIN 65536
 
 tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
                                         const char *fn, int col, int64_t *longest) {
-  const int threads = ctx ? tabcl__fill_threads(ctx) : 1;
+  const int threads = ctx ? tabcl__workers_threads(ctx, 0) : 1;
   if (!v || threads < 2 || v->length < VALIDATE_PARALLEL_MIN || !v->offsets || v->offsets[0] < 0)
     return tabcl__strings_validate(v, fn, col, longest);
   offsets_scan sc = {.o = v->offsets};
   atomic_init(&sc.most, 0);
   atomic_init(&sc.bad, 0);
-  /* dst: the offsets themselves, which the parts only read */
-  tabcl__fill_parallel_n(ctx, threads, scan_part, (void *)(uintptr_t)v->offsets, 0,
-                         (size_t)v->length * 8, &sc);
+  /* a check writes no output: no destination */
+  tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, scan_part, NULL, 0,
+                     (size_t)v->length * 8, &sc);
   const uint64_t most = atomic_load(&sc.most);
   if (atomic_load(&sc.bad) || (!v->data && most != 0))
     return tabcl__strings_validate(v, fn, col, longest);   /* finds the fault and says it */
@@ -168,8 +168,8 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i) {
 void tabcl__strings_release(tabcl__dev_strings *s) {
   if (!s) return;
   cl_mem m[3] = {s->data, s->offsets, s->validity};
-  /* into the pool behind one marker for the three (each marker and its
-     flush took 8-12 us on the H200) */
+  /* into the pool behind one marker for the three: each marker and its
+     flush costs microseconds */
   if (s->pool) tabcl__pool_put_n(s->pool, 3, m, 0, NULL);
   else
     for (int i = 0; i < 3; i++) tabcl__buffer_release(m[i]);
@@ -191,8 +191,6 @@ typedef struct column_src {
   const int32_t *o32;
   int64_t first;
   const uint8_t *validity;
-  int64_t length;         /* labels (o64/o32 hold length + 1) */
-  offsets_scan *scan;     /* non-NULL: check the 64-bit offsets while rebasing them */
 } column_src;
 
 static void fill_data(void *dst, size_t at, size_t n, const void *arg) {
@@ -211,13 +209,6 @@ static void fill_offsets(void *dst, size_t at, size_t n, const void *arg) {
     for (size_t k = 0; k < count; k++) d[k] = c->o64[i0 + k] - c->first;
   else
     for (size_t k = 0; k < count; k++) d[k] = (int64_t)c->o32[i0 + k] - c->first;
-  if (c->scan && c->o64 && (int64_t)i0 < c->length) {
-    /* the labels that start in this part (the last part holds the final
-       offset, which starts none), while its offsets are in the cache */
-    const int64_t labels = (int64_t)count < c->length - (int64_t)i0 ? (int64_t)count
-                                                                    : c->length - (int64_t)i0;
-    scan_fold(c->scan, c->o64 + i0, labels);
-  }
 }
 
 static void fill_validity(void *dst, size_t at, size_t n, const void *arg) {
@@ -253,17 +244,16 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
   return s ? s : tabcl__strings_upload_checked(ctx, v, longest, out);
 }
 
-/* A host view's three buffers into *t, its offsets checked on the way
-   where scan is given; on failure nothing is left allocated. */
+/* A host view's three buffers into *t; on failure nothing is left allocated. */
 static tabcl_status upload_view(tabcl_context *ctx, const tabcl_strings_view *v,
-                                offsets_scan *scan, tabcl__dev_strings *t) {
+                                tabcl__dev_strings *t) {
   static const int64_t zero_offset[1] = {0};
   const int64_t *offsets = v->offsets ? v->offsets : zero_offset;
   memset(t, 0, sizeof *t);
   t->length = v->length;
   t->bytes = offsets[v->length] - offsets[0];
   column_src src = {v->data ? v->data + offsets[0] : NULL, (size_t)t->bytes, offsets, NULL,
-                    offsets[0], v->validity, v->length, scan};
+                    offsets[0], v->validity};
   tabcl_status s = upload_column(ctx, t->length, &src, t);
   if (s) tabcl__strings_release(t);
   return s;
@@ -272,64 +262,9 @@ static tabcl_status upload_view(tabcl_context *ctx, const tabcl_strings_view *v,
 tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
                                            int64_t longest, tabcl__dev_strings *out) {
   tabcl__dev_strings t;
-  tabcl_status s = upload_view(ctx, v, NULL, &t);
+  tabcl_status s = upload_view(ctx, v, &t);
   if (s) return s;
   t.max_label = longest;
-  *out = t;
-  return TABCL_OK;
-}
-
-int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v) {
-  if (!ctx || !v || !v->offsets || v->length < VALIDATE_PARALLEL_MIN) return 0;
-  if (!tabcl__upload_staged(ctx) || tabcl__fill_threads(ctx) < 2) return 0;
-  /* a column handed over in place is not copied, so has no fill to ride */
-  if (tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_IN_PLACE, 0) == 1) return 0;
-  const int64_t first = v->offsets[0], last = v->offsets[v->length];
-  return first >= 0 && last >= first && (v->data || last == first);
-}
-
-tabcl_status tabcl__strings_upload_checking(tabcl_context *ctx, const tabcl_strings_view *v,
-                                            const char *fn, int col, tabcl__dev_strings *out) {
-  offsets_scan sc = {.o = v->offsets};
-  atomic_init(&sc.most, 0);
-  atomic_init(&sc.bad, 0);
-  tabcl__dev_strings t;
-  tabcl_status s = upload_view(ctx, v, &sc, &t);
-  if (s) return s;
-  if (atomic_load(&sc.bad)) {
-    /* finds the fault and says it; a decrease always fails there */
-    s = tabcl__strings_validate(v, fn, col, NULL);
-    if (!s) s = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: offsets decrease", fn, col);
-    tabcl__strings_release(&t);
-    return s;
-  }
-  t.max_label = (int64_t)atomic_load(&sc.most);
-  *out = t;
-  return TABCL_OK;
-}
-
-tabcl_status tabcl__strings_in_place(tabcl_context *ctx, const tabcl_strings_view *v,
-                                     int64_t longest, tabcl__dev_strings *out) {
-  tabcl__dev_strings t = {0};
-  t.length = v->length;
-  t.bytes = v->offsets[v->length];
-  t.max_label = longest;
-  t.in_place = 1;
-  /* OpenCL takes host_ptr as void *: read-only buffers, never written */
-  tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
-                                        (size_t)t.bytes, (void *)v->data, &t.data, "label bytes");
-  if (!s)
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
-                             ((size_t)t.length + 1) * sizeof(int64_t), (void *)v->offsets,
-                             &t.offsets, "label offsets");
-  if (!s && v->validity)
-    s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
-                             ((size_t)t.length + 7) / 8, (void *)v->validity, &t.validity,
-                             "validity bitmap");
-  if (s) {
-    tabcl__strings_release(&t);
-    return s;
-  }
   *out = t;
   return TABCL_OK;
 }
@@ -345,7 +280,7 @@ tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const i
   t.length = length;
   t.bytes = (int64_t)offsets[length] - offsets[0];
   column_src src = {data ? data + offsets[0] : NULL, (size_t)t.bytes, NULL, offsets, offsets[0],
-                    validity, length, NULL};
+                    validity};
   s = upload_column(ctx, length, &src, &t);
   if (s) {
     tabcl__strings_release(&t);

@@ -5,7 +5,8 @@
 
 /* A column on the device, in buffers of its own. offsets are rebased so
    offsets[0] == 0 and data starts at the column's first byte; or, in place
-   (tabcl__strings_in_place), the caller's own offsets and bytes. */
+   (tabcl_category_index_lookup_cl on the CPU kernels), the caller's own
+   buffers. */
 typedef struct tabcl__dev_strings {
   int64_t length;        /* labels */
   int64_t bytes;         /* offsets[length] (after rebasing where copied) */
@@ -13,8 +14,8 @@ typedef struct tabcl__dev_strings {
   cl_mem data;           /* uchar[bytes], then zeros up to a multiple of 8 plus 8 more,
                             so kernels may read whole aligned words; in place, exactly
                             uchar[bytes] from any address */
-  int in_place;          /* 1: the caller's memory (CL_MEM_USE_HOST_PTR), unpadded; only
-                            the CPU kernels (hash_serial, catindex_lookup_serial) may read it */
+  int in_place;          /* 1: the caller's buffers, unpadded; only the CPU kernels
+                            (hash_serial, catindex_lookup_serial) may read them */
   cl_mem offsets;        /* long[length + 1] */
   cl_mem validity;       /* uchar[(length + 7) / 8], LSB first; NULL = all present */
   tabcl_context *pool;   /* the context whose pool the buffers go back to on release
@@ -30,7 +31,7 @@ typedef struct tabcl__dev_strings {
 tabcl_status tabcl__strings_validate(const tabcl_strings_view *v, const char *fn, int col,
                                      int64_t *longest);
 /* tabcl__strings_validate whose pass over a long column (64Ki labels and
-   more) runs on ctx's fill threads where the tuning gives it several
+   more) runs on ctx's worker pool where the tuning gives it several
    (upload.threads); the same checks, message and longest label. */
 tabcl_status tabcl__strings_validate_on(tabcl_context *ctx, const tabcl_strings_view *v,
                                         const char *fn, int col, int64_t *longest);
@@ -42,21 +43,6 @@ int tabcl__strings_valid(const tabcl_strings_view *v, int64_t i);
    nothing is left allocated. */
 tabcl_status tabcl__strings_upload_checked(tabcl_context *ctx, const tabcl_strings_view *v,
                                            int64_t longest, tabcl__dev_strings *out);
-/* Whether the check of v's offsets may ride on its upload (the next
-   call) instead of a pass of its own: long columns (64Ki labels and more)
-   uploaded through the staging area by several fill threads (GPUs), whose
-   ends are sound (offset 0 >= 0, the last >= the first, data present
-   where there are bytes). Where it answers 0, validate first. */
-int tabcl__strings_check_in_upload(tabcl_context *ctx, const tabcl_strings_view *v);
-/* Uploads v (unchecked, but tabcl__strings_check_in_upload said yes),
-   checking its offsets on the way: the fill threads that rebase them into
-   staging also find the longest label and any decrease. A fault is
-   reported as tabcl__strings_validate reports it (fn, col), and nothing is
-   left allocated; the staging writes already enqueued went to pooled
-   buffers, which return to the pool. Saves one pass over the offsets
-   (traced on the H200: 53-75 us of a 0.27-0.31 ms lookup of 100,000 rows). */
-tabcl_status tabcl__strings_upload_checking(tabcl_context *ctx, const tabcl_strings_view *v,
-                                            const char *fn, int col, tabcl__dev_strings *out);
 /* Validates, then uploads (tests, self-checks, the benchmark). */
 tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view *v,
                                    tabcl__dev_strings *out);
@@ -64,13 +50,5 @@ tabcl_status tabcl__strings_upload(tabcl_context *ctx, const tabcl_strings_view 
 tabcl_status tabcl__strings_upload32(tabcl_context *ctx, int64_t length, const int32_t *offsets,
                                      const uint8_t *data, const uint8_t *validity,
                                      tabcl__dev_strings *out);
-/* A checked view handed to the device in place: buffers over the caller's
-   own offsets, bytes [0, offsets[length]) of data and validity
-   (CL_MEM_USE_HOST_PTR, read only), nothing copied. The caller's memory
-   must stay as it is until the buffers are released; the data buffer is
-   not padded, so only kernels that read no byte past a label may take it.
-   The view must have bytes (data non-NULL, offsets[length] > 0). */
-tabcl_status tabcl__strings_in_place(tabcl_context *ctx, const tabcl_strings_view *v,
-                                     int64_t longest, tabcl__dev_strings *out);
 void tabcl__strings_release(tabcl__dev_strings *s);   /* NULL or zeroed is fine */
 #endif

@@ -39,7 +39,7 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   /* A CPU (hash.serial): a work-item hashes a run of labels whole, one
      after another; runs enough for hash.serial work-items a compute unit
      in a launch, so the threads share the work whatever the lengths. */
-  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_HASH_SERIAL, 0);
+  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_HASH_SERIAL);
   if (serial > 0) {
     const int64_t n = length < p->slice ? length : p->slice;
     const int64_t items = (int64_t)(dev->compute_units ? dev->compute_units : 1) * serial;
@@ -59,7 +59,7 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
       return;
     }
   }
-  p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN, 8192);
+  p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN);
   const int any_long = max_label > TABCL__HASH_SHORT_MAX;
   p->any_long = any_long;
   p->any_huge = max_label >= p->group_min;
@@ -75,14 +75,14 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
      the teams (hash_short_list, hash_team). */
   const int64_t avg = bytes / length;
   p->direct = p->any_huge && avg >= p->group_min;
-  p->team_all = p->direct || (any_long && avg > tabcl__tuned(tune, TABCL__TUNE_HASH_TEAM_AVG, 48));
+  p->team_all = p->direct || (any_long && avg > tabcl__tuned(tune, TABCL__TUNE_HASH_TEAM_AVG));
   p->list_huge = p->any_huge && !p->direct;
   p->lists = p->team_all ? p->list_huge : any_long;
   p->short_kernel = p->team_all ? NULL : any_long ? "hash_short_list" : "hash_short";
-  int mid = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_MID, 0);
+  int mid = (int)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_MID, 0);
   if (mid != 1 && mid != 3 && mid != 5)
-    mid = avg <= tabcl__tuned(tune, TABCL__TUNE_HASH_MID_SPLIT, 512) ? 5 : 3;
-  const int big_v = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG, 2);
+    mid = avg <= tabcl__tuned(tune, TABCL__TUNE_HASH_MID_SPLIT) ? 5 : 3;
+  const int big_v = (int)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG);
   p->big = p->any_huge && big_v == 2;
   p->pair = p->team_all && mid == 5;
   p->lanes = p->pair ? 2 : 4;
@@ -99,10 +99,10 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   p->chain_kernel = p->any_huge && !p->big ? "hash_chain" : NULL;
   p->wg_short = p->short_kernel ? tabcl__plan_wg(dev, 256) : 8;
   if (p->teams_used)
-    p->wg_team = tabcl__plan_wg(dev, p->team_all ? (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_MID_WG, 64)
+    p->wg_team = tabcl__plan_wg(dev, p->team_all ? (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_MID_WG)
                                             : 256);
   if (p->big) {
-    size_t want = (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_BIG_WG, 0);
+    size_t want = (size_t)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_BIG_WG, 0);
     if (!want) {
       const int64_t units = (max_label - 1) / 1024 + 1;
       want = 8;
@@ -117,7 +117,7 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
        label's units (a launch choice from max_label, not a build option),
        at most 64, or hash.group_wg / 4. */
     const int64_t units = (max_label - 1) / 1024 + 1;
-    const size_t want = (size_t)tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_WG, 0);
+    const size_t want = (size_t)tabcl__tuned_rule(tune, TABCL__TUNE_HASH_GROUP_WG, 0);
     unsigned span = 0;
     if (want) {
       while (((size_t)1 << (span + 1)) <= want / 4 && span < SPAN_MAX_LOG2) span++;

@@ -172,10 +172,8 @@ static size_t most_scale(size_t shape) {
 tabcl_status tabcl__measure_fma(tabcl_context *ctx, int iters, const tabcl__timer_check *check,
                                 int reps, int wall_clock, double *flops) {
   /* Launches at least as long as the timer check's (TABCL__TIMER_MIN_WALL_S
-     of wall time): on PoCL's two cores a launch of 4,096 iterations lasted
-     0.3 ms, and its wake-up and wait moved the figure between 97 and 208
-     GFLOP/s from one run to the next (234 with long launches, numpy's
-     sgemm 194-206; bench/RESULTS.md). */
+     of wall time): short launches let their wake-up and wait move the
+     figure by half from one run to the next (bench/history/code-notes.md, "FMA measurement"). */
   int scale = 1;
   if (check && (double)check->fma_iters * check->fma_scale > iters)
     iters = check->fma_iters, scale = check->fma_scale;

@@ -187,23 +187,19 @@ tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t 
                                       char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
   /* against an index within lookup.host_index (a larger one takes the kernels) */
-  const int threads = tabcl__lookup_host_threads(&tg, rows, bytes, 0);
-  if (threads == 1) {
-    snprintf(text, cap, "%lld rows, %lld bytes: on the calling thread (the host XXH3, a search "
-             "of the index's tables, mapped for reading once)", (long long)rows, (long long)bytes);
-    return TABCL_OK;
-  }
-  if (threads > 1) {
-    snprintf(text, cap, "%lld rows, %lld bytes: on %d host threads, the calling one among them, "
-             "each a run of rows (the host XXH3, a search of the index's tables, mapped for "
-             "reading once)", (long long)rows, (long long)bytes, threads);
+  const tabcl__route_plan r = tabcl__lookup_route(&tg, rows, bytes, 0);
+  if (r.route != TABCL__ROUTE_DEVICE) {
+    snprintf(text, cap, "route: %s (%d thread%s); %lld rows, %lld bytes: the host XXH3, a "
+             "search of the index's tables, mapped for reading once", tabcl__route_name(r.route),
+             r.threads, r.threads == 1 ? "" : "s", (long long)rows, (long long)bytes);
     return TABCL_OK;
   }
   tabcl__lookup_plan p;
   /* every label of the average length, an index without kept collisions */
   tabcl_status s = tabcl__lookup_plan_for(ctx, rows, bytes, rows > 0 ? bytes / rows : 0, 1, &p);
   if (s) return s;
-  tabcl__lookup_plan_print(&p, text, cap);
+  const int at = snprintf(text, cap, "route: device; ");
+  tabcl__lookup_plan_print(&p, text + at, cap - (size_t)at);
   return TABCL_OK;
 }
 

@@ -51,7 +51,7 @@ int tabcl__variants_collect(const tabcl__target *t, const tabcl__sdpa_facts *f,
     n = add(out, n, cap, &v);
   }
   /* the CPU kernel where the tuning gives it to the automatic choice */
-  const int cpu = tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU, 0) > 0;
+  const int cpu = tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU) > 0;
   static const int paths[] = {TABCL__SDPA_MMA, TABCL__SDPA_CPU, TABCL__SDPA_FUSED,
                               TABCL__SDPA_CLBLAST};
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {

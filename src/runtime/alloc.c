@@ -115,8 +115,8 @@ void tabcl__free(void *p) {
 
 /* Large buffers in memory of their own, in transparent huge pages where
    the kernel allows: fresh memory is cleared page by page as it is first
-   written, and 2 MiB pages made that 4 to 5 times quicker than 4 KiB ones
-   on the development VM (819 MB: 51-56 against 259-273 ms, bench/RESULTS.md).
+   written, and 2 MiB pages make that several times quicker than 4 KiB
+   ones (bench/history/code-notes.md, "Huge pages").
    Below TABCL__LARGE_ALLOC glibc's malloc reuses its heap instead. */
 static int large_mapped(size_t n) {
 #if defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)

@@ -175,7 +175,7 @@ tabcl_status tabcl__finish(tabcl_context *ctx) {
  *
  * On a GPU that map is slow: each map of a fresh buffer gets a fresh host
  * shadow, so every call pays first-touch page faults and pinning for all of
- * its bytes (~1.5 GB/s measured on an H200 with NVIDIA's driver). Instead
+ * its bytes, far below the link's rate (bench/history/code-notes.md, "Staging"). Instead
  * each context keeps one pinned buffer (CL_MEM_ALLOC_HOST_PTR) mapped for
  * its whole life, and an upload copies its content into that mapping and
  * enqueues non-blocking writes from the mapped pointer (NVIDIA's fast path
@@ -256,7 +256,7 @@ void tabcl__staging_configure(tabcl_context *ctx) {
      the device's own way (staging on GPUs). A changed cap takes effect at
      the next upload: the current area goes. */
   tabcl__staging *sg = &ctx->staging;
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_STAGING];
+  const int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_STAGING);
   pthread_mutex_lock(&sg->lock);
   staging_drop(ctx);
   sg->force = v == TABCL__TUNE_AUTO ? 0 : v ? 1 : -1;
@@ -319,14 +319,14 @@ static size_t staging_want(const tabcl_context *ctx, size_t bytes) {
   return want;
 }
 
-static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                                   const void *arg, const char *what) {
   tabcl__staging *sg = &ctx->staging;
   pthread_mutex_lock(&sg->lock);
   tabcl_status s = staging_grow(ctx, staging_want(ctx, bytes));
   /* whole 8-byte words a half, so chunks of 8-byte elements never split one */
   size_t half = (sg->size / 2) & ~(size_t)7;
-  const int threads = tabcl__fill_threads_for(ctx, bytes);
+  const int threads = tabcl__workers_threads(ctx, bytes);
   for (size_t at = 0, n; !s && at < bytes; at += n) {
     n = bytes - at < half ? bytes - at : half;
     int h = sg->next;
@@ -336,7 +336,7 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
       sg->next = h;
     }
     uint8_t *p = sg->host + (size_t)h * half + sg->used[h];
-    tabcl__fill_parallel_n(ctx, threads, fill, p, at, n, arg);
+    tabcl__workers_run(ctx, threads, TABCL__WORKERS_PART, fill, p, at, n, arg);
     cl_event ev = NULL;
     cl_int err = TABCL_CL(clEnqueueWriteBuffer(ctx->queue, m, CL_FALSE, at, n, p, 0, NULL, &ev));
     if (err != CL_SUCCESS) {
@@ -357,14 +357,15 @@ static tabcl_status upload_staged(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return s;
 }
 
-static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                                   const void *arg, const char *what) {
   cl_int err = CL_SUCCESS;
   void *p = NULL;
   if (tabcl__fault_cl()) err = CL_MAP_FAILURE;
   else p = tabcl__map_waited(ctx->queue, m, CL_MAP_WRITE_INVALIDATE_REGION, bytes, &err);
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueMapBuffer", what);
-  tabcl__fill_parallel_n(ctx, tabcl__fill_threads_for(ctx, bytes), fill, p, 0, bytes, arg);
+  tabcl__workers_run(ctx, tabcl__workers_threads(ctx, bytes), TABCL__WORKERS_PART, fill, p, 0,
+                     bytes, arg);
   int injected = tabcl__fault_cl();
   /* An injected failure still unmaps, so the buffer is never released mapped. */
   err = clEnqueueUnmapMemObject(ctx->queue, m, p, 0, NULL, NULL);
@@ -372,7 +373,7 @@ static tabcl_status upload_mapped(tabcl_context *ctx, cl_mem m, size_t bytes, ta
   return err == CL_SUCCESS ? TABCL_OK : tabcl__cl_fail(err, "clEnqueueUnmapMemObject", what);
 }
 
-tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__fill_fn fill,
+tabcl_status tabcl__upload(tabcl_context *ctx, cl_mem m, size_t bytes, tabcl__range_fn fill,
                            const void *arg, const char *what) {
   if (!bytes) return TABCL_OK;
   return tabcl__upload_staged(ctx) ? upload_staged(ctx, m, bytes, fill, arg, what)

@@ -27,7 +27,7 @@ static int resolve_cache_dir(const char *opt, char **dir) {
 
 static void destroy(tabcl_context *ctx) {
   if (ctx->destroy_hook) ctx->destroy_hook(ctx);
-  tabcl__fill_workers_destroy(ctx);
+  tabcl__workers_destroy(&ctx->workers);
   tabcl__staging_destroy(ctx);   /* unmaps through the queue: before it goes */
   tabcl__pool_destroy(ctx);      /* releases events of the queue: before it goes */
   tabcl__program_cache_clear(ctx);
@@ -75,7 +75,7 @@ static tabcl_context *context_alloc(const char *fn) {
     tabcl__free(ctx);
     return NULL;
   }
-  if (tabcl__fill_workers_init(ctx) != 0) {
+  if (tabcl__workers_init(&ctx->workers) != 0) {
     tabcl__pool_destroy(ctx);
     tabcl__staging_destroy(ctx);
     pthread_cond_destroy(&ctx->built);

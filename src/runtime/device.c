@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include "runtime/internal.h"
 
 #define MAX_PLATFORMS 32
@@ -272,4 +275,19 @@ tabcl_status tabcl_devices(tabcl_device_entry *out, int cap, int *count) {
   }
   *count = n;
   return TABCL_OK;
+}
+
+/* Asked of the system once a process: glibc answers _SC_NPROCESSORS_ONLN by
+   reading a file under /sys, too slow for every small call. */
+static int online_cores;
+static pthread_once_t online_once = PTHREAD_ONCE_INIT;
+
+static void online_init(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  online_cores = n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
+}
+
+int tabcl__online_cores(void) {
+  pthread_once(&online_once, online_init);
+  return online_cores;
 }

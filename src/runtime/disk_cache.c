@@ -27,6 +27,7 @@
  * and rename do pass the I/O injection point, so tests can fill the disk. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

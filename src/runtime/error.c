@@ -1,4 +1,5 @@
 /* Status names and the per-thread detail of the last failure. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -5,7 +5,7 @@
  * Why: a fresh buffer costs its first touch. On a CPU device, where an
  * upload maps the buffer and copies into it, a lookup of 100,000 labels of
  * 4 KiB spent about a third of its time in page faults and page clearing
- * for its fresh 400 MB (perf, PoCL 3.1; bench/RESULTS.md, "Tuning:
+ * for its fresh 400 MB (perf, PoCL 3.1; bench/history/2026-11-to-12.md, "Tuning:
  * upload.pool"). A pooled buffer was touched by the call before it. On the
  * H200 a stream's fresh buffers cost more than its first upload: with the
  * pool, eight estimators streamed 6-8% faster (the same section).
@@ -61,7 +61,7 @@ static void pool_drop_all(tabcl__pool *p) {
 
 void tabcl__pool_configure(tabcl_context *ctx) {
   tabcl__pool *p = &ctx->pool;
-  const int64_t v = ctx->tune.value[TABCL__TUNE_UPLOAD_POOL];
+  const int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_POOL);
   pthread_mutex_lock(&p->lock);
   pool_drop_all(p);
   /* at most a quarter of the device's memory, whatever the tuning */

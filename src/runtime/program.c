@@ -219,7 +219,7 @@ static void store_binary(tabcl_context *ctx, cl_program p, const char *key, char
    (build.store=1), or its key comes back in *store_key for the context's
    destroy to store it (build.store=2): asked for its binary, a CPU driver
    compiles every kernel of the program, which on PoCL cost more than the
-   build itself (bench/RESULTS.md, Tuning: build.store). */
+   build itself (bench/history/2026-11-to-12.md, Tuning: build.store). */
 static tabcl_status build(tabcl_context *ctx, const char *name, const char *extra,
                           cl_program *out, int *from_cache, char **store_key, char *why,
                           size_t cap) {
@@ -272,7 +272,7 @@ static tabcl_status build(tabcl_context *ctx, const char *name, const char *extr
       s = tabcl__cl_fail(err, "clBuildProgram", name);
       goto done;
     }
-    const int64_t when = tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_STORE, 1);
+    const int64_t when = tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_STORE);
     if (key && when == 1) store_binary(ctx, p, key, why, cap);
     /* plain malloc, as the disk cache allocates: a store is best effort,
        so its memory is no failure path to test (none: nothing is stored) */
@@ -385,7 +385,7 @@ static void *prefetch_worker(void *arg) {
 #define PREFETCH_THREADS 8
 
 int tabcl__build_threads(const tabcl_context *ctx) {
-  int threads = (int)tabcl__tuned(&ctx->tune, TABCL__TUNE_BUILD_THREADS, 0);
+  int threads = (int)tabcl__tuned_rule(&ctx->tune, TABCL__TUNE_BUILD_THREADS, 0);
   if (threads <= 0) threads = tabcl__online_cores();
   return threads > PREFETCH_THREADS ? PREFETCH_THREADS : threads;
 }

@@ -37,9 +37,9 @@ typedef struct tune_row {
   const char *source;
 } tune_row;
 
-#define R(section) "bench/RESULTS.md, Tuning: " section
+#define R(section) "bench/history/2026-11-to-12.md, Tuning: " section
 static const tune_row table[] = {
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "auto", R("sort.tile")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_TILE, "4096", R("sort.tile")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_LOCAL, "128", R("sort.local")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_GLOBAL, "256", R("sort.global")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SORT_PAIRS, "32", R("sort.pairs")},
@@ -76,8 +76,6 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "1", R("upload.staging")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_STAGING, "0", R("upload.staging")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_POOL, "1073741824", R("upload.pool")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_IN_PLACE, "0", R("upload.in_place")},
-    {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_IN_PLACE, "1", R("upload.in_place")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "auto", R("upload.threads")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_UPLOAD_THREADS, "1", R("upload.threads")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_BUILD_THREADS, "1", R("build.threads")},
@@ -90,14 +88,14 @@ static const tune_row table[] = {
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_BATCH, "auto", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_PIPE, "1", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_PSPLIT, "auto", R("sdpa.mma")},
-    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_MTILES, "auto", R("sdpa.mma")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_MMA_MTILES, "1", R("sdpa.mma")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GROUPS_YZ, "65535", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_GEMM_INDEX, "2147483647", R("limits")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
     {"cpu", NULL, NULL, NULL, TABCL__TUNE_SDPA_CPU, "1", R("sdpa.cpu")},
     /* Mesa's llvmpipe compiles the CPU kernel's private float16 arrays
-       poorly: 8.6 s for 200 x 54 tokens x 8 heads (d64) against 1.0 s on
-       the fused kernel, 2.6 s against 0.25 s at 20 tokens */
+       poorly: the fused kernel is several times faster there
+       (bench/history/code-notes.md, "sdpa.cpu on llvmpipe") */
     {"cpu", NULL, NULL, "llvmpipe", TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D16, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D32, "auto", R("sdpa.fused")},
@@ -318,7 +316,7 @@ tabcl_status tabcl__tune_apply(const tabcl__device_desc *dev, const char *overri
           k = i;
     if (!eq || k < 0)
       return tabcl__fail(TABCL_INVALID_ARGUMENT, "TABCL_TUNE: \"%.*s\" names no tuning key (the "
-                         "keys are listed in README.md, \"Tuning\")", (int)len, p);
+                         "keys are listed in docs/tuning.md)", (int)len, p);
     const size_t vlen = len - (size_t)(eq + 1 - p);
     if (vlen == 4 && strncmp(eq + 1, "auto", 4) == 0) {
       /* back to what the table says for this device */

@@ -6,7 +6,7 @@
  * matches the device most closely (a device-name row over an architecture
  * row over a vendor row over the generic row); else the planner's own rule
  * ("auto"). Each row names the measurement that chose it (a section of
- * bench/RESULTS.md). Resolution is a pure function of the device
+ * bench/history/2026-11-to-12.md). Resolution is a pure function of the device
  * description and the override text, so tests can resolve a table for a
  * hand-written device. */
 #ifndef TABCL_TUNE_H
@@ -65,8 +65,6 @@ struct tabcl__device_desc;
     "host uploads: 0 map each buffer, 1 pinned staging of 64 MiB, N staging of N bytes")         \
   X(UPLOAD_POOL, "upload.pool", INT, 0, 1099511627776LL,                                        \
     "bytes of idle device buffers a context keeps for host calls' uploads (0: none)")            \
-  X(UPLOAD_IN_PLACE, "upload.in_place", INT, 0, 1,                                              \
-    "host lookups and aligns: 1 hand query columns to the CPU kernels in place, 0 copy them")    \
   X(UPLOAD_THREADS, "upload.threads", INT, 1, 64,                                               \
     "host threads filling an upload's staging chunk or mapped buffer (parts of 256 KiB up)")  \
   X(BUILD_THREADS, "build.threads", INT, 1, 64,                                                \
@@ -156,12 +154,30 @@ tabcl_status tabcl__tune_apply(const struct tabcl__device_desc *dev, const char 
 /* The key's name, kind ("pow2", "int", "tiles") and meaning, for reports. */
 const char *tabcl__tune_key_name(tabcl__tune_key k);
 const char *tabcl__tune_key_meaning(tabcl__tune_key k);
-/* Writes "value (origin)" for key k into buf: "128 (table: RESULTS.md ...)". */
+/* Writes "value (origin)" for key k into buf:
+   "128 (table; bench/history/2026-11-to-12.md, Tuning: sort.local)". */
 void tabcl__tune_describe(const tabcl__tuning *t, tabcl__tune_key k, char *buf, size_t cap);
-/* Key k's value, or dflt where the planner's rule decides. */
-static inline int64_t tabcl__tuned(const tabcl__tuning *t, tabcl__tune_key k, int64_t dflt) {
-  return t->value[k] == TABCL__TUNE_AUTO ? dflt : t->value[k];
+/* Key k's value, from the table (the only place a default lives) or the
+   override: TABCL__TUNE_AUTO only where the table leaves the key to the
+   planner's rule ("auto"), which the caller then applies. */
+static inline int64_t tabcl__tuned(const tabcl__tuning *t, tabcl__tune_key k) {
+  return t->value[k];
 }
+/* For the keys the table leaves to a rule (TABCL__TUNE_RULE_KEYS): the
+   value set, else the rule's answer, which the planner computes. */
+static inline int64_t tabcl__tuned_rule(const tabcl__tuning *t, tabcl__tune_key k, int64_t rule) {
+  return t->value[k] == TABCL__TUNE_AUTO ? rule : t->value[k];
+}
+/* The keys whose generic row says "auto": each is read through
+   tabcl__tuned_rule, every other key through tabcl__tuned, whose value the
+   table always sets (plan/numeric_keys_never_auto). */
+#define TABCL__TUNE_RULE_KEYS(X)                                                                 \
+  X(BUILD_THREADS) X(HASH_MID) X(HASH_BIG_WG) X(HASH_GROUP_WG) X(SDPA_MMA_KEYS)                 \
+  X(SDPA_MMA_PSPLIT) X(SDPA_MMA_QMODE) X(SDPA_MMA_BATCH) X(LOOKUP_GROUP_LANES)                  \
+  X(LOOKUP_HOST_THREADS) X(UPLOAD_THREADS) X(SDPA_FUSED_D16) X(SDPA_FUSED_D32)                  \
+  X(SDPA_FUSED_D48) X(SDPA_FUSED_D64) X(SDPA_FUSED_D80) X(SDPA_FUSED_D96) X(SDPA_FUSED_D112)     \
+  X(SDPA_FUSED_D128) X(SDPA_FUSED_D144) X(SDPA_FUSED_D160) X(SDPA_FUSED_D176)                   \
+  X(SDPA_FUSED_D192) X(SDPA_FUSED_D208) X(SDPA_FUSED_D224) X(SDPA_FUSED_D240) X(SDPA_FUSED_D256)
 
 /* The TILES key for padded head dim dp (16..256), or -1. */
 int tabcl__tune_tiles_key(int dp);

@@ -35,25 +35,25 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
   unsigned tile = 4096;
   while (tile > 2 && (cl_ulong)(tile + tile / 16) * (sizeof(cl_ulong) + sizeof(cl_uint)) > room)
     tile /= 2;
-  const unsigned tile_cap = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_TILE, 4096);
+  const unsigned tile_cap = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_TILE);
   if (tile_cap < tile) tile = tile_cap;
   size_t cap = dev->max_work_group_size;
   if (dev->max_work_item_sizes[0] < cap) cap = dev->max_work_item_sizes[0];
   /* Each work-item of a local pass handles at least two pairs. */
-  const unsigned wgmax = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_LOCAL, 128);
+  const unsigned wgmax = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_LOCAL);
   unsigned wg = 1;
   while (wg * 2 <= wgmax && wg * 2 <= cap && wg * 2 <= tile / 2) wg *= 2;
   p->tile = tile;
   p->wg = wg;
   size_t gwg = 1;
-  const unsigned gwant = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_GLOBAL, 256);
+  const unsigned gwant = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_GLOBAL);
   while (gwg * 2 <= gwant && gwg * 2 <= cap) gwg *= 2;
   p->gwg = gwg;
-  p->max_logr = log2_ceil((unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_PAIRS, 1u << TABCL__SORT_MAX_LOGR));
+  p->max_logr = log2_ceil((unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_PAIRS));
   if (p->max_logr < 1) p->max_logr = 1;
   if (p->max_logr > TABCL__SORT_MAX_LOGR) p->max_logr = TABCL__SORT_MAX_LOGR;
   /* Global ids stay well inside 31 bits, as tabcl__slice_items does. */
-  p->max_items = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS, 1u << 30);
+  p->max_items = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS);
   /* n enters the options only as "one tile holds it all": then the
      program is built without the register passes, which a cold start would
      otherwise wait for (cl/sort.cl) */
@@ -65,7 +65,7 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
      at least TABCL__SORT_SERIAL_MIN_RUN, each short enough for the
      device's loop limit; the run is a kernel argument, so n reaches the
      build options only as "one run holds it all". */
-  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_SORT_SERIAL, 0);
+  const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_SORT_SERIAL);
   /* (its scratch, n keys and n values, must fit one allocation) */
   if (serial > 0 && n * (sizeof(cl_ulong) + sizeof(cl_uint)) <= dev->max_mem_alloc_size) {
     const uint64_t items = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * (uint64_t)serial;

@@ -230,6 +230,6 @@ run:;
       printf("fused tiles for head dim %d (f32/f16/bf16): %s\n", dims[di], tiles);
   }
   printf("(TABCL_TUNE=\"sdpa.fused.d64=64x32;sdpa.fused.d128=64x16\" overrides the tiles per "
-         "padded head dim; see README.md, Tuning)\n");
+         "padded head dim; see docs/tuning.md)\n");
   return failed;
 }

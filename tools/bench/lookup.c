@@ -486,8 +486,8 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   /* The first fit of a case timed apart (fit_first_ms), the median of the
      fits after it: the same protocol as the host peers' (a warm-up call,
      then the median; bench/peers/common.py). A first fit here pays for
-     fresh memory, which on some VMs costs far more than the fit (bench/
-     RESULTS.md, "First touch on this VM"). */
+     fresh memory, which on some VMs costs far more than the fit
+     (bench/history/2026-11-to-12.md, "First touch on this VM"). */
   double fit_first_s = 0;
   for (int r = -1; r < fit_reps && !s; r++) {
     tabcl_category_index_destroy(idx);

@@ -18,7 +18,7 @@ export TABCL_CACHE_DIR=
 # Small host calls stay on the device too (lookup.host_rows=0; the tests'
 # "host" passes ask for the calling thread themselves): the kernels are what
 # is checked here.
-export TABCL_TUNE='upload.in_place=0;lookup.host_rows=0'
+export TABCL_TUNE='lookup.host_rows=0'
 pattern='Invalid (read|write)|data race|Uninitiali[sz]ed|divergence|Oclgrind|OCLGRIND|Invalid memory|Memory leak|Unaligned|out-of-bounds|runtime error'
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] || continue

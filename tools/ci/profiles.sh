@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test binary once per device profile (README.md, "Device profiles"),
+# Every test binary once per device profile (docs/profiles.md),
 # with TABCL_DEVICE_PROFILE set, on the default device (PoCL in CI).
 #
 # Each profile changes the kernels' build options (work-group and local
@@ -18,7 +18,7 @@
 # (which builds every dtype) is represented by its probe-kernel test.
 #
 # With TABCL_PROFILE_FULL=1 every binary runs whole under each profile
-# instead (the run README.md's device table quotes; not a CI step).
+# instead (the run docs/profiles.md quotes; not a CI step).
 #
 # usage: tools/ci/profiles.sh BUILD LOGDIR [PROFILE...]   (default: every profile)
 set -uo pipefail

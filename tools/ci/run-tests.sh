@@ -60,6 +60,13 @@ failed_output() {
 step "source layout (src/README.md)"
 "$root/tools/ci/check-layout.sh" || { echo "FAIL: source layout"; fail=1; }
 
+step "README.md's C examples, the Markdown files' links"
+# Each C example compiled against this build (and the whole programs run),
+# so an example that stops compiling fails the test command; and every
+# relative link of a .md file must point at a file.
+"$root/tools/ci/readme-examples.sh" "$build" || { echo "FAIL: README examples"; fail=1; }
+"$root/tools/ci/check-links.sh" || { echo "FAIL: Markdown links"; fail=1; }
+
 step "ctest on the default device"
 if ! ctest --test-dir "$build" --output-on-failure -j"$jobs" 2>&1 | tee "$logs/ctest.log"; then
   echo "FAIL: ctest"; fail=1
