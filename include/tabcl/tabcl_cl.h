@@ -23,7 +23,7 @@ extern "C" {
    its own references at any time after this returns. opts (NULL =
    defaults) works as for tabcl_context_create (kernel and cache folders,
    tuning, device profile, max_batch_per_launch), except that opts->device
-   must be NULL: the device is `device`.
+   must be NULL: the device is `device` ($TABCL_DEVICE is not read).
 
    What may be passed: device must be one of the context's devices
    (CL_CONTEXT_DEVICES) and queue a queue of that context and device.
