@@ -13,7 +13,10 @@
  *    200,000 labels (read by the worker pool), from 8 threads on a context whose
  *    uploads are staged and filled by 3 threads (its worker pool);
  *  - then 8 fresh contexts on one fresh disk-cache folder, first used all
- *    at once.
+ *    at once;
+ *  - then two contexts on one application's own OpenCL context and queue
+ *    (tabcl_context_create_cl), 4 threads on each: lookups, aligns and
+ *    attention.
  * Every result must equal the same call's result from one thread. The
  * data are fixed, not random: the point is the interleaving. */
 #include <dirent.h>
@@ -26,7 +29,7 @@
 #include <unistd.h>
 
 #include "runtime/half.h"
-#include "tabcl/tabcl.h"
+#include "tabcl/tabcl_cl.h"
 
 #define NT 8
 #define ROUNDS 4
@@ -238,6 +241,47 @@ static void remove_flat(const char *dir) {
   rmdir(dir);
 }
 
+static tabcl_context *app_ctx[2];
+static tabcl_category_index *app_idx[2];
+static void *app_work(void *arg) {
+  long id = (long)arg;
+  int32_t codes[NQUERY];
+  float out32[QN];
+  for (int r = 0; r < ROUNDS; r++) {
+    if (lookup(app_idx[id % 2], codes) || memcmp(codes, want_lookup, sizeof want_lookup))
+      problem("lookup on an application's queue", id);
+    if (align(app_idx[id % 2], codes) || memcmp(codes, want_align, sizeof want_align))
+      problem("align on an application's queue", id);
+    if (tabcl_sdpa_host(app_ctx[id % 2], &d32, q32, k32, v32, NULL, out32) ||
+        memcmp(out32, want32, sizeof want32))
+      problem("attention on an application's queue", id);
+  }
+  return NULL;
+}
+
+/* The application's context and queue on the device a default context
+   takes; both tabcl contexts on them, an index each. */
+static int app_open(cl_context *cl, cl_command_queue *q) {
+  tabcl_context *t = NULL;
+  if (tabcl_context_create(NULL, &t)) return 0;
+  cl_device_id dev = tabcl_context_cl_device(t);
+  tabcl_context_destroy(t);
+  cl_platform_id p = NULL;
+  if (clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof p, &p, NULL) != CL_SUCCESS) return 0;
+  cl_context_properties cp[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)p, 0};
+  cl_int err = CL_SUCCESS;
+  *cl = clCreateContext(cp, 1, &dev, NULL, NULL, &err);
+  if (err != CL_SUCCESS) return 0;
+  *q = clCreateCommandQueue(*cl, dev, 0, &err);
+  if (err != CL_SUCCESS) return 0;
+  tabcl_strings_view v = vocab();
+  for (int i = 0; i < 2; i++)
+    if (tabcl_context_create_cl(*cl, dev, *q, NULL, &app_ctx[i]) ||
+        tabcl_category_index_fit(app_ctx[i], 1, &v, TABCL_CODES_BY_VALUE, &app_idx[i]))
+      return 0;
+  return 1;
+}
+
 static int run_threads(void *(*fn)(void *), void **args) {
   pthread_t th[NT];
   int started = 0;
@@ -311,6 +355,18 @@ int main(void) {
   for (int i = 0; i < NT; i++) ids[i] = fresh[i];
   if (!atomic_load(&problems)) ok = run_threads(first_use, ids) && ok;
   for (int i = 0; i < NT; i++) tabcl_context_destroy(fresh[i]);
+
+  cl_context acl = NULL;
+  cl_command_queue aq = NULL;
+  for (long i = 0; i < NT; i++) ids[i] = (void *)i;
+  if (!app_open(&acl, &aq)) problem("the application's context", -1);
+  else ok = run_threads(app_work, ids) && ok;
+  for (int i = 0; i < 2; i++) {
+    tabcl_category_index_destroy(app_idx[i]);
+    tabcl_context_destroy(app_ctx[i]);
+  }
+  if (aq) clReleaseCommandQueue(aq);
+  if (acl) clReleaseContext(acl);
 
   remove_flat(cache);
   remove_flat(folder);

@@ -1,4 +1,5 @@
-/* Every bad input of the public contract (include/tabcl/tabcl.h): each must
+/* Every bad input of the public contract (include/tabcl/tabcl.h, and
+ * tabcl_context_create_cl of include/tabcl/tabcl_cl.h): each must
  * give its status and a message that names the call and the problem, leave
  * every output exactly as it was and leak nothing. The cases are one table,
  * and the bad-input catalogue in tests/README.md is generated from it
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tabcl/tabcl_cl.h"
 #include "tt.h"
 
 #define POISON32 0x7A7A7A7A
@@ -95,11 +97,13 @@ static void damaged_copy(const fx *f, const char *path, int mode) {
 
 /* ---- the cases -------------------------------------------------------- */
 
-typedef enum call_id { C_CREATE, C_FIT, C_LOOKUP, C_ALIGN, C_SAVE, C_LOAD, C_SDPA } call_id;
+typedef enum call_id {
+  C_CREATE, C_FIT, C_LOOKUP, C_ALIGN, C_SAVE, C_LOAD, C_SDPA, C_CREATE_CL
+} call_id;
 static const char *call_names[] = {
   "tabcl_context_create", "tabcl_category_index_fit", "tabcl_category_index_lookup",
   "tabcl_category_index_align", "tabcl_category_index_save", "tabcl_category_index_load",
-  "tabcl_sdpa_host"};
+  "tabcl_sdpa_host", "tabcl_context_create_cl"};
 
 typedef struct bad_case {
   call_id call;
@@ -194,6 +198,17 @@ static const bad_case cases[] = {
   {C_SDPA, 19, "`mask` NULL with TABCL_MASK_BOOL", TABCL_INVALID_ARGUMENT, {"tabcl_sdpa_host", "mask", "TABCL_MASK_BOOL"}},
   {C_SDPA, 20, "`mask` NULL with TABCL_MASK_ADD", TABCL_INVALID_ARGUMENT, {"tabcl_sdpa_host", "mask", "TABCL_MASK_ADD"}},
   {C_SDPA, 21, "`q_len` = 2^31", TABCL_INVALID_ARGUMENT, {"tabcl_sdpa_host", "q_len"}},
+
+  {C_CREATE_CL, 1, "`out` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_context_create_cl", "out is NULL"}},
+  {C_CREATE_CL, 2, "`context` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_context_create_cl", "context is NULL"}},
+  {C_CREATE_CL, 3, "`device` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_context_create_cl", "device is NULL"}},
+  {C_CREATE_CL, 4, "`queue` is NULL", TABCL_INVALID_ARGUMENT, {"tabcl_context_create_cl", "queue is NULL"}},
+  {C_CREATE_CL, 5, "`opts->device` = \"0:0\" (must be NULL)", TABCL_INVALID_ARGUMENT,
+   {"tabcl_context_create_cl", "opts->device", "must be NULL"}},
+  {C_CREATE_CL, 6, "`max_batch_per_launch` = -1", TABCL_INVALID_ARGUMENT,
+   {"tabcl_context_create_cl", "max_batch_per_launch", "-1"}},
+  {C_CREATE_CL, 7, "`queue` of another OpenCL context", TABCL_INVALID_ARGUMENT,
+   {"tabcl_context_create_cl", "queue", "CL_QUEUE_CONTEXT"}},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
@@ -408,9 +423,47 @@ static tabcl_status run_sdpa(fx *f, int mut, int *untouched) {
   return s;
 }
 
+/* On the fixture context's OpenCL objects, as an application would pass
+   its own; the case of another context's queue makes that context here. */
+static tabcl_status run_create_cl(fx *f, int mut, int *untouched) {
+  cl_context c = tabcl_context_cl_context(f->ctx);
+  cl_device_id d = tabcl_context_cl_device(f->ctx);
+  cl_command_queue q = tabcl_context_cl_queue(f->ctx), other_q = NULL;
+  cl_context other = NULL;
+  tabcl_options o = {0};
+  o.cache_dir = "";
+  tabcl_context *poison = (tabcl_context *)&o, *out = poison, **outp = &out;
+  switch (mut) {
+    case 1: outp = NULL; break;
+    case 2: c = NULL; break;
+    case 3: d = NULL; break;
+    case 4: q = NULL; break;
+    case 5: o.device = "0:0"; break;
+    case 6: o.max_batch_per_launch = -1; break;
+    default: {
+      cl_platform_id p = NULL;
+      cr_assert_eq(clGetDeviceInfo(d, CL_DEVICE_PLATFORM, sizeof p, &p, NULL), CL_SUCCESS);
+      cl_context_properties cp[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)p, 0};
+      cl_int err = CL_SUCCESS;
+      other = clCreateContext(cp, 1, &d, NULL, NULL, &err);
+      cr_assert_eq(err, CL_SUCCESS);
+      q = other_q = clCreateCommandQueue(other, d, 0, &err);
+      cr_assert_eq(err, CL_SUCCESS);
+      break;
+    }
+  }
+  tabcl_status s = tabcl_context_create_cl(c, d, q, &o, outp);
+  /* The header: a failure leaves *out unset. */
+  *untouched = out == poison;
+  if (s == TABCL_OK && out != poison) tabcl_context_destroy(out);
+  if (other_q) clReleaseCommandQueue(other_q);
+  if (other) clReleaseContext(other);
+  return s;
+}
+
 typedef tabcl_status (*runner)(fx *, int, int *);
 static const runner runners[] = {run_create, run_fit, run_lookup, run_align,
-                                 run_save, run_load, run_sdpa};
+                                 run_save, run_load, run_sdpa, run_create_cl};
 
 /* The message as the catalogue shows it: the first line, without the
    machine's device and platform names. The list of devices a NO_DEVICE

@@ -1,4 +1,6 @@
-/* Failure injection across the public calls: for context create, fit,
+/* Failure injection across the public calls: for context create (on
+ * tabcl's own OpenCL objects, and on the application's: then the
+ * application's reference counts must also come out unchanged), fit,
  * lookup, align, save, load and attention, fail the 1st, 2nd, ... Nth host
  * allocation, and separately the Nth OpenCL call, until a run goes through
  * without an injected failure. Every run where a failure fired must return
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rel_common.h"
@@ -268,6 +271,66 @@ static int check_create(void *p) {
   return 1;
 }
 static int create_untouched(void *p) { return ((world *)p)->made_ctx == NULL; }
+
+/* ---- a context on the application's own objects (create_cl) ------------ */
+
+/* The application's context and queue, made with OpenCL itself on the
+   world's device, and their reference counts before the sweep. */
+typedef struct app_world {
+  world *w;
+  cl_context cl;
+  cl_device_id device;
+  cl_command_queue q;
+  cl_uint crefs, qrefs;
+} app_world;
+
+static cl_uint refs_of(app_world *aw, int queue) {
+  cl_uint n = 0;
+  if (queue) clGetCommandQueueInfo(aw->q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL);
+  else clGetContextInfo(aw->cl, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  return n;
+}
+/* Whether the counts are back where they were. The application waits for
+   its queue first; PoCL 3.1 drops the reference a finished command holds
+   on the queue a little after clFinish returns (seen here: one more,
+   now and then), so a count is given up to 30 seconds to come back: a
+   reference tabcl kept never does. */
+static int app_refs_kept(app_world *aw) {
+  clFinish(aw->q);
+  for (int i = 0; i < 30000; i++) {
+    if (refs_of(aw, 0) == aw->crefs && refs_of(aw, 1) == aw->qrefs) return 1;
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  return 0;
+}
+static void poison_app_ctx(void *p) { ((app_world *)p)->w->made_ctx = (tabcl_context *)p; }
+static tabcl_status call_create_app(void *p) {
+  app_world *aw = p;
+  world *w = aw->w;
+  tabcl_status s = tabcl_context_create_cl(aw->cl, aw->device, aw->q, NULL, &w->made_ctx);
+  if (s) return s;
+  tabcl_context *ctx = w->made_ctx;
+  tabcl_strings_view v[2] = {tt_view(&w->vocab[0]), tt_view(&w->vocab[1])};
+  tabcl_category_index *idx = NULL;
+  s = tabcl_category_index_fit(ctx, 2, v, TABCL_CODES_BY_VALUE, &idx);
+  if (!s) {
+    tabcl_strings_view q[2] = {tt_view(&w->query[0]), tt_view(&w->query[1])};
+    s = tabcl_category_index_lookup(idx, 2, q, w->codes);
+  }
+  tabcl_category_index_destroy(idx);
+  tabcl_context_destroy(ctx);
+  /* a failure after the context was made leaves *out as the poison too */
+  w->made_ctx = (tabcl_context *)p;
+  return s;
+}
+static int check_create_app(void *p) {
+  app_world *aw = p;
+  return check_create(aw->w) && app_refs_kept(aw);
+}
+static int create_app_untouched(void *p) {
+  app_world *aw = p;
+  return aw->w->made_ctx == (tabcl_context *)p && app_refs_kept(aw);
+}
 
 /* ---- fit ---------------------------------------------------------------- */
 
@@ -614,6 +677,9 @@ static tabcl_status call_selfchecks_light(void *p) { return selfchecks(p, 0); }
 
 static const sweep_ops ops_create = {"tabcl_context_create + first fit and lookup", poison_ctx,
                                      call_create, check_create, create_untouched, nothing};
+static const sweep_ops ops_create_app = {"tabcl_context_create_cl + first fit and lookup",
+                                         poison_app_ctx, call_create_app, check_create_app,
+                                         create_app_untouched, nothing};
 static const sweep_ops ops_fit = {"tabcl_category_index_fit", poison_made, call_fit, check_made,
                                   made_untouched, cleanup_made};
 static const sweep_ops ops_lookup = {"tabcl_category_index_lookup", poison_codes, call_lookup,
@@ -650,6 +716,27 @@ static void run_device(const sweep_ops *ops, int which) {
   world_fini(&w);
 }
 
+static void run_app(const sweep_ops *ops, int which) {
+  world w;
+  world_init(&w, ops->name);
+  app_world aw = {&w, NULL, tabcl_context_cl_device(w.ctx), NULL, 0, 0};
+  cl_platform_id platform = NULL;
+  cr_assert_eq(clGetDeviceInfo(aw.device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL),
+               CL_SUCCESS);
+  cl_context_properties cp[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
+  cl_int err = CL_SUCCESS;
+  aw.cl = clCreateContext(cp, 1, &aw.device, NULL, NULL, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  aw.q = clCreateCommandQueue(aw.cl, aw.device, 0, &err);
+  cr_assert_eq(err, CL_SUCCESS);
+  aw.crefs = refs_of(&aw, 0);
+  aw.qrefs = refs_of(&aw, 1);
+  sweep(ops, &aw, which, 0);
+  clReleaseCommandQueue(aw.q);
+  clReleaseContext(aw.cl);
+  world_fini(&w);
+}
+
 static void run_fresh(const sweep_ops *ops, int which) {
   world w;
   world_init(&w, ops->name);
@@ -681,6 +768,8 @@ static void run(const sweep_ops *ops, int which) { run_io(ops, which, 0); }
 
 Test(sweep, context_create_alloc) { run(&ops_create, 0); }
 Test(sweep, context_create_cl) { run(&ops_create, 1); }
+Test(sweep, context_create_app_alloc) { run_app(&ops_create_app, 0); }
+Test(sweep, context_create_app_cl) { run_app(&ops_create_app, 1); }
 Test(sweep, fit_alloc) { run(&ops_fit, 0); }
 Test(sweep, fit_cl) { run(&ops_fit, 1); }
 Test(sweep, lookup_alloc) { run(&ops_lookup, 0); }

@@ -16,8 +16,50 @@
 extern "C" {
 #endif
 
+/* A tabcl context on the application's own OpenCL objects: every call
+   enqueues on `queue`, and the _cl calls take buffers of `context` and
+   events of the application's. tabcl retains the three objects (clRetain*)
+   and releases them at tabcl_context_destroy, so the caller may release
+   its own references at any time after this returns. opts (NULL =
+   defaults) works as for tabcl_context_create (kernel and cache folders,
+   tuning, device profile, max_batch_per_launch), except that opts->device
+   must be NULL: the device is `device` ($TABCL_DEVICE is not read).
+
+   What may be passed: device must be one of the context's devices
+   (CL_CONTEXT_DEVICES) and queue a queue of that context and device.
+   The queue must execute in order: an out-of-order queue
+   (CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) is refused, since tabcl relies
+   on the queue's order between its own commands of one call; pass an
+   in-order queue (a second queue of the same context is fine). Profiling
+   need not be on: no public call reads profiling times (only tools'
+   timings do). Anything else (a NULL handle, a device not in the context,
+   a queue of another context or device, opts->device set) is
+   TABCL_INVALID_ARGUMENT with a message naming the argument; a failure of
+   any kind leaves *out unset and the objects' reference counts as they
+   were.
+
+   What tabcl does with them: the transfer queue that streams use is made
+   in `context` for `device`. Host calls (tabcl_category_index_lookup,
+   tabcl_sdpa_host, ...) wait for their own commands' events as on any
+   context; nothing tabcl does calls clFinish on `queue`.
+   tabcl_context_destroy does not wait for `queue` either (it flushes it):
+   commands of _cl calls still running go on to completion, OpenCL keeping
+   what they use alive, and the caller waits for them on the events it got.
+   Destroying a category index does not wait for the queue either. A fit
+   (host or _cl), and a host call that fails after enqueuing work, end
+   with a marker on the queue and wait for it: where other threads of the
+   application enqueue on the same queue, that wait also covers what they
+   enqueued before the marker. The thread rules are those of any tabcl
+   context, and several tabcl contexts may share one application context
+   and queue. */
+TABCL_API tabcl_status tabcl_context_create_cl(cl_context context, cl_device_id device,
+                                               cl_command_queue queue,
+                                               const tabcl_options *opts,
+                                               tabcl_context **out);
+
 /* The OpenCL objects a context uses, so callers can allocate buffers in the
-   same context and order work on the same queue. Owned by the context. */
+   same context and order work on the same queue. Owned by the context (or,
+   for tabcl_context_create_cl, the caller's objects it was given). */
 TABCL_API cl_context tabcl_context_cl_context(const tabcl_context *ctx);
 TABCL_API cl_command_queue tabcl_context_cl_queue(const tabcl_context *ctx);
 TABCL_API cl_device_id tabcl_context_cl_device(const tabcl_context *ctx);

@@ -91,7 +91,11 @@ static int labels_in_own_memory(tabcl_category_index *idx, const fit_source *src
                                 uint64_t padded, tabcl_status *st) {
 #ifdef MADV_POPULATE_WRITE
   tabcl_context *ctx = idx->ctx;
-  if (src->dev || padded < TABCL__LARGE_ALLOC || tabcl__upload_staged(ctx)) return 0;
+  /* Not on an application's queue: the index's destroy would have to wait
+     for that queue before freeing the memory (the driver's own buffer needs
+     no wait). */
+  if (src->dev || padded < TABCL__LARGE_ALLOC || tabcl__upload_staged(ctx) || ctx->app_objects)
+    return 0;
   void *h = tabcl__malloc_large((size_t)padded);
   if (!h) return 0;
   atomic_int refused;

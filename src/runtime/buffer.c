@@ -208,12 +208,16 @@ tabcl_status tabcl__staging_init(tabcl_context *ctx) {
 }
 
 /* Waits for both halves and gives the area back; no failure can be
-   reported from here (destroy paths), so nothing is injected. */
+   reported from here (destroy paths), so nothing is injected. On a
+   caller's queue nothing is waited for, since a wait there would also wait
+   for the caller's later work: the unmap runs after the transfers from the
+   area (the queue is in order) and OpenCL frees the buffer once it ran. */
 static void staging_drop(tabcl_context *ctx) {
   tabcl__staging *sg = &ctx->staging;
+  const int wait = !ctx->app_objects;
   for (int h = 0; h < 2; h++) {
     if (!sg->busy[h]) continue;
-    clWaitForEvents(1, &sg->busy[h]);
+    if (wait) clWaitForEvents(1, &sg->busy[h]);
     clReleaseEvent(sg->busy[h]);
     sg->busy[h] = NULL;
   }
@@ -221,7 +225,8 @@ static void staging_drop(tabcl_context *ctx) {
     if (sg->host) {
       cl_event ev = NULL;
       cl_int err = clEnqueueUnmapMemObject(ctx->queue, sg->mem, sg->host, 0, NULL, &ev);
-      tabcl__wait_own(err, ev);
+      if (wait) tabcl__wait_own(err, ev);
+      else if (ev) clReleaseEvent(ev);
     }
     clReleaseMemObject(sg->mem);
     atomic_fetch_sub(&live_staging, 1);

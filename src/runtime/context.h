@@ -26,7 +26,7 @@ struct tabcl_context {
   cl_platform_id platform;
   cl_device_id device;
   cl_context cl;
-  cl_command_queue queue;     /* in order, profiling on */
+  cl_command_queue queue;     /* in order; profiling on where tabcl made it */
   cl_command_queue transfer;  /* a second in-order queue for streamed uploads (stream/),
                                  made on first use (tabcl__transfer_queue; guarded by lock) */
   tabcl__device_desc info;
@@ -35,6 +35,8 @@ struct tabcl_context {
   char *cache_dir;            /* NULL: no disk cache */
   char cache_refusal[768];    /* the disk cache's last refusal, "" if none (guarded by lock) */
   int64_t max_batch_per_launch; /* 0 = device limits only */
+  int app_objects;            /* cl, device and queue are the caller's, retained
+                                 (tabcl_context_create_cl): its queue is never drained */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
   size_t sdpa_fused_cap[32]; /* the fused kernel's own work-group limit where a build
                                  showed it below the device's, by f64 or not and padded

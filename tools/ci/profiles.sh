@@ -31,6 +31,7 @@ export TABCL_CACHE_DIR=${TABCL_CACHE_DIR:-$build/test-cache}
 export TABCL_TEST_SOURCE_DIR=${TABCL_TEST_SOURCE_DIR:-$PWD}
 
 declare -A FILTERS=(
+  [test_app_context]='app_context/@(plays_the_application|bad_arguments_are_refused)'
   [test_arrow]='arrow/lookup_and_align_on_the_device'
   [test_bad_input]='*'
   [test_cache_trust]='cache_trust/@(entry_writable_by_group_or_others|new_folders_and_entries_are_private)'
@@ -38,7 +39,7 @@ declare -A FILTERS=(
   [test_catindex_data]='*'
   [test_catindex_errors]='catindex_errors/*'
   [test_catindex_io]='catindex_io/*'
-  [test_failure_sweep]='sweep/@(context_create_cl|lookup_cl)'
+  [test_failure_sweep]='sweep/@(context_create_cl|context_create_app_cl|lookup_cl)'
   [test_half]='half/edges'
   [test_hash]='hash_device/@(mid_and_big_kernels|huge_among_short|sliced_equals_unsliced)'
   [test_plan]='*'

@@ -89,8 +89,10 @@ if ! grep -q llvmpipe <<<"$llvmpipe_devs"; then
   fail=1
 else
   mkdir -p "$llvmpipe_dir" "$llvmpipe_cache"
+  # the examples' tests too, where they are built (examples/)
   sed "s#TABCL_CACHE_DIR=[^;\"]*#TABCL_CACHE_DIR=$llvmpipe_cache#g" \
-    "$build/tests/CTestTestfile.cmake" >"$llvmpipe_dir/CTestTestfile.cmake"
+    "$build/tests/CTestTestfile.cmake" \
+    $(ls "$build/examples/CTestTestfile.cmake" 2>/dev/null) >"$llvmpipe_dir/CTestTestfile.cmake"
   # test_soak's 300 mixed calls take four minutes on llvmpipe (one thread
   # runs the kernels there); 75 still mix every kind of call many times.
   if ! RUSTICL_ENABLE=llvmpipe TABCL_DEVICE=llvmpipe TABCL_SOAK_ITERATIONS=75 \
