@@ -459,6 +459,62 @@ Test(app_context, plays_the_application) {
   app_close(&a);
 }
 
+/* A stream by hand: each item's buffers, which tabcl's transfer queue
+   (made in the application's context) fills, are read by the
+   application's own kernel after the item's ready event, and given back
+   with that kernel's event; every item must arrive whole. (That a refill
+   waits for the given-back event is test_stream's race tests' to show,
+   with a slow kernel.) */
+Test(app_context, stream_items_read_by_the_applications_kernel) {
+  app a;
+  app_open(&a, 0);
+  tabcl_context *ctx = create_cl(&a, NULL);
+  enum { NI = 7, DEPTH = 2 };
+  float *items[NI];
+  size_t bytes[NI];
+  const void *host[NI];
+  cl_mem outs[NI];
+  for (int i = 0; i < NI; i++) {
+    size_t n = 1000 + 333 * (size_t)i;
+    items[i] = malloc(n * 4);
+    cr_assert(items[i]);
+    for (size_t j = 0; j < n; j++) items[i][j] = gen_float((uint32_t)j, 50u + (uint32_t)i);
+    bytes[i] = n * 4;
+    host[i] = items[i];
+    outs[i] = app_buffer(&a, n * 4);
+  }
+  tabcl_stream_desc sd = {NI, 1, DEPTH, host, bytes};
+  tabcl_stream *st = NULL;
+  tt_assert_ok(tabcl_stream_create(ctx, &sd, &st));
+  for (int i = 0; i < NI; i++) {
+    int64_t item = -1;
+    cl_mem mem[TABCL_STREAM_MAX_PARTS];
+    cl_event ready = NULL;
+    tt_assert_ok(tabcl_stream_next(st, &item, mem, &ready));
+    cr_assert_eq(item, i);
+    cl_event read = app_run(&a, "floats_out", bytes[i] / 4, 1, &ready, 2, ARG(mem[0]),
+                            ARG(outs[i]));
+    tt_assert_ok(tabcl_stream_done(st, item, read));
+    clReleaseEvent(read);
+    clReleaseEvent(ready);
+  }
+  tabcl_stream_destroy(st);
+  for (int i = 0; i < NI; i++) {
+    const size_t n = bytes[i] / 4;
+    float *got = malloc(bytes[i]);
+    cr_assert(got);
+    CL_OK(clEnqueueReadBuffer(a.q, outs[i], CL_TRUE, 0, bytes[i], got, 0, NULL, NULL));
+    for (size_t j = 0; j < n; j++)
+      cr_assert_eq(got[j], 2.0f * items[i][j], "item %d element %zu: %g, expected %g", i, j,
+                   got[j], 2.0f * items[i][j]);
+    free(got);
+    free(items[i]);
+    clReleaseMemObject(outs[i]);
+  }
+  tabcl_context_destroy(ctx);
+  app_close(&a);
+}
+
 /* Destroy waits for none of the application's work: with the queue held
    up by a command behind a user event that only the application completes
    later, tabcl_context_destroy must still return. */
