@@ -584,3 +584,38 @@ Test(runtime, kernels_given_back_are_reused_one_holder_at_a_time) {
   }
   tabcl_context_destroy(ctx);
 }
+
+/* Every public call's plan, as cl-probe --plan prints it, opens with its
+   route; a tuning that moves a lookup, a fit or an align to another route
+   changes that word. */
+Test(runtime, printed_plans_name_their_route) {
+  tabcl_context *ctx = tt_context();
+  char text[4096];
+  tt_assert_ok(tabcl__tools_lookup_plan(ctx, 100000, 800000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  tt_assert_ok(tabcl__tools_fit_plan(ctx, 1000, 1000, 8000, 1000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  tt_assert_ok(tabcl__tools_align_plan(ctx, 2, 1000000, 20000, text, sizeof text));
+  cr_expect(strncmp(text, "route: ", 7) == 0, "%s", text);
+  const tabcl_sdpa_desc d = {.batch = 2, .q_len = 54, .kv_len = 54, .q_heads = 8, .kv_heads = 8,
+                             .head_dim = 64, .dtype = TABCL_F32};
+  tt_assert_ok(tabcl__tools_sdpa_plan(ctx, &d, text, sizeof text));
+  cr_expect(strncmp(text, "route: device; ", 15) == 0, "%s", text);
+  /* forced: the calling thread, the worker pool, the device */
+  static const struct { const char *tune, *route; } ways[] = {
+      {"lookup.host_rows=1099511627776;lookup.host_index=1099511627776", "route: calling thread"},
+      {"lookup.host_rows=0;lookup.host_threads=3;lookup.host_index=1099511627776",
+       "route: worker pool (3 threads)"},
+      {"lookup.host_rows=0;lookup.host_threads=0", "route: device; "},
+  };
+  for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+    tt_tune(ctx, "%s", ways[i].tune);
+    tt_assert_ok(tabcl__tools_lookup_plan(ctx, 100000, 800000, text, sizeof text));
+    cr_expect(strncmp(text, ways[i].route, strlen(ways[i].route)) == 0, "%s: %s", ways[i].tune,
+              text);
+  }
+  tt_tune(ctx, "fit.host_labels=0");
+  tt_assert_ok(tabcl__tools_fit_plan(ctx, 1000, 1000, 8000, 1000, text, sizeof text));
+  cr_expect(strncmp(text, "route: device; ", 15) == 0, "%s", text);
+  tabcl_context_destroy(ctx);
+}
