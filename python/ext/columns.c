@@ -153,7 +153,56 @@ static PyObject *strings_from_arrow(PyObject *cls, PyObject *args) {
   return keep_capsules((PyObject *)self, &self->keep, sc, ac);
 }
 
+/* The last character of a buffer's struct format ('q' of "<q"), or 'B'. */
+static char format_code(const Py_buffer *b) {
+  const char *f = b->format && *b->format ? b->format : "B";
+  return f[strlen(f) - 1];
+}
+
+/* Strings.from_buffers(offsets, data, validity_or_None): a column in Arrow
+   layout from three C-contiguous buffers (int64 offsets of length + 1, the
+   label bytes, a bitmap), read in place; tabcl checks the offsets' order,
+   this their bounds against the data's size. */
+static PyObject *strings_from_buffers(PyObject *cls, PyObject *args) {
+  (void)cls;
+  PyObject *objs[3];
+  if (!PyArg_ParseTuple(args, "OOO:from_buffers", &objs[0], &objs[1], &objs[2])) return NULL;
+  tpy_strings *self = strings_alloc();
+  if (!self) return NULL;
+  static const char *names[3] = {"offsets", "data", "validity"};
+  for (int i = 0; i < 3; i++) {
+    if (objs[i] == Py_None && i == 2) break;
+    if (PyObject_GetBuffer(objs[i], &self->bufs[i], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+      Py_DECREF(self);
+      return NULL;
+    }
+    Py_buffer *b = &self->bufs[i];
+    int ok = i == 0 ? b->itemsize == 8 && strchr("qlL", format_code(b)) != NULL
+                    : b->itemsize == 1 && strchr("Bbc?", format_code(b)) != NULL;
+    if (!ok) {
+      Py_DECREF(self);
+      return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "from_buffers: %s must be %s, not format "
+                           "'%s' of %zd-byte items", names[i], i ? "bytes" : "int64",
+                           b->format ? b->format : "B", b->itemsize);
+    }
+  }
+  Py_ssize_t n = self->bufs[0].len / 8 - 1;
+  const int64_t *off = self->bufs[0].buf;
+  if (n < 0 || off[n] > (int64_t)self->bufs[1].len || off[0] < 0 ||
+      (self->bufs[2].obj && self->bufs[2].len < (n + 7) / 8)) {
+    Py_DECREF(self);
+    return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "from_buffers: %zd offsets, last %lld, for %zd "
+                         "data bytes and %zd validity bytes", self->bufs[0].len / 8,
+                         n >= 0 ? (long long)off[n] : -1LL, self->bufs[1].len, self->bufs[2].len);
+  }
+  self->view = (tabcl_strings_view){n, off, self->bufs[1].len ? self->bufs[1].buf : NULL,
+                                    self->bufs[2].obj ? self->bufs[2].buf : NULL};
+  return (PyObject *)self;
+}
+
 static void strings_dealloc(tpy_strings *self) {
+  for (int i = 0; i < 3; i++)
+    if (self->bufs[i].obj) PyBuffer_Release(&self->bufs[i]);
   tabcl_arrow_strings_free(&self->arrow);
   PyMem_Free(self->offsets);
   PyMem_Free(self->data);
@@ -184,6 +233,9 @@ static PyMethodDef strings_methods[] = {
      "objects in nulls are null"},
     {"from_arrow", strings_from_arrow, METH_VARARGS | METH_CLASS,
      "from_arrow(schema_capsule, array_capsule): an Arrow string or binary array"},
+    {"from_buffers", strings_from_buffers, METH_VARARGS | METH_CLASS,
+     "from_buffers(offsets, data, validity): int64 offsets, bytes and a bitmap or None,\n"
+     "read in place"},
     {"label", (PyCFunction)strings_label, METH_O, "label(i): bytes or None"},
     {NULL, NULL, 0, NULL}};
 

@@ -31,6 +31,7 @@ typedef struct tpy_strings {
   uint8_t *data, *validity;  /* owned (from a sequence) */
   tabcl_arrow_strings arrow; /* from Arrow */
   PyObject *keep;            /* what the view's memory belongs to (capsules), or NULL */
+  Py_buffer bufs[3];         /* from_buffers: offsets, data, validity (obj NULL if unused) */
 } tpy_strings;
 
 typedef struct tpy_dictionary {
