@@ -50,5 +50,5 @@ typedef struct tpy_index {
 } tpy_index;
 
 extern PyTypeObject tpy_context_type, tpy_strings_type, tpy_dictionary_type, tpy_index_type;
-extern PyMethodDef tpy_index_functions[], tpy_attention_functions[];
+extern PyMethodDef tpy_index_functions[], tpy_attention_functions[], tpy_stream_functions[];
 #endif
