@@ -15,6 +15,8 @@ constraints=$root/python/constraints-current.txt
 venv=$build/python-venv-current
 log=$logs/python-current-install.log
 pip=("$venv/bin/pip" --disable-pip-version-check --cache-dir "$build/pip-cache")
+# install --no-compile: pip would byte-compile every module of torch and
+# pyarrow at install; Python compiles what a test imports.
 : >"$log"
 
 want=$(sha256sum "$constraints" | cut -d' ' -f1)
@@ -25,16 +27,16 @@ if [ "$(cat "$venv/.constraints-sha256" 2>/dev/null)" != "$want" ]; then
   mapfile -t plain < <(sed -n 's/^\([A-Za-z][A-Za-z0-9._-]*\)==.*/\1/p' "$constraints" |
                          grep -v -x -E 'torch|nvidia-.*|cuda-.*|triton')
   if ! /usr/bin/python3 -m venv "$venv" >>"$log" 2>&1 ||
-     ! "${pip[@]}" install -c "$constraints" "${plain[@]}" >>"$log" 2>&1; then
+     ! "${pip[@]}" install --no-compile -c "$constraints" "${plain[@]}" >>"$log" 2>&1; then
     echo "FAIL: installing the current packages (see $log)"; tail -20 "$log"; exit 1
   fi
   # torch without the CUDA wheels the machine's toolkit already provides
   # (the constraints file says why); all of them where that does not import.
-  if ! "${pip[@]}" install --no-deps -c "$constraints" torch nvidia-cufile \
+  if ! "${pip[@]}" install --no-compile --no-deps -c "$constraints" torch nvidia-cufile \
          nvidia-cusparselt-cu13 nvidia-nvshmem-cu13 nvidia-nccl-cu13 >>"$log" 2>&1 ||
      ! "$venv/bin/python" -c "import torch; torch.ones(2).sum()" >>"$log" 2>&1; then
     echo "torch without its CUDA wheels does not import here: installing them all" | tee -a "$log"
-    if ! "${pip[@]}" install -c "$constraints" torch >>"$log" 2>&1; then
+    if ! "${pip[@]}" install --no-compile -c "$constraints" torch >>"$log" 2>&1; then
       echo "FAIL: installing torch (see $log)"; tail -20 "$log"; exit 1
     fi
   fi
