@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The Python suite on current releases from PyPI: a venv of /usr/bin/python3
 # (no system site packages) with python/constraints-current.txt's pins,
-# the package built against BUILD's libtabcl.a, then pytest in python/tests.
+# the package built against BUILD's libtabcl.a, then pytest in python/tests
+# and the benchmark peers' checks (bench/peers/test_peers.py, torch's too).
 #   tools/ci/python-current.sh BUILD LOGDIR
-# Logs: LOGDIR/python-current-install.log, LOGDIR/pytest-current.log. The
-# venv (BUILD/python-venv-current) is kept while the constraints file is
-# unchanged (a stamp holds its hash), and pip's cache lives in
-# BUILD/pip-cache, so a rerun downloads and unpacks nothing again.
+# Logs: LOGDIR/python-current-install.log, pytest-current.log and
+# peers-current.log. The venv (BUILD/python-venv-current) is kept while the
+# constraints file is unchanged (a stamp holds its hash), and pip's cache
+# lives in BUILD/pip-cache, so a rerun downloads and unpacks nothing again.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$(cd "${1:?usage: python-current.sh BUILD LOGDIR}" && pwd)
@@ -57,4 +58,12 @@ fi
   >"$logs/pytest-current.log" 2>&1
 rc=$?
 tail -1 "$logs/pytest-current.log"
-if [ $rc != 0 ]; then echo "FAIL: pytest on the current packages"; exit 1; fi
+if [ $rc != 0 ]; then echo "FAIL: pytest on the current packages"; fi
+# The benchmark peers' checks that need torch, which skip on Debian's packages.
+if ! (cd "$root/bench/peers" && timeout 600 "$venv/bin/python" -m unittest test_peers) \
+       >"$logs/peers-current.log" 2>&1; then
+  echo "FAIL: the peers' checks on the current packages"; tail -20 "$logs/peers-current.log"
+  rc=1
+fi
+tail -1 "$logs/peers-current.log"
+exit $rc
