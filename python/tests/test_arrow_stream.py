@@ -162,10 +162,13 @@ def test_duckdb_relation(idx, rng, chunk_counts):
     duckdb = pytest.importorskip("duckdb")
     labels = random_labels(rng, 5000, VOCAB)
     sizes = [["s", "m", "l", None][i % 4] for i in range(5000)]
+    pa = pytest.importorskip("pyarrow")
     con = duckdb.connect()
-    con.execute("create table t (i integer, a varchar, b varchar)")
-    con.executemany("insert into t values (?, ?, ?)",
-                    [(i, x, y) for i, (x, y) in enumerate(zip(labels, sizes))])
+    # A DuckDB table of its own (filled from Arrow, then queried: the stream
+    # read below is DuckDB's).
+    con.register("src", pa.table({"i": range(5000), "a": labels, "b": sizes}))
+    con.execute("create table t as select i, a, b from src")
+    con.unregister("src")
     rel = con.sql("select a, b from t order by i")
     got = idx.lookup(rel)
     assert got[0].tolist() == ref_codes(VOCAB, labels)
