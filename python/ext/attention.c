@@ -70,7 +70,42 @@ done:
   return ret;
 }
 
+/* sdpa_at(context, q, k, v, mask, out, (B, Lq, Lk, Hq, Hkv, D), dtype, scale, causal,
+           mask_kind, mask_batch_broadcast, mask_head_broadcast), q .. out as
+   addresses (mask 0 when mask_kind is none): for tensors of a framework
+   without the buffer protocol (tabcl.torch), read and written in place.
+   The caller has checked that each is contiguous and as large as the shapes
+   say; nothing here can, so the name stays private to the package. */
+static PyObject *sdpa_at(PyObject *self, PyObject *args) {
+  (void)self;
+  PyObject *ctx;
+  unsigned long long qa, ka, va, ma, oa;
+  long long B, Lq, Lk;
+  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh;
+  double scale;
+  if (!PyArg_ParseTuple(args, "O!KKKKK(LLLiii)idiiii:sdpa_at", &tpy_context_type, &ctx, &qa, &ka,
+                        &va, &ma, &oa, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
+                        &mask_kind, &mb, &mh))
+    return NULL;
+  if (dtype < 0 || dtype > 3) return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "dtype %d", dtype);
+  if ((mask_kind != TABCL_MASK_NONE) != (ma != 0))
+    return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "sdpa_at: mask kind %d with mask address %llu",
+                         mask_kind, ma);
+  tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
+                       (tabcl_mask_kind)mask_kind, mb, mh};
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_sdpa_host(((tpy_context *)ctx)->ctx, &d, (const void *)(uintptr_t)qa,
+                       (const void *)(uintptr_t)ka, (const void *)(uintptr_t)va,
+                       (const void *)(uintptr_t)ma, (void *)(uintptr_t)oa);
+  Py_END_ALLOW_THREADS
+  if (st) return tpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 PyMethodDef tpy_attention_functions[] = {
+    {"sdpa_at", sdpa_at, METH_VARARGS, "sdpa_at(context, q, k, v, mask, out addresses, shape, "
+                                       "dtype, scale, causal, mask_kind, mask_b, mask_h)"},
     {"sdpa", sdpa, METH_VARARGS, "sdpa(context, q, k, v, mask, out, shape, dtype, scale, causal, "
                                  "mask_kind, mask_batch_broadcast, mask_head_broadcast)"},
     {NULL, NULL, 0, NULL}};

@@ -1,6 +1,8 @@
 /* tabcl._tabcl.Context: one tabcl_context. */
 #include "tpy.h"
 
+#include "tabcl/tabcl_cl.h"
+
 /* None, or a str / bytes / os.PathLike path as bytes (PyUnicode_FSConverter). */
 static int optional_path(PyObject *obj, void *out) {
   if (obj == Py_None) {
@@ -63,6 +65,64 @@ static PyObject *context_stats(tpy_context *self, PyObject *unused) {
                        (unsigned long long)s.kernel_launches);
 }
 
+/* The int_ptr of a pyopencl object (its raw OpenCL handle), or 0 with
+   tabcl.InvalidArgument naming the argument. */
+static unsigned long long cl_handle(PyObject *obj, const char *name) {
+  PyObject *p = PyObject_GetAttrString(obj, "int_ptr");
+  if (!p) {
+    PyErr_Clear();
+    tpy_raise_msg(TABCL_INVALID_ARGUMENT, "%s is %.100s, not a pyopencl object (no int_ptr)",
+                  name, Py_TYPE(obj)->tp_name);
+    return 0;
+  }
+  unsigned long long h = PyLong_AsUnsignedLongLong(p);
+  Py_DECREF(p);
+  if (PyErr_Occurred()) return 0;
+  if (!h) tpy_raise_msg(TABCL_INVALID_ARGUMENT, "%s: its int_ptr is 0 (released?)", name);
+  return h;
+}
+
+/* Context.from_pyopencl(cl_context, cl_queue, cache_dir=None):
+   tabcl_context_create_cl on the application's context, its queue's device
+   and the queue, each retained by tabcl. */
+static PyObject *context_from_pyopencl(PyObject *cls, PyObject *args, PyObject *kw) {
+  static char *names[] = {"cl_context", "cl_queue", "cache_dir", NULL};
+  PyObject *co, *qo, *cache_dir = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O&:from_pyopencl", names, &co, &qo,
+                                   optional_path, &cache_dir))
+    return NULL;
+  unsigned long long c = 0, q = 0, d = 0;
+  PyObject *dev = NULL;
+  if ((c = cl_handle(co, "cl_context")) && (q = cl_handle(qo, "cl_queue"))) {
+    dev = PyObject_GetAttrString(qo, "device");
+    if (!dev) PyErr_Clear();
+    d = dev ? cl_handle(dev, "cl_queue.device") : 0;
+    if (!dev) tpy_raise_msg(TABCL_INVALID_ARGUMENT, "cl_queue has no device attribute");
+  }
+  Py_XDECREF(dev);
+  if (!d) {
+    Py_XDECREF(cache_dir);
+    return NULL;
+  }
+  tabcl_options o = {0};
+  o.cache_dir = cache_dir ? PyBytes_AS_STRING(cache_dir) : NULL;
+  tabcl_context *ctx = NULL;
+  tabcl_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = tabcl_context_create_cl((cl_context)(uintptr_t)c, (cl_device_id)(uintptr_t)d,
+                               (cl_command_queue)(uintptr_t)q, &o, &ctx);
+  Py_END_ALLOW_THREADS
+  Py_XDECREF(cache_dir);
+  if (st) return tpy_raise(st);
+  tpy_context *self = (tpy_context *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+  if (!self) {
+    tabcl_context_destroy(ctx);
+    return NULL;
+  }
+  self->ctx = ctx;
+  return (PyObject *)self;
+}
+
 /* A context is a device handle of this process: it cannot travel. */
 static PyObject *context_reduce(PyObject *self, PyObject *unused) {
   (void)self;
@@ -78,6 +138,10 @@ static PyGetSetDef context_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMethodDef context_methods[] = {
+    {"from_pyopencl", (PyCFunction)(void (*)(void))context_from_pyopencl,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_pyopencl(cl_context, cl_queue, cache_dir=None): a context on an application's\n"
+     "pyopencl Context and CommandQueue (tabcl_context_create_cl; the queue's device)"},
     {"stats", (PyCFunction)context_stats, METH_NOARGS,
      "(programs_built, programs_from_cache, kernel_launches)"},
     {"__reduce__", context_reduce, METH_NOARGS, NULL},

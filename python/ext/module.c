@@ -150,7 +150,8 @@ PyMODINIT_FUNC PyInit__tabcl(void) {
       return NULL;
     }
   }
-  if (add_functions(m, tpy_index_functions) < 0 || add_functions(m, tpy_attention_functions) < 0) {
+  if (add_functions(m, tpy_index_functions) < 0 || add_functions(m, tpy_attention_functions) < 0 ||
+      add_functions(m, tpy_stream_functions) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -31,6 +31,7 @@ typedef struct tpy_strings {
   uint8_t *data, *validity;  /* owned (from a sequence) */
   tabcl_arrow_strings arrow; /* from Arrow */
   PyObject *keep;            /* what the view's memory belongs to (capsules), or NULL */
+  Py_buffer bufs[3];         /* from_buffers: offsets, data, validity (obj NULL if unused) */
 } tpy_strings;
 
 typedef struct tpy_dictionary {
@@ -49,5 +50,5 @@ typedef struct tpy_index {
 } tpy_index;
 
 extern PyTypeObject tpy_context_type, tpy_strings_type, tpy_dictionary_type, tpy_index_type;
-extern PyMethodDef tpy_index_functions[], tpy_attention_functions[];
+extern PyMethodDef tpy_index_functions[], tpy_attention_functions[], tpy_stream_functions[];
 #endif

@@ -57,7 +57,7 @@ def test_encode_on_two_workers(ctx, data_dir):
     for c, want in zip(columns, single):
         np.testing.assert_array_equal(got[c].to_numpy(), want, err_msg=c)
         np.testing.assert_array_equal(got[c].to_numpy(),
-                                      pd.Categorical(df[c], categories=vocab[c]).codes)
+                                      pd.Index(vocab[c]).get_indexer(df[c]))
     tail = got.iloc[-3:]
     assert tail["state"].tolist()[:2] == [-1, -1]     # null, unknown
     assert tail["city"].tolist()[:2] == [-1, -1]      # unknown, null

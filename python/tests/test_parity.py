@@ -1,7 +1,8 @@
 """Parity with pandas on the real data sets the C tests use (tests/data,
 from the npm package vega-datasets): fit on two rows in three, look every
-row up, and compare with pd.Categorical(values, categories=...).codes and
-Index.get_indexer; align pandas' own Categoricals and compare the same."""
+row up, and compare with pandas' Index.get_indexer (pd.Categorical with
+given categories warns under pandas 3 for labels outside them); align
+pandas' own Categoricals and compare the same."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,9 +29,8 @@ def test_lookup_matches_pandas(ctx, data_dir, name, order):
     idx = tabcl.CategoryIndex.fit(ctx, vocab, order=order)
     codes = idx.lookup([df[c] for c in df.columns])
     for c, cats, got in zip(df.columns, vocab, codes):
-        want = pd.Categorical(df[c], categories=cats).codes
+        want = pd.Index(cats).get_indexer(df[c])
         np.testing.assert_array_equal(got, want, err_msg="%s column %s" % (name, c))
-        np.testing.assert_array_equal(got, pd.Index(cats).get_indexer(df[c]))
         assert (got == -1).any() or df[c].notna().all()
     # the same through align, from pandas' own categories of the column
     aligned = idx.align([pd.Categorical(df[c]) for c in df.columns])

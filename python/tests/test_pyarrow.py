@@ -18,7 +18,7 @@ def idx(ctx):
 
 
 def want(labels):
-    return pd.Categorical(labels, categories=VOCAB).codes.tolist()
+    return pd.Index(VOCAB).get_indexer(labels).tolist()
 
 
 @pytest.mark.parametrize("type_", ["string", "large_string", "binary", "large_binary"])
@@ -44,4 +44,4 @@ def test_real_data_through_arrow(ctx, data_dir):
     cats = [v for v in pd.unique(df["state"].iloc[::2]) if isinstance(v, str)]
     idx = tabcl.CategoryIndex.fit(ctx, [cats])
     got = idx.lookup([pa.array(df["state"].tolist(), type=pa.large_string())])[0]
-    np.testing.assert_array_equal(got, pd.Categorical(df["state"], categories=cats).codes)
+    np.testing.assert_array_equal(got, pd.Index(cats).get_indexer(df["state"]))

@@ -16,7 +16,9 @@
 #  6. the Python package (python/) installed into a fresh venv of Debian's
 #     python3 (system site packages: numpy, pandas, dask) with no network,
 #     linked against this build's libtabcl.a, and its pytest suite; then the
-#     benchmark peers' own checks (bench/peers/test_peers.py).
+#     benchmark peers' own checks (bench/peers/test_peers.py); then the
+#     same suite in a venv of current PyPI releases (tools/ci/python-current.sh,
+#     pins in python/constraints-current.txt, cached under BUILD).
 #  7. the kernels' portability lint (tools/ci/cl-lint.sh: clang for spir and
 #     spir64, warnings as errors), with every option set steps 1 built.
 #  8. every test binary once under each device profile (tools/ci/profiles.sh:
@@ -234,6 +236,14 @@ elif ! (cd "$root/python/tests" && TABCL_CACHE_DIR="$build_abs/test-cache" \
   { echo "--- pytest"; grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest.log" | head -120; } >>"$details"
 fi
 tail -1 "$logs/pytest.log" 2>/dev/null
+# The suite again on current releases from PyPI (python/constraints-current.txt:
+# numpy 2, pandas 3, pyarrow, polars, DuckDB, pyopencl, torch).
+if ! "$root/tools/ci/python-current.sh" "$build_abs" "$logs"; then
+  fail=1
+  { echo "--- pytest (current packages)"
+    grep -E -B2 -A25 "^(FAILED|ERROR|E  )" "$logs/pytest-current.log" 2>/dev/null | head -120
+  } >>"$details"
+fi
 # The benchmark peers' own checks (bench/peers/test_peers.py): those that
 # need torch skip themselves here; the numpy peers and the report run.
 if ! (cd "$root/bench/peers" && "$py" -m unittest test_peers) >"$logs/peers.log" 2>&1; then

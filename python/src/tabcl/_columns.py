@@ -37,12 +37,57 @@ def _is_categorical(col):
     return False
 
 
-def _arrow_capsules(col):
+class ArrowChunks:
+    """A column read through the Arrow C stream interface: its schema
+    capsule and one array capsule a chunk, in order. Each chunk becomes a
+    Strings or Dictionary of its own; the chunks are never joined."""
+
+    __slots__ = ("schema", "format", "arrays", "name")
+
+    def __init__(self, schema, fmt, arrays, name=""):
+        self.schema, self.format, self.arrays, self.name = schema, fmt, arrays, name
+
+    @property
+    def is_table(self):
+        return self.format == "+s"
+
+    def fields(self):
+        """The columns of a table stream (record batches), each an ArrowChunks."""
+        return [ArrowChunks(sc, fmt, arrays, name)
+                for name, fmt, sc, arrays in _tabcl.struct_fields(self.schema, self.arrays)]
+
+
+def _excluded(col):
     # numpy and pandas objects take the paths below even if some version
-    # grows the protocol, so the null rules stay the same everywhere.
-    if isinstance(col, np.ndarray) or _pandas_object(col):
+    # grows the protocols, so the null rules stay the same everywhere.
+    return isinstance(col, np.ndarray) or _pandas_object(col)
+
+
+def arrow_stream(col):
+    """col's chunks as an ArrowChunks when it has __arrow_c_stream__ (pyarrow
+    ChunkedArray, Table and RecordBatchReader, polars Series and DataFrame,
+    DuckDB relations), else None."""
+    if isinstance(col, ArrowChunks):
+        return col
+    if _excluded(col) or not hasattr(col, "__arrow_c_stream__"):
         return None
-    if not hasattr(col, "__arrow_c_array__"):
+    return ArrowChunks(*_tabcl.read_stream(col.__arrow_c_stream__()))
+
+
+def _stream_column(col, c):
+    chunks = arrow_stream(col)
+    if chunks is not None and chunks.is_table:
+        raise TypeMismatch("column %d: a table of %d columns, not a column; pass it as the "
+                           "columns themselves" % (c, len(chunks.fields())))
+    return chunks
+
+
+def _chunk_is_dictionary(chunks):
+    return _tabcl.arrow_is_dictionary(chunks.schema)
+
+
+def _arrow_capsules(col):
+    if _excluded(col) or not hasattr(col, "__arrow_c_array__"):
         return None
     pair = col.__arrow_c_array__()
     if not (isinstance(pair, tuple) and len(pair) == 2):
@@ -58,7 +103,7 @@ def _pandas_object(col):
 def _arrow_backed_array(col):
     """The pyarrow array under a pandas Series or Index whose dtype keeps its
     labels in Arrow (pd.ArrowDtype of a string or binary type, "string[pyarrow]",
-    pandas 3's "str"), as one array (chunks joined); else None. Its nulls are
+    pandas 3's "str"), an Array or a ChunkedArray; else None. Its nulls are
     the labels to_numpy(dtype=object) would give as None or NaN, so lookup
     reads the same labels and nulls without a Python object a row."""
     pa = sys.modules.get("pyarrow")
@@ -74,12 +119,13 @@ def _arrow_backed_array(col):
     if arr is None:
         return None
     arr = arr()
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
     t = arr.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or
             pa.types.is_binary(t) or pa.types.is_large_binary(t)):
         return None
+    # A ChunkedArray is read chunk by chunk (__arrow_c_stream__), never joined.
+    if hasattr(arr, "__arrow_c_stream__") and isinstance(arr, pa.ChunkedArray):
+        return arr
     return arr if hasattr(arr, "__arrow_c_array__") else None
 
 
@@ -104,15 +150,34 @@ def _labels_sequence(col, c):
         raise TypeMismatch("column %d: %s is not a column" % (c, type(col).__name__)) from None
 
 
+def _with_backing(col):
+    """A pandas Series kept in Arrow stands for its pyarrow array."""
+    arr = _arrow_backed_array(col)
+    return col if arr is None else arr
+
+
+def to_strings_chunks(col, c):
+    """col as a list of _tabcl.Strings: one a chunk of an Arrow stream, else
+    one for the whole column."""
+    if isinstance(col, _tabcl.Strings):
+        return [col]
+    col = _with_backing(col)
+    chunks = _stream_column(col, c)
+    if chunks is not None:
+        return [_tabcl.Strings.from_arrow(chunks.schema, a) for a in chunks.arrays]
+    return [to_strings(col, c)]
+
+
 def to_strings(col, c):
-    """col as a _tabcl.Strings (column index c names it in messages)."""
+    """col as one _tabcl.Strings (column index c names it in messages); a
+    stream's chunks are copied into one (a fit takes its vocabulary whole)."""
     if isinstance(col, _tabcl.Strings):
         return col
+    col = _with_backing(col)
+    if _stream_column(col, c) is not None:
+        parts = to_strings_chunks(col, c)
+        return parts[0] if len(parts) == 1 else _tabcl.Strings.concat(parts)
     caps = _arrow_capsules(col)
-    if caps is None:
-        arr = _arrow_backed_array(col)
-        if arr is not None:
-            caps = arr.__arrow_c_array__()
     if caps is not None:
         return _tabcl.Strings.from_arrow(*caps)
     seq = _labels_sequence(col, c)
@@ -174,6 +239,34 @@ def identity(strings):
     if len(strings) > np.iinfo(np.int32).max:
         raise InvalidArgument("a column of %d rows is too long for int32 codes" % len(strings))
     return _tabcl.Dictionary.from_parts(strings, np.arange(len(strings), dtype=np.int32))
+
+
+def _stream_chunks(chunks):
+    if _chunk_is_dictionary(chunks):
+        return [_tabcl.Dictionary.from_arrow(chunks.schema, a) for a in chunks.arrays]
+    return [_tabcl.Strings.from_arrow(chunks.schema, a) for a in chunks.arrays]
+
+
+def to_lookup_chunks(col, c):
+    """col as lookup takes it, a list of chunks (one unless col is an Arrow
+    stream): Strings, or Dictionary for a Categorical or an Arrow dictionary
+    array (lookup then goes through align)."""
+    if not isinstance(col, (_tabcl.Strings, _tabcl.Dictionary)):
+        chunks = _stream_column(_with_backing(col), c)
+        if chunks is not None:
+            return _stream_chunks(chunks)
+    return [to_lookup_column(col, c)]
+
+
+def to_dictionary_chunks(col, c):
+    """col as align takes it, a list of Dictionary chunks (one unless col is
+    an Arrow stream)."""
+    if not isinstance(col, _tabcl.Dictionary) and not _is_categorical(col):
+        chunks = _stream_column(_with_backing(col), c)
+        if chunks is not None:
+            return [x if isinstance(x, _tabcl.Dictionary) else identity(x)
+                    for x in _stream_chunks(chunks)]
+    return [to_dictionary(col, c)]
 
 
 def to_lookup_column(col, c):

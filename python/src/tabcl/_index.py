@@ -7,24 +7,64 @@ import tempfile
 import numpy as np
 
 from . import _tabcl
-from ._columns import identity, to_dictionary, to_lookup_column, to_strings
+from ._columns import (arrow_stream, identity, to_dictionary_chunks, to_lookup_chunks,
+                       to_strings)
 from ._errors import InvalidArgument, TypeMismatch
 
 _ORDERS = {"position": 0, "value": 1}
 
 
 def _column_list(columns):
-    """The columns of a sequence of columns (or of a pandas DataFrame)."""
+    """The columns of a sequence of columns, of a pandas DataFrame, or of a
+    table with __arrow_c_stream__ (pyarrow Table, polars DataFrame, DuckDB
+    relation), whose columns are read chunk by chunk."""
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(columns, pd.DataFrame):
         return [columns.iloc[:, i] for i in range(columns.shape[1])]
+    if not isinstance(columns, (list, tuple)) and hasattr(columns, "__arrow_c_stream__"):
+        chunks = arrow_stream(columns)
+        if not chunks.is_table:
+            raise TypeMismatch("columns is one column (an Arrow stream of format '%s'); pass a "
+                               "list of columns" % chunks.format)
+        return chunks.fields()
     if isinstance(columns, (str, bytes)) or not hasattr(columns, "__len__"):
         raise TypeMismatch("columns must be a sequence of columns, not %s" % type(columns).__name__)
     return list(columns)
 
 
-def _outputs(cols):
-    return [np.empty(len(c), dtype=np.int32) for c in cols]
+_EMPTY = None
+
+
+def _empty_strings():
+    global _EMPTY
+    if _EMPTY is None:
+        _EMPTY = _tabcl.Strings.from_sequence([])
+    return _EMPTY
+
+
+def _encode_chunks(h, cols, call):
+    """Codes of columns given as lists of chunks: one int32 array a column,
+    filled in rounds, round r encoding every column's chunk r (an empty
+    column where it has fewer) into its slice of the output. call(h, chunks,
+    outputs) is _tabcl.lookup or _tabcl.align; a round that holds a
+    Dictionary goes through align."""
+    out = [np.empty(sum(len(x) for x in chunks), dtype=np.int32) for chunks in cols]
+    starts = [np.cumsum([0] + [len(x) for x in chunks]) for chunks in cols]
+    for r in range(max([len(chunks) for chunks in cols] + [1])):
+        parts, outs = [], []
+        for c, chunks in enumerate(cols):
+            if r < len(chunks):
+                parts.append(chunks[r])
+                outs.append(out[c][starts[c][r]:starts[c][r + 1]])
+            else:
+                parts.append(_empty_strings())
+                outs.append(out[c][:0])
+        if call is _tabcl.align or any(isinstance(x, _tabcl.Dictionary) for x in parts):
+            parts = [x if isinstance(x, _tabcl.Dictionary) else identity(x) for x in parts]
+            _tabcl.align(h, parts, outs)
+        else:
+            _tabcl.lookup(h, parts, outs)
+    return out
 
 
 class CategoryIndex:
@@ -63,23 +103,15 @@ class CategoryIndex:
 
     def lookup(self, columns):
         """One numpy int32 array of codes per column, -1 for null or unknown."""
-        cols = [to_lookup_column(c, i) for i, c in enumerate(_column_list(columns))]
-        out = _outputs(cols)
-        if any(isinstance(c, _tabcl.Dictionary) for c in cols):
-            dicts = [c if isinstance(c, _tabcl.Dictionary) else identity(c) for c in cols]
-            _tabcl.align(self._h, dicts, out)
-        else:
-            _tabcl.lookup(self._h, cols, out)
-        return out
+        cols = [to_lookup_chunks(c, i) for i, c in enumerate(_column_list(columns))]
+        return _encode_chunks(self._h, cols, _tabcl.lookup)
 
     def align(self, columns):
         """Codes of dictionary-encoded columns (pandas Categorical or category
         Series, Arrow dictionary arrays, (categories, codes) pairs) in this
         index's vocabularies: one numpy int32 array per column."""
-        cols = [to_dictionary(c, i) for i, c in enumerate(_column_list(columns))]
-        out = _outputs(cols)
-        _tabcl.align(self._h, cols, out)
-        return out
+        cols = [to_dictionary_chunks(c, i) for i, c in enumerate(_column_list(columns))]
+        return _encode_chunks(self._h, cols, _tabcl.align)
 
     def save(self, path):
         _tabcl.save(self._h, os.fsencode(path))
