@@ -55,10 +55,10 @@ static PyObject *sdpa(PyObject *self, PyObject *args) {
     goto done;
   }
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_sdpa_host(((tpy_context *)ctx)->ctx, &d, q.buf, k.buf, v.buf,
                        have_mask ? m.buf : NULL, out.buf);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st) tpy_raise(st);
   else ret = Py_NewRef(Py_None);
 done:
@@ -94,11 +94,11 @@ static PyObject *sdpa_at(PyObject *self, PyObject *args) {
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
                        (tabcl_mask_kind)mask_kind, mb, mh};
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_sdpa_host(((tpy_context *)ctx)->ctx, &d, (const void *)(uintptr_t)qa,
                        (const void *)(uintptr_t)ka, (const void *)(uintptr_t)va,
                        (const void *)(uintptr_t)ma, (void *)(uintptr_t)oa);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st) return tpy_raise(st);
   Py_RETURN_NONE;
 }

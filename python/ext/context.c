@@ -24,9 +24,9 @@ static PyObject *context_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   o.cache_dir = cache_dir ? PyBytes_AS_STRING(cache_dir) : NULL;
   tabcl_context *ctx = NULL;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_context_create(&o, &ctx);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   Py_XDECREF(cache_dir);
   if (st) return tpy_raise(st);
   tpy_context *self = (tpy_context *)type->tp_alloc(type, 0);
@@ -108,10 +108,10 @@ static PyObject *context_from_pyopencl(PyObject *cls, PyObject *args, PyObject *
   o.cache_dir = cache_dir ? PyBytes_AS_STRING(cache_dir) : NULL;
   tabcl_context *ctx = NULL;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_context_create_cl((cl_context)(uintptr_t)c, (cl_device_id)(uintptr_t)d,
                                (cl_command_queue)(uintptr_t)q, &o, &ctx);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   Py_XDECREF(cache_dir);
   if (st) return tpy_raise(st);
   tpy_context *self = (tpy_context *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);

@@ -105,10 +105,10 @@ static PyObject *fit(PyObject *self, PyObject *args) {
   for (Py_ssize_t i = 0; i < n; i++) views[i] = ((tpy_strings *)PyTuple_GET_ITEM(cols, i))->view;
   tabcl_category_index *idx = NULL;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_category_index_fit(((tpy_context *)ctx)->ctx, (int)n, views,
                                 (tabcl_code_order)order, &idx);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   PyMem_Free(views);
   Py_DECREF(cols);
   if (st) return tpy_raise(st);
@@ -215,9 +215,9 @@ static PyObject *encode(PyObject *args, const encode_kind *k) {
     rows[i] = k->view_of(PyTuple_GET_ITEM(cols, i), views + (size_t)i * k->view_size);
   if (outs_get(outlist, n, rows, &o) < 0) goto done;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = k->call(((tpy_index *)index)->idx, (int)n, views, o.p);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st) tpy_raise(st);
   else ret = Py_NewRef(Py_None);
 done:
@@ -251,9 +251,9 @@ static PyObject *save(PyObject *self, PyObject *args) {
   const char *path;
   if (!PyArg_ParseTuple(args, "O!y:save", &tpy_index_type, &index, &path)) return NULL;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_category_index_save(((tpy_index *)index)->idx, path);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st) return tpy_raise(st);
   Py_RETURN_NONE;
 }
@@ -266,9 +266,9 @@ static PyObject *load(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "O!y:load", &tpy_context_type, &ctx, &path)) return NULL;
   tabcl_category_index *idx = NULL;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_category_index_load(((tpy_context *)ctx)->ctx, path, &idx);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st) return tpy_raise(st);
   return wrap_index(ctx, idx);
 }

@@ -69,17 +69,17 @@ static PyObject *devices(PyObject *self, PyObject *unused) {
   (void)unused;
   int count = 0;
   tabcl_status st;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_devices(NULL, 0, &count);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st == TABCL_NO_DEVICE) return PyList_New(0);
   if (st) return tpy_raise(st);
   tabcl_device_entry *e = PyMem_Calloc((size_t)(count ? count : 1), sizeof *e);
   if (!e) return PyErr_NoMemory();
   int got = 0;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   st = tabcl_devices(e, count, &got);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (st == TABCL_NO_DEVICE) got = 0;
   else if (st) {
     PyMem_Free(e);
@@ -106,7 +106,16 @@ static PyObject *arrow_is_dictionary(PyObject *self, PyObject *cap) {
   return PyBool_FromLong(tabcl_arrow_is_dictionary(s));
 }
 
+unsigned long tpy_nogil_calls;
+
+static PyObject *nogil_calls(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return PyLong_FromUnsignedLong(__atomic_load_n(&tpy_nogil_calls, __ATOMIC_RELAXED));
+}
+
 static PyMethodDef module_functions[] = {
+    {"_nogil_calls", nogil_calls, METH_NOARGS,
+     "tabcl calls made so far with the GIL released (for the tests)"},
     {"arrow_is_dictionary", arrow_is_dictionary, METH_O,
      "arrow_is_dictionary(schema_capsule): tabcl_arrow_is_dictionary"},
     {"_register_errors", register_errors, METH_O, "Sets the exception class of each status."},

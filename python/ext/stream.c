@@ -84,9 +84,9 @@ static PyObject *read_stream(PyObject *self, PyObject *cap) {
     goto done;
   }
   int rc;
-  Py_BEGIN_ALLOW_THREADS
+  TPY_BEGIN_NOGIL
   rc = st.get_schema(&st, schema);
-  Py_END_ALLOW_THREADS
+  TPY_END_NOGIL
   if (rc) {
     free(schema);
     stream_error(&st, "get_schema", rc);
@@ -105,9 +105,9 @@ static PyObject *read_stream(PyObject *self, PyObject *cap) {
       PyErr_NoMemory();
       goto done;
     }
-    Py_BEGIN_ALLOW_THREADS
+    TPY_BEGIN_NOGIL
     rc = st.get_next(&st, a);
-    Py_END_ALLOW_THREADS
+    TPY_END_NOGIL
     if (rc || !a->release) {
       free(a);
       if (rc) {

@@ -49,6 +49,16 @@ typedef struct tpy_index {
   PyObject *context;             /* the tpy_context it was fitted or loaded on */
 } tpy_index;
 
+/* Every tabcl call runs without the GIL, between TPY_BEGIN_NOGIL and
+   TPY_END_NOGIL: Python's own pair, plus a count of the calls that found
+   the GIL really released inside (PyGILState_Check), which the tests read
+   (_tabcl._nogil_calls) to check the release without timing a thread. */
+extern unsigned long tpy_nogil_calls;
+#define TPY_BEGIN_NOGIL                                                        \
+  Py_BEGIN_ALLOW_THREADS                                                       \
+  if (!PyGILState_Check()) __atomic_fetch_add(&tpy_nogil_calls, 1, __ATOMIC_RELAXED);
+#define TPY_END_NOGIL Py_END_ALLOW_THREADS
+
 extern PyTypeObject tpy_context_type, tpy_strings_type, tpy_dictionary_type, tpy_index_type;
 extern PyMethodDef tpy_index_functions[], tpy_attention_functions[], tpy_stream_functions[];
 #endif
