@@ -619,32 +619,39 @@ inline void xxh8_chunk(__global const ulong *w, ulong pos, uint s0, uint stripes
   if ((pos & 15) == 0) {
     __global const ulong2 *b = (__global const ulong2 *)(w + (pos >> 3) + e);
 #pragma unroll
-    for (uint k = 0; k < n; k++) v[k] = b[4 * min(s0 + k, stripes - 1)];
+    for (uint k = 0; k < XXH_CHUNK; k++)
+      if (k < n) v[k] = b[4 * min(s0 + k, stripes - 1)];
     return;
   }
   uint r = (uint)(pos & 7) * 8;
   __global const ulong *b = w + (pos >> 3) + e;
   ulong x[XXH_CHUNK], y[XXH_CHUNK], z[XXH_CHUNK];
 #pragma unroll
-  for (uint k = 0; k < n; k++) {
-    uint at = 8 * min(s0 + k, stripes - 1);
-    x[k] = b[at];
-    y[k] = b[at + 1];
-    z[k] = b[at + 2];
+  for (uint k = 0; k < XXH_CHUNK; k++) {
+    if (k < n) {
+      uint at = 8 * min(s0 + k, stripes - 1);
+      x[k] = b[at];
+      y[k] = b[at + 1];
+      z[k] = b[at + 2];
+    }
   }
 #pragma unroll
-  for (uint k = 0; k < n; k++) v[k] = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
+  for (uint k = 0; k < XXH_CHUNK; k++)
+    if (k < n) v[k] = (ulong2)(xxh_join(x[k], y[k], r), xxh_join(y[k], z[k], r));
 }
 
 // n (4 or 8, a literal) stripes from s0 into lane j's accumulator *a0,
-// or, with both set, into accumulators e and e + 1 (*a0, *a1).
+// or, with both set, into accumulators e and e + 1 (*a0, *a1). The loops
+// here run XXH_CHUNK trips with a test of n, so a copy not inlined (PoCL
+// compiles one) still unrolls without a warning.
 inline void xxh8_run(__global const ulong *w, __local const ulong *sec, ulong pos, uint s0,
                      uint stripes, uint j, uint n, int both, ulong *a0, ulong *a1) {
   uint e = j & ~1u;
   ulong2 v[XXH_CHUNK];
   xxh8_chunk(w, pos, s0, stripes, e, n, v);
 #pragma unroll
-  for (uint k = 0; k < n; k++) {
+  for (uint k = 0; k < XXH_CHUNK; k++) {
+    if (k >= n) continue;
     uint sk = min(s0 + k, stripes - 1);
     int in = s0 + k < stripes;
     if (both) {

@@ -70,7 +70,9 @@
   const T hi = (flip) ? lo - b_ + ((T)1 << (logj)) + (step - 1 - b_)         \
                       : lo + ((T)1 << (logj));
 
-#ifndef SORT_SERIAL_ONLY
+// One program holds every kernel of both plans: its build options come from
+// the device alone, never from how many pairs a call sorts.
+
 // ---- local memory ---------------------------------------------------------
 
 // One padding slot per 16 keeps the small-step rounds, where a group's pairs
@@ -160,7 +162,6 @@ void sort_local(__global ulong *keys, __global uint *vals, ulong n, ulong first_
   }
 }
 
-#else  // SORT_SERIAL_ONLY
 // ---- one work-item a run (the CPU plan, sort.serial) ------------------------
 //
 // On a CPU a work-group's barriers cost far more than the loop they split
@@ -268,13 +269,6 @@ __kernel void sort_serial(__global ulong *keys, __global uint *vals, __global ul
   if (full) sort_run_full(keys, vals, sk, sv, lo, hi);
   else sort_run_finish(keys, vals, sk, sv, lo, hi);
 }
-#endif  // SORT_SERIAL_ONLY
-
-#ifndef SORT_LOCAL_ONLY
-// (Built with -DSORT_LOCAL_ONLY=1 where every pair fits one tile: the
-// register passes below are most of this program's compile time on a CPU
-// driver, 2.8 of 4.1 s on PoCL 3.1, and such a sort never runs them.)
-
 // ---- global memory --------------------------------------------------------
 
 // One pass over global memory running LOGR stages from stride 2^logj
@@ -319,4 +313,3 @@ SORT_GLOBAL_KERNEL(4, 2)
 SORT_GLOBAL_KERNEL(8, 3)
 SORT_GLOBAL_KERNEL(16, 4)
 SORT_GLOBAL_KERNEL(32, 5)
-#endif  // SORT_LOCAL_ONLY

@@ -600,6 +600,98 @@ Test(stream, pooled_buffers_wait_for_their_last_use) {
   tabcl_context_destroy(ctx);
 }
 
+/* README's promise: a stream's buffers go back to the context's pool when
+   it ends, so a model streaming the same estimators every prediction
+   allocates them once. Items given back after completed events, the
+   stream destroyed and the queue finished: the next stream of the same
+   sizes is handed the same buffers, and tabcl_stream_sdpa_host (whose
+   streams end with no event left to wait for) gives them back too. The old
+   buffers are retained here, so a fresh buffer can never take the address
+   of a released one and pass for it. */
+
+static int pool_holds(tabcl_context *ctx, cl_mem m) {
+  int found = 0;
+  pthread_mutex_lock(&ctx->pool.lock);
+  for (int i = 0; i < TABCL__POOL_SLOTS; i++) found |= ctx->pool.slot[i].mem == m;
+  pthread_mutex_unlock(&ctx->pool.lock);
+  return found;
+}
+
+/* Creates the stream, takes each item and gives it back after a marker
+   that has completed, destroys the stream and finishes the queue; got[i]:
+   item i's buffer, retained where keep is set. Returns how many buffers the
+   create took from the pool. */
+static long stream_round_trip(tabcl_context *ctx, const tabcl_stream_desc *sd, cl_mem *got,
+                              int keep) {
+  cl_command_queue q = tabcl_context_cl_queue(ctx);
+  tabcl_stream *st = NULL;
+  const long pooled = tabcl__pool_live();
+  tt_assert_ok(tabcl_stream_create(ctx, sd, &st));
+  const long taken = pooled - tabcl__pool_live();
+  for (int64_t i = 0; i < sd->count; i++) {
+    int64_t item = -1;
+    cl_event ready = NULL, done = NULL;
+    tt_assert_ok(tabcl_stream_next(st, &item, &got[i], &ready));
+    cr_assert_eq(item, i);
+    if (keep) cr_assert_eq(clRetainMemObject(got[i]), CL_SUCCESS);
+    cr_assert_eq(clEnqueueMarkerWithWaitList(q, 1, &ready, &done), CL_SUCCESS);
+    cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+    tt_assert_ok(tabcl_stream_done(st, item, done));
+    clReleaseEvent(ready);
+    clReleaseEvent(done);
+  }
+  tabcl_stream_destroy(st);
+  /* finished by a marker's own event: Mesa's rusticl 22.3 may return from
+     clFinish before the commands ran (runtime/buffer.c) */
+  tt_assert_ok(tabcl__finish(ctx));
+  return taken;
+}
+
+Test(stream, destroyed_stream_buffers_are_handed_out_again) {
+  tt_rng r = {tt_seed("stream.destroyed_stream_buffers_are_handed_out_again")};
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.pool=%d", 16 << 20);
+  stream_base base = warm_baseline(ctx, &r);
+  /* the warm-up's temporaries out of the pool: its slots are this test's */
+  tabcl__pool_trim(ctx);
+  enum { ITEM = 64 << 10, ROWS = ITEM / (16 * 4) };
+  float *data = malloc(2 * ITEM);
+  for (size_t i = 0; i < 2 * (size_t)ITEM / 4; i++) data[i] = (float)(i % 13) / 13.0f;
+  const void *host[2] = {data, (uint8_t *)data + ITEM};
+  size_t bytes[2] = {ITEM, ITEM};
+  const tabcl_stream_desc sd = {2, 1, 2, host, bytes};
+  cl_mem first[2], again[2];
+  stream_round_trip(ctx, &sd, first, 1);
+  for (int i = 0; i < 2; i++)
+    cr_expect(pool_holds(ctx, first[i]), "item %d's buffer is not back in the pool after destroy",
+              i);
+  const long second = stream_round_trip(ctx, &sd, again, 0);
+  cr_expect_eq(second, 2, "the second stream took %ld buffers from the pool, not 2", second);
+  for (int i = 0; i < 2; i++)
+    cr_expect(again[i] == first[0] || again[i] == first[1],
+              "the second stream's item %d got a new buffer, not one of the first stream's", i);
+  cr_expect(again[0] != again[1], "both items got the same buffer");
+  /* Attention streams two parts (K, V) of the same 64 KiB per estimator:
+     two of its four buffers come from the pool, and all go back. */
+  tabcl_sdpa_desc d = {0};
+  d.batch = 1, d.q_len = 1, d.kv_len = ROWS, d.q_heads = d.kv_heads = 1, d.head_dim = 16;
+  d.dtype = TABCL_F32;
+  float qv[16] = {0}, out0[16], out1[16];
+  void *outs[2] = {out0, out1};
+  tt_assert_ok(tabcl_stream_sdpa_host(ctx, &d, 2, NULL, qv, host, host, 2, outs));
+  tt_assert_ok(tabcl__finish(ctx));
+  for (int i = 0; i < 2; i++)
+    cr_expect(pool_holds(ctx, first[i]), "buffer %d is not back in the pool after "
+              "tabcl_stream_sdpa_host", i);
+  const long taken = stream_round_trip(ctx, &sd, again, 0);
+  cr_expect_eq(taken, 2, "the stream after tabcl_stream_sdpa_host took %ld buffers from the "
+               "pool, not 2", taken);
+  for (int i = 0; i < 2; i++) clReleaseMemObject(first[i]);
+  free(data);
+  expect_no_leak_but_programs(ctx, base);
+  tabcl_context_destroy(ctx);
+}
+
 Test(stream, destroy_waits_for_work_in_flight) {
   tt_rng r = {tt_seed("stream.destroy_waits_for_work_in_flight")};
   tabcl_context *ctx = tt_context();

@@ -661,7 +661,7 @@ Test(threads, prefetch_builds_each_program_once, .disabled = PREFETCH_TEST_OFF) 
   tt_live base = tt_live_now();
   tabcl_context *ctx = tt_context();
   const tabcl__program_want w[] = {{"probe", NULL},
-                                   {"sort", "-DSORT_TILE=64 -DSORT_WG=16 -DSORT_LOCAL_ONLY=1"},
+                                   {"sort", "-DSORT_TILE=64 -DSORT_WG=16"},
                                    {"probe", NULL},
                                    {"catindex", NULL}};
   tt_tune(ctx, "build.threads=1");

@@ -12,9 +12,8 @@ int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap) {
   /* f32 blocks of keys are read where they lie for key rows up to
      TABCL__SDPA_CPU_DIRECT_KEYS (a test in the kernel on lk, so that sizes
      never change the options), and copied into a private block first for
-     longer ones: on PoCL 3.1 (2-core VM) the direct reads took 2,000 x 54 tokens x 8 heads (d64) in 440 ms
-     against 483 ms copied, but 16 heads x 1,024 tokens in 54 ms against
-     35 ms (bench/history/2026-11-to-12.md, "Tuning: sdpa.cpu"). */
+     longer ones, where the copy is faster (bench/history/2026-11-to-12.md, "Tuning:
+     sdpa.cpu"). */
   snprintf(buf, cap, "-DSDPA_DTYPE=%d -DCPU_DP=%d -DCPU_TILES=%d -DCPU_DIRECT_KEYS=%d",
            (int)d->dtype, dp, TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_DIRECT_KEYS);
   return 1;

@@ -116,9 +116,9 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
                        "of output", out_bytes);
   const int has_mask = p.mask_bytes > 0;
   /* Device buffers from the context's pool: a fresh one costs its
-     allocation and, on a CPU device, the first touch of every page (a
-     host call of 2,000 x 54 tokens x 8 heads x 64 in f32 took 650 ms on
-     PoCL with fresh buffers, its kernel 140 ms). */
+     allocation and, on a CPU device, the first touch of every page, more
+     than the kernel on PoCL (bench/RESULTS.md, "The host attention call's
+     transfers and buffers"). */
   s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, (size_t)p.q_bytes, &b.q, "attention q");
   if (!s) s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, (size_t)p.kv_bytes, &b.k, "attention k");
   if (!s) s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, (size_t)p.kv_bytes, &b.v, "attention v");
@@ -126,9 +126,9 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
     s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, (size_t)p.mask_bytes, &b.mask, "attention mask");
   if (!s) s = tabcl__pool_get(ctx, CL_MEM_WRITE_ONLY, (size_t)p.out_bytes, &b.out, "attention out");
   /* Transfers as the other host calls make them: through the context's
-     pinned staging area and its worker pool on GPUs (a write from the
-     caller's pageable memory ran at 8 GB/s on the H200, staged ones near
-     the link's 55), through a mapped buffer on CPUs. */
+     pinned staging area and its worker pool on GPUs, where pageable
+     memory is several times slower to copy from (bench/history/2026-11-to-12.md,
+     "upload.staging"), through a mapped buffer on CPUs. */
   if (!s && has_mask && p.mask_whole)
     s = tabcl__upload_copy(ctx, b.mask, (size_t)p.mask_bytes, mask, "attention mask");
   tabcl_sdpa_desc sd = *d;

@@ -13,10 +13,10 @@
    dim 128 (or the split Q of f32 at 64) would need too many, so those take
    32 (bench/history/2026-11-to-12.md, Tuning: sdpa.mma). */
 static int keys_per_tile(const tabcl__tuning *t, tabcl_dtype dt, int dp, int pipe) {
-  /* The pipelined 16-bit kernel: 32 up to head dim 64, 16 above (H200,
-     4 x 32 heads x 4,096 tokens, f16: head dim 64 3.28 ms with 32, 4.33
-     with 64, 3.94 with 16, and the tabular shape 5.80, 7.43, 6.53; head dim
-     128 6.63 ms with 16, 6.91 with 32). */
+  /* The pipelined 16-bit kernel: 32 up to head dim 64, 16 above, the
+     fastest of 16, 32 and 64 on the H200 at 4,096 tokens and the tabular
+     shape (bench/history/2026-11-to-12.md, "Tensor-core attention in f16 and bf16: the
+     pipelined kernel"). */
   if (pipe) return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= 64 ? 32 : 16);
   return (int)tabcl__tuned_rule(t, TABCL__TUNE_SDPA_MMA_KEYS, dp <= (dt == TABCL_F32 ? 32 : 64) ? 64 : 32);
 }
@@ -31,10 +31,10 @@ static int p_parts(const tabcl__tuning *t, tabcl_dtype dt) {
 }
 
 /* One 16-query tile a warp. Two (each K and V fragment then feeds two
-   MMAs) ran slower on the H200 at head dim 64, 4.58 against 4.33 ms at
-   4 x 32 heads x 4,096 tokens and twice the time at 54 tokens, whose
-   queries fill half of a group's 128 rows; at 128 the second tile's Q and
-   O do not fit beside S. */
+   MMAs) ran slower on the H200 at head dim 64, most of all at 54 tokens,
+   whose queries fill half a group's rows; at 128 the second tile's Q and O
+   do not fit beside S (bench/RESULTS.md, "Tensor-core attention in f16
+   and bf16: the pipelined kernel"). */
 static int m_tiles(const tabcl__tuning *t) {
   return (int)tabcl__tuned(t, TABCL__TUNE_SDPA_MMA_MTILES);
 }

@@ -112,6 +112,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
                                 cl_uint nwait, const cl_event *wait, cl_event *ev) {
   if (!ctx || !s || !out || s->length < 0 || s->bytes < 0 || (nwait && !wait))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__hash_column: column %d: bad arguments", col);
+  if (!nwait) wait = NULL;   /* OpenCL refuses a non-NULL list with no events */
   if (ev) *ev = NULL;
   if (s->length == 0) {
     /* Nothing to hash, but the caller may still wait on ev. */

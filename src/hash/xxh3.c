@@ -37,8 +37,8 @@ static const uint64_t tabcl__xxh3_secret[24] = {
 /* XXH3 reads little-endian words at any byte offset. On a little-endian
    host that is one unaligned load (memcpy); elsewhere the bytes are joined
    one by one. The host lookup (catindex_host.c) hashes every query with
-   this, so the loads matter: bytewise, 64-byte labels took about 17 ns
-   more a label than 8-byte ones on the development machine. */
+   this, so the loads matter (bench/RESULTS.md, "The host hash's AVX2
+   loop"). */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TABCL_XXH_LE 1
 #else
@@ -190,9 +190,10 @@ static void rd64x8(uint64_t v[8], const uint8_t *p) {
 }
 
 /* One stripe against its eight secret words k. Written as two plain loops
-   over the lanes so the compiler can keep them in vector registers (the
-   long path is the file checksum's, catindex_io.c: 1.7 GB/s lane by lane
-   with the secret joined at each use). */
+   over the lanes so the compiler can keep them in vector registers: the
+   long path is the file checksum's (catindex_io.c), which a lane-by-lane
+   loop joining the secret at each use held back (bench/RESULTS.md, "Fit on
+   the device, fit_cl and load"). */
 static void accumulate_stripe(uint64_t acc[8], const uint8_t *p, const uint64_t k[8]) {
   uint64_t v[8];
   rd64x8(v, p);
@@ -245,9 +246,9 @@ static void long_lanes_plain(uint64_t acc[8], const uint8_t *p, size_t len,
 /* The same with AVX2 where the host has it, chosen at run time (the
    library is built for the baseline x86-64). Labels over 240 bytes are
    where the host hash spends its time: the host lookup and fit of long
-   labels on a CPU device, the file checksum. The plain loop reached 9.5-10.8
-   GB/s on the development machine, libxxhash (which the library never
-   links) 12.2-13.9. */
+   labels on a CPU device, the file checksum. The plain loop ran below
+   libxxhash (which the library never links), the AVX2 one above it
+   (bench/RESULTS.md, "The host hash's AVX2 loop"). */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define TABCL_XXH_HAVE_AVX2 1

@@ -150,7 +150,10 @@ void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nw
        buffers would never be handed out again. */
     if (slot >= 0 && !marked) {
       marked = 1;
-      if (clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, &done) != CL_SUCCESS ||
+      /* OpenCL refuses a list with no events (CL_INVALID_EVENT_WAIT_LIST),
+         which would drop every buffer: an empty list goes as NULL. */
+      if (clEnqueueMarkerWithWaitList(ctx->queue, nwait, nwait ? wait : NULL, &done) !=
+              CL_SUCCESS ||
           clFlush(ctx->queue) != CL_SUCCESS) {
         if (done) clReleaseEvent(done);
         done = NULL;

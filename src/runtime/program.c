@@ -565,8 +565,10 @@ tabcl_status tabcl__launch(tabcl_context *ctx, cl_kernel k, cl_uint dims, const 
                            cl_event *ev, const char *what) {
   cl_event mine = NULL;
   int tracing = trace_on && trace_count < TRACE_CAP;
+  /* an empty list goes as NULL: OpenCL refuses a non-NULL one with no events */
   cl_int err = TABCL_CL(clEnqueueNDRangeKernel(ctx->queue, k, dims, NULL, global, local, nwait,
-                                               wait, ev ? ev : tracing ? &mine : NULL));
+                                               nwait ? wait : NULL,
+                                               ev ? ev : tracing ? &mine : NULL));
   if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clEnqueueNDRangeKernel", what);
   if (tracing) {
     if (ev) clRetainEvent(*ev);

@@ -157,6 +157,7 @@ tabcl_status tabcl__sort_pairs_at(tabcl_context *ctx, cl_mem keys, cl_mem values
   if (nwait > 0 && !wait)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: %u events to wait for but no list",
                        nwait);
+  if (!nwait) wait = NULL;   /* OpenCL refuses a non-NULL list with no events */
   if (n > 0 && (!keys || !values))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl__sort_pairs: %zu pairs but no %s buffer", n,
                        keys ? "values" : "keys");

@@ -56,7 +56,7 @@ typedef struct tabcl__sort_plan {
   size_t gwg;            /* work-group size of the register passes (a kernel's own
                             limit may lower it when it is enqueued) */
   unsigned max_logr;     /* stages a register pass takes at most */
-  char extra[64];        /* the build options: tile and wg, and whether n fits one tile */
+  char extra[64];        /* the build options: the local tile and wg, from the device alone */
   uint64_t n, tiles;
   int nsteps;
   tabcl__sort_step steps[TABCL__SORT_MAX_STEPS];

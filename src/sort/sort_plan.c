@@ -54,17 +54,14 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
   if (p->max_logr > TABCL__SORT_MAX_LOGR) p->max_logr = TABCL__SORT_MAX_LOGR;
   /* Global ids stay well inside 31 bits, as tabcl__slice_items does. */
   p->max_items = (unsigned)tabcl__tuned(tune, TABCL__TUNE_SORT_MAX_ITEMS);
-  /* n enters the options only as "one tile holds it all": then the
-     program is built without the register passes, which a cold start would
-     otherwise wait for (cl/sort.cl) */
-  snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u%s", tile, wg,
-           n <= tile ? " -DSORT_LOCAL_ONLY=1" : "");
+  /* The device's tile and group alone: one program holds every kernel
+     either plan launches, so no sort size builds another (DESIGN.md). */
+  snprintf(p->extra, sizeof p->extra, "-DSORT_TILE=%u -DSORT_WG=%u", tile, wg);
 
   /* A CPU (sort.serial): runs of consecutive pairs a work-item instead of
      local tiles, enough runs for sort.serial work-items a compute unit,
      at least TABCL__SORT_SERIAL_MIN_RUN, each short enough for the
-     device's loop limit; the run is a kernel argument, so n reaches the
-     build options only as "one run holds it all". */
+     device's loop limit; the run is a kernel argument. */
   const int64_t serial = tabcl__tuned(tune, TABCL__TUNE_SORT_SERIAL);
   /* (its scratch, n keys and n values, must fit one allocation) */
   if (serial > 0 && n * (sizeof(cl_ulong) + sizeof(cl_uint)) <= dev->max_mem_alloc_size) {
@@ -84,8 +81,6 @@ void tabcl__sort_plan_make(const tabcl__target *tg, uint64_t n, tabcl__sort_plan
       p->serial_loops = tabcl__sort_serial_loops(run);
       p->tile = tile;
       p->wg = wg;
-      snprintf(p->extra, sizeof p->extra, "-DSORT_SERIAL_ONLY=1%s",
-               n <= tile ? " -DSORT_LOCAL_ONLY=1" : "");
     }
   }
   p->n = n;

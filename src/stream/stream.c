@@ -94,7 +94,7 @@ void tabcl__stream_free(tabcl_stream *st, int wait) {
     if (!wait && sl->after) w[nw++] = sl->after;
     const int pooled = sl->state != TABCL__SLOT_OUT && (wait || uploaded);
     for (int p = 0; p < st->parts; p++) {
-      if (pooled) tabcl__pool_put_after(st->ctx, sl->mem[p], nw, w);
+      if (pooled) tabcl__pool_put_after(st->ctx, sl->mem[p], nw, nw ? w : NULL);
       else tabcl__buffer_release(sl->mem[p]);
     }
     if (sl->ready) clReleaseEvent(sl->ready);

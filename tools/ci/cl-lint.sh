@@ -12,14 +12,16 @@
 #  - the device options of tabcl__device_build_options (src/runtime/program.c)
 #    with fp64 on and off, CPU and GPU, vendor macros off, each program with
 #    no extra options (every program must build so: cl-probe does) and,
-#    where a program takes a dtype (-DSDPA_DTYPE, -DSM_DTYPE, -DMMA_DTYPE as
-#    src/attention passes them), with each dtype (f64 only with fp64);
+#    where a program takes a dtype (-DSDPA_DTYPE for sdpa and sdpa_cpu,
+#    -DSM_DTYPE for sdpa_gemm, -DMMA_DTYPE as src/attention passes them),
+#    with each dtype (f64 only with fp64);
 #  - every option string found in the kernel disk caches named as arguments
 #    (the test suite's, after it ran), so each tile shape, sort tile and
 #    dtype the suite built is linted as built; vendor macros are turned off
 #    there too (the NVIDIA-only layer, cl/sdpa_mma.cl, is then empty). The
-#    program is told by the extra macros' prefix (SDPA_ sdpa, SM_ softmax,
-#    SORT_ sort, MMA_ sdpa_mma); device options alone apply to every program.
+#    program is told by the extra macros' prefix (CPU_ sdpa_cpu, SDPA_ sdpa,
+#    SM_ sdpa_gemm, SORT_ sort, MMA_ sdpa_mma); device options alone apply
+#    to every program.
 #
 # Warnings: clang's defaults plus -Wall -Wextra, without -Wunused-parameter
 # (the lookup kernels share one argument list on purpose).
@@ -53,7 +55,8 @@ for fp in 0 1; do
     for dt in 0 1 2 3; do
       [ "$dt" = 3 ] && [ "$fp" = 0 ] && continue
       printf 'sdpa\t%s -DSDPA_DTYPE=%d\n' "$dev" "$dt" >>"$sets"
-      printf 'softmax\t%s -DSM_DTYPE=%d\n' "$dev" "$dt" >>"$sets"
+      printf 'sdpa_cpu\t%s -DSDPA_DTYPE=%d\n' "$dev" "$dt" >>"$sets"
+      printf 'sdpa_gemm\t%s -DSM_DTYPE=%d\n' "$dev" "$dt" >>"$sets"
       [ "$dt" != 3 ] && printf 'sdpa_mma\t%s -DMMA_DTYPE=%d\n' "$dev" "$dt" >>"$sets"
     done
   done
@@ -67,8 +70,9 @@ for dir in "$@"; do
     [ -n "$opts" ] || continue
     opts=$(printf '%s' "$opts" | sed -E 's/-DTABCL_VENDOR_(NVIDIA|AMD|INTEL)=1/-DTABCL_VENDOR_\1=0/g')
     case " $opts" in
+      *" -DCPU_"*) p=sdpa_cpu ;;
       *" -DSDPA_"*) p=sdpa ;;
-      *" -DSM_"*) p=softmax ;;
+      *" -DSM_"*) p=sdpa_gemm ;;
       *" -DSORT_"*) p=sort ;;
       *" -DMMA_"*) p=sdpa_mma ;;
       *) p='*' ;;
