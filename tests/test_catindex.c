@@ -1253,6 +1253,16 @@ Test(catindex, device_resident_lookup) {
                TABCL_INVALID_ARGUMENT);
   cr_expect(strstr(tabcl_last_error(), "column 1") != NULL, "%s", tabcl_last_error());
   cr_expect_eq(tabcl_category_index_lookup_cl(idx, 1, dq, out, 0, NULL, NULL), TABCL_INVALID_ARGUMENT);
+  /* a wait list whose count and pointer disagree (0 with a list reached
+     OpenCL before, which refused it there: CL_INVALID_EVENT_WAIT_LIST) */
+  cl_event none_done = NULL;
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, dq, out, 0, &gate, &none_done),
+               TABCL_INVALID_ARGUMENT);
+  cr_expect(strstr(tabcl_last_error(), "nwait is 0 but wait is not NULL") != NULL, "%s",
+            tabcl_last_error());
+  cr_expect_null(none_done, "no event on a refused call");
+  cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, dq, out, 1, NULL, NULL),
+               TABCL_INVALID_ARGUMENT);
   tabcl_strings_cl negative[2] = {dq[0], dq[1]};
   negative[0].max_label = -1;
   cr_expect_eq(tabcl_category_index_lookup_cl(idx, 2, negative, out, 0, NULL, NULL),

@@ -232,9 +232,9 @@ tabcl_status tabcl_category_index_fit_cl(tabcl_context *ctx, int ncols,
   static const char fn[] = "tabcl_category_index_fit_cl";
   tabcl_status st = check_fit_call(ctx, ncols, vocabularies, order, out, fn);
   if (st) return st;
-  if (nwait && !wait)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %u events to wait for but wait is NULL", fn,
-                       nwait);
+  if ((nwait == 0) != (wait == NULL))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: nwait is %u but wait is %s", fn, nwait,
+                       wait ? "not NULL" : "NULL");
   for (int c = 0; c < ncols; c++) {
     const tabcl_strings_cl *d = &vocabularies[c];
     if ((st = tabcl__catindex_check_cl_column(ctx, d, fn, c))) return st;

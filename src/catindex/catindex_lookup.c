@@ -345,9 +345,11 @@ tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx, int ncols
   if (st) return st;
   if (!queries || !codes)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
-  if (nwait && !wait)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %u events to wait for but wait is NULL", fn,
-                       nwait);
+  /* OpenCL refuses a count of 0 with a list (CL_INVALID_EVENT_WAIT_LIST)
+     deep inside the call; refused here instead, as tabcl_sdpa_cl does */
+  if ((nwait == 0) != (wait == NULL))
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: nwait is %u but wait is %s", fn, nwait,
+                       wait ? "not NULL" : "NULL");
   for (int c = 0; c < ncols; c++) {
     const tabcl_strings_cl *v = &queries[c];
     if ((st = tabcl__catindex_check_cl_column(idx->ctx, v, fn, c))) return st;
