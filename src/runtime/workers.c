@@ -1,4 +1,5 @@
 /* The context's worker pool (workers.h). */
+#include <sched.h>
 #include <string.h>
 
 #include "runtime/internal.h"
@@ -21,6 +22,9 @@ int tabcl__workers_threads(const tabcl_context *ctx, size_t bytes) {
 
 int tabcl__workers_init(tabcl__workers *w) {
   memset(w, 0, sizeof *w);
+  atomic_init(&w->posted, 0);
+  atomic_init(&w->next, 0);
+  atomic_init(&w->left, 0);
   if (pthread_mutex_init(&w->job, NULL) != 0) return -1;
   if (pthread_mutex_init(&w->lock, NULL) != 0) goto no_lock;
   if (pthread_cond_init(&w->work, NULL) != 0) goto no_work;
@@ -47,24 +51,58 @@ void tabcl__workers_destroy(tabcl__workers *w) {
   pthread_mutex_destroy(&w->job);
 }
 
-/* Takes parts while there are any; w->lock is held on entry and on return. */
-static void take_parts(tabcl__workers *w) {
-  while (w->next < w->parts) {
-    const part_t *p = &w->part[w->next++];
-    pthread_mutex_unlock(&w->lock);
-    p->fn(p->dst, p->at, p->n, p->arg);
-    pthread_mutex_lock(&w->lock);
-    if (--w->left == 0) pthread_cond_broadcast(&w->done);
+/* Takes and runs parts of `part` until none is left; returns whether this
+   thread finished the job's last part. */
+static int take_parts(tabcl__workers *w, const part_t *part, size_t parts) {
+  int last = 0;
+  for (;;) {
+    const size_t k = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
+    if (k >= parts) return last;
+    part[k].fn(part[k].dst, part[k].at, part[k].n, part[k].arg);
+    last = atomic_fetch_sub_explicit(&w->left, 1, memory_order_acq_rel) == 1;
   }
+}
+
+/* Whether a job after `seen` is posted within TABCL__WORKERS_WATCH yields
+   (read without the lock; the caller checks again under it). */
+static int watch(const tabcl__workers *w, unsigned long seen) {
+  for (int i = 0; i < TABCL__WORKERS_WATCH; i++) {
+    if (atomic_load_explicit(&w->posted, memory_order_relaxed) != seen) return 1;
+    sched_yield();
+  }
+  return 0;
 }
 
 static void *worker_main(void *arg) {
   tabcl__workers *w = arg;
+  unsigned long seen = 0;
+  int watched = 1;   /* a new thread was started for a job already posted */
   pthread_mutex_lock(&w->lock);
   for (;;) {
-    while (!w->stop && w->next >= w->parts) pthread_cond_wait(&w->work, &w->lock);
+    while (!w->stop && (atomic_load_explicit(&w->posted, memory_order_relaxed) == seen ||
+                        !w->part)) {
+      seen = atomic_load_explicit(&w->posted, memory_order_relaxed);
+      if (!watched) {
+        watched = 1;
+        pthread_mutex_unlock(&w->lock);
+        (void)watch(w, seen);
+        pthread_mutex_lock(&w->lock);
+        continue;
+      }
+      pthread_cond_wait(&w->work, &w->lock);
+    }
     if (w->stop) break;
-    take_parts(w);
+    /* join the job: its caller does not end it while a thread is active */
+    seen = atomic_load_explicit(&w->posted, memory_order_relaxed);
+    watched = 0;
+    const part_t *part = w->part;
+    const size_t parts = w->parts;
+    w->active++;
+    pthread_mutex_unlock(&w->lock);
+    const int last = take_parts(w, part, parts);
+    pthread_mutex_lock(&w->lock);
+    w->active--;
+    if (last || w->active == 0) pthread_cond_broadcast(&w->done);
   }
   pthread_mutex_unlock(&w->lock);
   return NULL;
@@ -99,20 +137,26 @@ void tabcl__workers_run(tabcl_context *ctx, int threads, size_t least, tabcl__ra
   if (parts > PARTS_MAX) parts = PARTS_MAX;
   part_t part[PARTS_MAX];
   parts = cut(part, parts, fn, dst, at, n, arg);
-  const int helpers = (int)(parts < (size_t)threads ? parts : (size_t)threads) - 1;
+  /* helpers for the parts beyond the caller's first, at most threads - 1 */
+  const int helpers = (int)(parts - 1 < (size_t)threads - 1 ? parts - 1 : (size_t)threads - 1);
   pthread_mutex_lock(&w->lock);
   /* a thread that cannot be started leaves its parts to the others */
   while (w->threads < helpers && pthread_create(&w->tid[w->threads], NULL, worker_main, w) == 0)
     w->threads++;
+  atomic_store_explicit(&w->next, 0, memory_order_relaxed);
+  atomic_store_explicit(&w->left, parts, memory_order_relaxed);
   w->part = part;
   w->parts = parts;
-  w->next = 0;
-  w->left = parts;
-  pthread_cond_broadcast(&w->work);
-  take_parts(w);
-  while (w->left) pthread_cond_wait(&w->done, &w->lock);
+  atomic_fetch_add_explicit(&w->posted, 1, memory_order_relaxed);
+  for (int i = 0; i < helpers; i++) pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->lock);
+  (void)take_parts(w, part, parts);
+  /* every part finished, and no thread still holding the job's parts */
+  pthread_mutex_lock(&w->lock);
+  while (atomic_load_explicit(&w->left, memory_order_acquire) || w->active)
+    pthread_cond_wait(&w->done, &w->lock);
   w->part = NULL;
-  w->parts = w->next = 0;
+  w->parts = 0;
   pthread_mutex_unlock(&w->lock);
   pthread_mutex_unlock(&w->job);
 }

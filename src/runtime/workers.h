@@ -7,13 +7,18 @@
  * most a job asked for), sleeping on a condition variable between jobs,
  * joined at destroy. A job is a range of bytes cut into parts; the caller
  * takes parts too, so a job always completes, even where no thread could
- * be started. One job runs on the pool at a time: a job posted while
+ * be started; parts are taken with an atomic counter, and a job wakes no
+ * more threads than it has parts beyond the caller's first. A thread that
+ * ends a job watches for the next for a fixed number of yields
+ * (TABCL__WORKERS_WATCH) before it sleeps, so calls that follow each other
+ * find it awake; nothing is timed. One job runs on the pool at a time: a job posted while
  * another runs (another thread's call on the same context, or a job inside
  * a job) runs on its caller alone. No timing rule decides anything. */
 #ifndef TABCL_RUNTIME_WORKERS_H
 #define TABCL_RUNTIME_WORKERS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "tabcl/tabcl.h"
@@ -32,16 +37,26 @@ typedef void (*tabcl__range_fn)(void *dst, size_t at, size_t n, const void *arg)
    held back (its core busy) takes fewer instead of the others waiting for
    its share (bench/history/2026-11-to-12.md, "Tuning: upload.threads"). */
 #define TABCL__WORKERS_PARTS_PER_THREAD 4
+/* Yields a thread watches for the next job before it sleeps: a few tens of
+   microseconds on the machines measured, less than a sleeping thread takes
+   to wake (bench/RESULTS.md, "The worker pool"). */
+#define TABCL__WORKERS_WATCH 256
 
 struct tabcl__workers_part;
 typedef struct tabcl__workers {
   pthread_mutex_t job;        /* held by the job that uses the pool */
-  pthread_mutex_t lock;       /* guards the rest */
+  pthread_mutex_t lock;       /* guards the fields up to `next` */
   pthread_cond_t work, done;
   pthread_t tid[TABCL__WORKERS_MAX];
   int threads, stop;
-  const struct tabcl__workers_part *part;
-  size_t parts, next, left;   /* parts [next, parts) not taken; left not finished */
+  atomic_ulong posted;        /* jobs posted so far (written under lock): a thread joins
+                                 each once, and watches it for a while before sleeping */
+  const struct tabcl__workers_part *part; /* the job's parts; NULL once it has ended */
+  size_t parts;
+  int active;                 /* threads that joined the job and may still take a part */
+  atomic_size_t next;         /* the next part to take: taken without the lock, so the
+                                 caller's parts never wait for a thread that wakes */
+  atomic_size_t left;         /* parts not finished */
 } tabcl__workers;
 
 /* Made with the context (0, or -1 where a lock cannot be made); destroy
