@@ -21,7 +21,7 @@ if [ ! -e "$lib" ] || ! cmp -s "$reqs" "$dir/installed.txt"; then
   rm -rf "$dir/rt" "$dir/venv" "$dir/installed.txt"
   {
     /usr/bin/python3 -m venv "$dir/venv" &&
-    "$dir/venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    "$dir/venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir --no-deps \
       --require-hashes --prefix "$dir/rt" -r "$reqs"
   } >"$dir/install.log" 2>&1 || { echo "intel-ocl.sh: install failed:" >&2; tail -20 "$dir/install.log" >&2; exit 1; }
   [ -e "$lib" ] || { echo "intel-ocl.sh: $lib missing after install" >&2; exit 1; }
