@@ -4,8 +4,8 @@
 #     then again on Mesa's rusticl (its llvmpipe CPU device, from
 #     mesa-opencl-icd) and on Intel's OpenCL runtime for CPUs (from PyPI,
 #     tools/ci/intel-ocl.sh), each with a kernel cache of its own; then the
-#     category index's tests on PoCL and llvmpipe with its device plans
-#     forced (TABCL_TUNE);
+#     category index's tests on all three with its device plans forced
+#     (TABCL_TUNE);
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
 #     failing on any sanitizer report (leaks in forked test children included),
 #     and the category index's tests again with its device plans;
@@ -129,8 +129,8 @@ step "the category index's device plans on the CPU devices"
 # On a CPU device small fits, lookups and aligns run on the calling thread
 # (fit.host_labels, lookup.host_rows), and most of the suite's are small:
 # the index's programs again with both set to 0, so that the kernels and
-# their failure paths stay covered on PoCL and on llvmpipe (the tests' own
-# per-plan passes set the keys themselves).
+# their failure paths stay covered on PoCL, llvmpipe and Intel's runtime
+# (the tests' own per-plan passes set the keys themselves).
 device_plans='fit.host_labels=0;lookup.host_rows=0'
 catindex_tests='test_catindex|test_failure_sweep|test_bad_input'
 if ! TABCL_TUNE=$device_plans ctest --test-dir "$build" --output-on-failure -j"$jobs" \
@@ -147,6 +147,15 @@ if grep -q llvmpipe <<<"$llvmpipe_devs"; then
     failed_output "$logs/ctest-device-plans-llvmpipe.log" "with the device plans on llvmpipe"
   fi
   grep -E "tests passed|tests failed" "$logs/ctest-device-plans-llvmpipe.log"
+fi
+if [ -s "$intel_vendors/intel-cpu.icd" ]; then
+  if ! env "${intel_env[@]}" TABCL_TUNE="$device_plans" \
+       ctest --test-dir "$intel_dir" --output-on-failure -j"$jobs" -R "$catindex_tests" \
+       >"$logs/ctest-device-plans-intel.log" 2>&1; then
+    echo "FAIL: ctest of the device plans on Intel's OpenCL runtime"; fail=1
+    failed_output "$logs/ctest-device-plans-intel.log" "with the device plans on Intel's runtime"
+  fi
+  grep -E "tests passed|tests failed" "$logs/ctest-device-plans-intel.log"
 fi
 
 step "ctest under AddressSanitizer and UndefinedBehaviorSanitizer"
