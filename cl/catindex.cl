@@ -532,7 +532,13 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
       break;
     }
   }
-  if (lid == 0) q.out[q.out_at] = code;
+  // The row is located again for its write: Intel's OpenCL CPU compiler
+  // (2026.2) crashed building this kernel while q.out, a pointer chosen by
+  // branches, stayed live across the loop's barriers.
+  if (lid == 0) {
+    cat_row w = CAT_LOCATE(first + g);
+    w.out[w.out_at] = code;
+  }
 }
 #endif  // CAT_SERIAL_ONLY
 

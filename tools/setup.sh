@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian machine to a working tabcl:
 #   tools/setup.sh probe   installs what is missing, builds, runs cl-probe on the default device
-#   tools/setup.sh test    the same set-up, then the whole test suite (tools/ci/run-tests.sh)
+#   tools/setup.sh test    the same set-up plus Intel's OpenCL CPU runtime from PyPI
+#                          (into the build folder), then the whole test suite
+#                          (tools/ci/run-tests.sh)
 #   tools/setup.sh bench OUT  the same set-up with OpenBLAS for numpy, then the CPU
 #                          benchmark beside its host peers (bench/run-cpu.sh OUT)
 # Set TABCL_BUILD_DIR to build elsewhere than ./build.
@@ -42,6 +44,11 @@ cmake --build "$build" -j"$jobs"
 if [ "$mode" = probe ]; then
   exec "$build/tools/cl-probe"
 fi
+# Intel's OpenCL runtime for CPUs, from PyPI (pinned wheels, into the build
+# folder, registered for the runs that ask for it: tools/ci/intel-ocl.sh).
+# A failed install is reported; the test step that needs it then fails.
+tools/ci/intel-ocl.sh "$build/intel-ocl" >/dev/null ||
+  echo "setup: Intel's OpenCL runtime could not be installed (see $build/intel-ocl/install.log)" >&2
 if [ "$mode" = bench ]; then
   exec bash bench/run-cpu.sh "$2"
 fi

@@ -2,8 +2,10 @@
 # The whole test suite, as CI runs it (tools/setup.sh test calls this):
 #  1. the Criterion suite through ctest on the default device (PoCL in CI),
 #     then again on Mesa's rusticl (its llvmpipe CPU device, from
-#     mesa-opencl-icd) with a kernel cache of its own; then the category
-#     index's tests on both with its device plans forced (TABCL_TUNE);
+#     mesa-opencl-icd) and on Intel's OpenCL runtime for CPUs (from PyPI,
+#     tools/ci/intel-ocl.sh), each with a kernel cache of its own; then the
+#     category index's tests on all three with its device plans forced
+#     (TABCL_TUNE);
 #  2. the same suite built with AddressSanitizer and UndefinedBehaviorSanitizer,
 #     failing on any sanitizer report (leaks in forked test children included),
 #     and the category index's tests again with its device plans;
@@ -28,7 +30,8 @@
 #  9. cl-probe --all-variants --quick on the default device, in two shares
 #     side by side (--all-variants=0/2 and 1/2): every program
 #     variant the planners can choose built once, failing if any fails (the
-#     suite's disk cache spares what step 1 built).
+#     suite's disk cache spares what step 1 built); then the same on
+#     Intel's OpenCL runtime.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 build=${1:-build}
@@ -106,12 +109,39 @@ else
   grep -E "tests passed|tests failed" "$logs/ctest-llvmpipe.log"
 fi
 
+step "ctest on Intel's OpenCL runtime (CPU)"
+# Intel's own compiler and runtime for CPUs (intel-opencl-rt from PyPI),
+# which tools/setup.sh test installs into <build>/intel-ocl with
+# tools/ci/intel-ocl.sh. OCL_ICD_VENDORS names a folder holding its .icd
+# alone, so the loader opens no other runtime in this step; the device
+# is selected by its platform's name. A ctest copy with a kernel cache of
+# its own, as llvmpipe's above.
+intel_cache=$(cd "$build" && pwd)/test-cache-intel
+intel_dir=$build/ctest-intel
+intel_vendors=$(cd "$build" && pwd)/intel-ocl/vendors
+intel_env=(OCL_ICD_VENDORS="$intel_vendors" TABCL_DEVICE="Intel(R) OpenCL")
+intel_devs=$(env "${intel_env[@]}" clinfo -l 2>/dev/null)
+if [ ! -s "$intel_vendors/intel-cpu.icd" ] || ! grep -q "Intel(R) OpenCL" <<<"$intel_devs"; then
+  echo "FAIL: no Intel OpenCL CPU device (tools/setup.sh test installs it: tools/ci/intel-ocl.sh $build/intel-ocl)"
+  fail=1
+else
+  mkdir -p "$intel_dir" "$intel_cache"
+  sed "s#TABCL_CACHE_DIR=[^;\"]*#TABCL_CACHE_DIR=$intel_cache#g" \
+    "$build/tests/CTestTestfile.cmake" >"$intel_dir/CTestTestfile.cmake"
+  if ! env "${intel_env[@]}" ctest --test-dir "$intel_dir" --output-on-failure -j"$jobs" \
+       -E install_consumer >"$logs/ctest-intel.log" 2>&1; then
+    echo "FAIL: ctest on Intel's OpenCL runtime"; fail=1
+    failed_output "$logs/ctest-intel.log" "on Intel's OpenCL runtime"
+  fi
+  grep -E "tests passed|tests failed" "$logs/ctest-intel.log"
+fi
+
 step "the category index's device plans on the CPU devices"
 # On a CPU device small fits, lookups and aligns run on the calling thread
 # (fit.host_labels, lookup.host_rows), and most of the suite's are small:
 # the index's programs again with both set to 0, so that the kernels and
-# their failure paths stay covered on PoCL and on llvmpipe (the tests' own
-# per-plan passes set the keys themselves).
+# their failure paths stay covered on PoCL, llvmpipe and Intel's runtime
+# (the tests' own per-plan passes set the keys themselves).
 device_plans='fit.host_labels=0;lookup.host_rows=0'
 catindex_tests='test_catindex|test_failure_sweep|test_bad_input'
 if ! TABCL_TUNE=$device_plans ctest --test-dir "$build" --output-on-failure -j"$jobs" \
@@ -128,6 +158,15 @@ if grep -q llvmpipe <<<"$llvmpipe_devs"; then
     failed_output "$logs/ctest-device-plans-llvmpipe.log" "with the device plans on llvmpipe"
   fi
   grep -E "tests passed|tests failed" "$logs/ctest-device-plans-llvmpipe.log"
+fi
+if [ -s "$intel_vendors/intel-cpu.icd" ]; then
+  if ! env "${intel_env[@]}" TABCL_TUNE="$device_plans" \
+       ctest --test-dir "$intel_dir" --output-on-failure -j"$jobs" -R "$catindex_tests" \
+       >"$logs/ctest-device-plans-intel.log" 2>&1; then
+    echo "FAIL: ctest of the device plans on Intel's OpenCL runtime"; fail=1
+    failed_output "$logs/ctest-device-plans-intel.log" "with the device plans on Intel's runtime"
+  fi
+  grep -E "tests passed|tests failed" "$logs/ctest-device-plans-intel.log"
 fi
 
 step "ctest under AddressSanitizer and UndefinedBehaviorSanitizer"
@@ -274,6 +313,31 @@ for share in 0 1; do
   grep -E "cold builds|variants built" "$log"
 done
 if [ "$variants_failed" = 1 ]; then echo "FAIL: cl-probe --all-variants"; fail=1; fi
+
+step "cl-probe --all-variants on Intel's OpenCL runtime (CPU)"
+# The same on Intel's runtime (registered as for its ctest step), with that
+# step's kernel cache; its self-checks too.
+if [ -s "$intel_vendors/intel-cpu.icd" ]; then
+  variants_failed=0
+  pids=()
+  for share in 0 1; do
+    env "${intel_env[@]}" TABCL_CACHE_DIR="$intel_cache" "$build/tools/cl-probe" --quick \
+      --all-variants=$share/2 >"$logs/variants-intel-$share.log" 2>&1 &
+    pids+=($!)
+  done
+  for share in 0 1; do
+    log=$logs/variants-intel-$share.log
+    if ! wait "${pids[$share]}"; then
+      variants_failed=1
+      echo "cl-probe --all-variants=$share/2 on Intel's runtime failed:"
+      grep -E "FAILED|ERROR" "$log" | head -20
+    fi
+    grep -E "cold builds|variants built" "$log"
+  done
+  if [ "$variants_failed" = 1 ]; then echo "FAIL: cl-probe --all-variants on Intel's runtime"; fail=1; fi
+else
+  echo "FAIL: no Intel OpenCL CPU device (see the step \"ctest on Intel's OpenCL runtime\")"; fail=1
+fi
 
 echo "(step took $((SECONDS - step_start)) s; $SECONDS s in all)"
 echo
