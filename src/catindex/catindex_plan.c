@@ -145,6 +145,15 @@ const char *tabcl__route_name(tabcl__route r) {
   return r == TABCL__ROUTE_CALLER ? "calling thread" : r == TABCL__ROUTE_WORKERS ? "worker pool" : "device";
 }
 
+/* lookup.host_threads, or its rule: a thread a compute unit on a CPU
+   device (a core each); beside a GPU, a thread a core of the host. At most
+   TABCL__LOOKUP_HOST_THREADS_MAX; 0 (the device's kernels) where set so. */
+static int host_threads(const tabcl__target *t) {
+  const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
+  const int64_t n = tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
+  return n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
+}
+
 tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int64_t bytes,
                                       int64_t index_bytes) {
   tabcl__route_plan p = {TABCL__ROUTE_DEVICE, 0};
@@ -152,13 +161,9 @@ tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int6
      the device's memory is not the host's */
   if (index_bytes > tabcl__tuned(t->tune, TABCL__TUNE_LOOKUP_HOST_INDEX)) return p;
   if (tabcl__lookup_on_host(t, rows, bytes)) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
-  /* the rule: a thread a compute unit on a CPU device (a core each); beside
-     a GPU, a thread a core of the host */
-  const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
-  int64_t n = tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
-  if (n > TABCL__LOOKUP_HOST_THREADS_MAX) n = TABCL__LOOKUP_HOST_THREADS_MAX;
+  const int n = host_threads(t);
   if (n == 1) return (tabcl__route_plan){TABCL__ROUTE_CALLER, 1};
-  if (n > 1) return (tabcl__route_plan){TABCL__ROUTE_WORKERS, (int)n};
+  if (n > 1) return (tabcl__route_plan){TABCL__ROUTE_WORKERS, n};
   return p;
 }
 
@@ -167,9 +172,8 @@ int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {
      hand-over would cost as much as it saves (bench/history/code-notes.md,
      "Align passes") */
   if (rows < TABCL__ALIGN_ROWS_THREADED) return 1;
-  const int64_t units = t->dev->is_cpu ? (int64_t)t->dev->compute_units : t->host_cores;
-  const int64_t n = tabcl__tuned_rule(t->tune, TABCL__TUNE_LOOKUP_HOST_THREADS, units > 0 ? units : 1);
-  return n < 1 ? 1 : n > TABCL__LOOKUP_HOST_THREADS_MAX ? TABCL__LOOKUP_HOST_THREADS_MAX : (int)n;
+  const int n = host_threads(t);
+  return n < 1 ? 1 : n;
 }
 
 void tabcl__fit_plan_print(const tabcl__fit_plan *p, char *buf, size_t cap) {

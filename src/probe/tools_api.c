@@ -183,15 +183,23 @@ tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, ch
   return TABCL_OK;
 }
 
+/* "route: calling thread (1 thread); " and its like, for a host route:
+   the length written (text stays terminated). */
+static int route_text(const tabcl__route_plan *r, char *text, size_t cap) {
+  const int n = snprintf(text, cap, "route: %s (%d thread%s); ", tabcl__route_name(r->route),
+                         r->threads, r->threads == 1 ? "" : "s");
+  return n < 0 ? 0 : (size_t)n >= cap ? (int)cap - 1 : n;
+}
+
 tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap) {
   const tabcl__target tg = tabcl__context_target(ctx);
   /* against an index within lookup.host_index (a larger one takes the kernels) */
   const tabcl__route_plan r = tabcl__lookup_route(&tg, rows, bytes, 0);
   if (r.route != TABCL__ROUTE_DEVICE) {
-    snprintf(text, cap, "route: %s (%d thread%s); %lld rows, %lld bytes: the host XXH3, a "
-             "search of the index's tables, mapped for reading once", tabcl__route_name(r.route),
-             r.threads, r.threads == 1 ? "" : "s", (long long)rows, (long long)bytes);
+    const int at = route_text(&r, text, cap);
+    snprintf(text + at, cap - (size_t)at, "%lld rows, %lld bytes: the host XXH3, a search of "
+             "the index's tables, mapped for reading once", (long long)rows, (long long)bytes);
     return TABCL_OK;
   }
   tabcl__lookup_plan p;
@@ -222,9 +230,9 @@ tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_
      an index within lookup.host_index) */
   const tabcl__route_plan r = tabcl__lookup_route(&tg, categories, categories * 8, 0);
   if (r.route != TABCL__ROUTE_DEVICE) {
-    snprintf(text, cap, "route: %s (%d thread%s); %lld rows over %lld categories: the host "
-             "lookup of the categories, then each row's code through their table",
-             tabcl__route_name(r.route), r.threads, r.threads == 1 ? "" : "s", (long long)rows,
+    const int at = route_text(&r, text, cap);
+    snprintf(text + at, cap - (size_t)at, "%lld rows over %lld categories: the host lookup of "
+             "the categories, then each row's code through their table", (long long)rows,
              (long long)categories);
     return TABCL_OK;
   }
