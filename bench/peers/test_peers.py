@@ -159,6 +159,27 @@ class PeersOnDumps(unittest.TestCase):
         flops = 4.0 * 1 * 2 * 16 * 16 * 8 * 0.5
         self.assertAlmostEqual(tf["value"], flops / (ms["value"] * 1e-3) * 1e-12, delta=1e-12)
 
+    def test_attention_peer_context_cases(self):
+        """A ctx_ case runs with its mask and passes its float64 check; a
+        tabcl-bench row listing other kept keys (another mask) fails it."""
+        name = "ctx_b3_q5_kv40_h2_d8_f32"
+        rc, recs, out = self.peer("attention_torch.py", "--cases", name)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual([r["value"] for r in recs if r["metric"] == "torch_matches_f64"], [1], out)
+        tf = [r for r in recs if r["metric"] == "torch_tflops"][0]
+        ms = [r for r in recs if r["metric"] == "torch_ms"][0]
+        self.assertAlmostEqual(tf["value"], 4.0 * 3 * 2 * 5 * 40 * 8 / (ms["value"] * 1e-3) * 1e-12,
+                               delta=1e-12)
+        from attention_torch import ctx_kept
+        rows = os.path.join(self.dir, "tabcl-ctx.jsonl")
+        for kept, want_rc in ((ctx_kept(3, 40), 0), ([40, 40, 40], 1)):
+            with open(rows, "w") as f:
+                f.write(json.dumps({"bench": "attention", "case": name, "metric": "flops", "value": 1,
+                                    "unit": "FLOP", "mask": "key_padding", "kv_kept": kept}) + "\n")
+            rc, recs, out = self.peer("attention_torch.py", "--cases-from", rows)
+            self.assertEqual(rc != 0, bool(want_rc), out)
+            self.assertEqual(len([r for r in recs if r["metric"] == "torch_ms"]), 1 - want_rc, out)
+
 
 class Report(unittest.TestCase):
     def test_fma_target_reads_probe_and_sgemm(self):
@@ -296,6 +317,55 @@ class Report(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+@unittest.skipIf(torch is None, "torch not importable")
+class TorchContextAttention(unittest.TestCase):
+    """The context cases' mask and SDPA call (attention_torch.py) against
+    float64, on the CPU."""
+
+    def test_names_and_kept_keys(self):
+        from attention_torch import ctx_kept, parse_case
+        self.assertEqual(parse_case("ctx_b1_q512_kv40000_h8_d64_f16"),
+                         {"b": 1, "lq": 512, "lk": 40000, "h": 8, "d": 64, "causal": False,
+                          "dtype": "f16", "padded": True})
+        self.assertEqual(ctx_kept(1, 10000), [9000])
+        # what tabcl-bench's ctx_kept (tools/bench/attention.c) gives
+        self.assertEqual(ctx_kept(4, 1000), [919, 906, 894, 881])
+        kept = ctx_kept(32, 40000)
+        self.assertEqual(kept[:3] + kept[-1:], [36969, 36906, 36844, 35031])
+        self.assertEqual(len(set(kept)), 32)
+        self.assertTrue(all(0.075 * 40000 <= 40000 - k <= 0.125 * 40000 for k in kept))
+
+    def test_masked_sdpa_matches_float64(self):
+        import attention_torch as A
+        F = torch.nn.functional
+        b, lq, lk, h, d = 3, 6, 50, 2, 16
+        gen = torch.Generator().manual_seed(5)
+        q, k, v = (torch.randn(b, n, h, d, generator=gen).transpose(1, 2) for n in (lq, lk, lk))
+        mask = A.key_padding_mask(torch, b, lk, torch.device("cpu"))
+        self.assertEqual(tuple(mask.shape), (b, 1, 1, lk))
+        got = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        kept = A.ctx_kept(b, lk)
+        qn, kn, vn = (x.double().numpy() for x in (q, k, v))
+        for bi in range(b):
+            n = kept[bi]
+            s = np.einsum("hqd,hkd->hqk", qn[bi], kn[bi, :, :n]) / np.sqrt(d)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            want = np.einsum("hqk,hkd->hqd", w / w.sum(-1, keepdims=True), vn[bi, :, :n])
+            self.assertLess(np.max(np.abs(got[bi].double().numpy() - want)), 1e-5)
+        # the padded keys are ignored, and without the mask the answer differs
+        k2, v2 = k.clone(), v.clone()
+        for bi in range(b):
+            k2[bi, :, kept[bi]:] = 9.0
+            v2[bi, :, kept[bi]:] = -9.0
+        self.assertTrue(torch.allclose(got, F.scaled_dot_product_attention(q, k2, v2, attn_mask=mask),
+                                       atol=1e-6))
+        self.assertFalse(torch.allclose(got, F.scaled_dot_product_attention(q, k, v), atol=1e-3))
+        err = A.check_rows(torch, q, k, v, mask, False, lambda bi, hi, qi: got[bi, hi, qi])
+        self.assertLess(err, 1e-6)
+        bad = A.check_rows(torch, q, k, v, None, False, lambda bi, hi, qi: got[bi, hi, qi])
+        self.assertGreater(bad, A.CHECK_TOLERANCE["bf16"])
+
+
 class NumpyPeers(unittest.TestCase):
     """The CPU peers (numpy only): their results against float64 and their
     checks catching a wrong answer."""
@@ -320,6 +390,23 @@ class NumpyPeers(unittest.TestCase):
             bad = whole.copy()
             bad[...] += 0.01
             self.assertFalse(A.check(q, k, v, causal, bad)[0])
+
+    def test_attention_key_padding_matches_float64(self):
+        import attention_numpy as A
+        rng = np.random.default_rng(4)
+        q = rng.standard_normal((4, 2, 5, 8), dtype=np.float32)
+        k = rng.standard_normal((4, 2, 30, 8), dtype=np.float32)
+        v = rng.standard_normal((4, 2, 30, 8), dtype=np.float32)
+        kept = [30, 27, 3, 1]
+        got = A.attention(q, k, v, False, chunk=3, kept=kept)
+        for bi, n in enumerate(kept):
+            s = np.einsum("hqd,hkd->hqk", q[bi].astype(np.float64), k[bi, :, :n].astype(np.float64))
+            s /= np.sqrt(8)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            want = np.einsum("hqk,hkd->hqd", w / w.sum(-1, keepdims=True), v[bi, :, :n].astype(np.float64))
+            self.assertLess(np.max(np.abs(got[bi] - want)), 1e-5)
+        self.assertTrue(A.check(q, k, v, False, got, kept=kept)[0])
+        self.assertFalse(A.check(q, k, v, False, got)[0])   # the mask ignored: caught
 
     def test_sgemm_figure_is_checked(self):
         import attention_numpy as A
