@@ -26,7 +26,11 @@ long_b4_h32_l1024_d64_causal_f16, ctx_b1_q512_kv10000_h8_d64_bf16, ...
 (tokens b, l (or lq and lk, or q and kv), h, d, "causal", and the dtype, in
 any order after the first; a first token "ctx" adds the key-padding mask).
 
+--only A,B keeps the cases whose name contains one of the parts (run-gpu.sh:
+--only ctx_ after tabcl-bench's context cases, --only tab_,long_ before).
+
   attention_torch.py [--jsonl PATH] [--quick] [--reps N] [--cases-from JSONL] [--cases A,B]
+                     [--only A,B]
 """
 import argparse
 import json
@@ -178,6 +182,7 @@ def main():
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--cases-from", help="run the attention cases named in this JSONL (tabcl-bench's)")
     ap.add_argument("--cases", help="comma-separated case names")
+    ap.add_argument("--only", help="keep the cases whose name contains one of these comma-separated parts")
     ap.add_argument("--budget-s", type=float, default=0, help="start no case after this many seconds")
     a = ap.parse_args()
     import torch
@@ -196,6 +201,9 @@ def main():
         names = cases_from_jsonl(a.cases_from) if a.cases_from else []
         if not names:
             names = [c % t for c in (QUICK if a.quick else FULL) for t in DTYPES]
+    if a.only:
+        parts = [x for x in a.only.split(",") if x]
+        names = [n for n in names if any(x in n for x in parts)]
     kept_in_jsonl = jsonl_kept(a.cases_from) if a.cases_from else {}
     dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     print("# %s attention on %s, torch %s" % ("SDPA" if have_sdpa else "math", devname, torch.__version__))

@@ -316,6 +316,39 @@ class Report(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_context_cases_table_and_targets(self):
+        import report
+        f16, f32 = "ctx_b1_q512_kv10000_h8_d64_f16", "ctx_b1_q512_kv10000_h8_d64_f32"
+        tab = report.index([
+            {"bench": "attention", "case": f16, "metric": "ms", "value": 8, "unit": "ms"},
+            {"bench": "attention", "case": f16, "metric": "tflops", "value": 1.3, "unit": "TFLOP/s"},
+            {"bench": "attention", "case": f16, "metric": "peak_fraction", "value": 0.2, "unit": "ratio"},
+            {"bench": "attention", "case": f16, "metric": "mma_ms", "value": 2, "unit": "ms"},
+            {"bench": "attention", "case": f16, "metric": "mma_tflops", "value": 5.2, "unit": "TFLOP/s"},
+            {"bench": "attention", "case": f32, "metric": "ms", "value": 4, "unit": "ms"},
+            {"bench": "attention", "case": f32, "metric": "peak_fraction", "value": 0.6, "unit": "ratio"},
+        ])
+        peer = report.index([
+            {"bench": "attention", "case": f16, "metric": "torch_ms", "value": 4, "unit": "ms", "vs": "ms",
+             "peer": "torch"},
+            {"bench": "attention", "case": f16, "metric": "torch_tflops", "value": 2.6, "unit": "TFLOP/s",
+             "vs": "tflops", "peer": "torch"},
+        ])
+        lines = report.ctx_table(tab, peer)
+        self.assertIn("FLOPs = 4 * B * H * Lq * Lk * D", "\n".join(lines))
+        # the library's pick (tensor cores) beside torch: twice its throughput
+        self.assertIn("| %s | tensor cores | 2 | 5.2 | 1.3 (20.0%%) | torch | 4 | 2.6 | 2 |" % f16, lines)
+        self.assertIn("| %s | portable | 4 |  |  (60.0%%) | (none) |  |  |  |" % f32, lines)
+        got = {t: (e, v) for t, e, v in report.ctx_targets(tab, peer)}
+        e, v = got["attention, context cases f16 and bf16: >= 100% of PyTorch's throughput"]
+        self.assertEqual(v, "met")
+        self.assertIn("%s: 200.0%% (mma_ms)" % f16, e)
+        e, v = got["attention, context cases f32: the portable kernel >= 50% of the fp32 FMA peak"]
+        self.assertEqual((e, v), ("%s: 60.0%%" % f32, "met"))
+        slow = report.index([{"bench": "attention", "case": f16, "metric": "torch_ms", "value": 1,
+                              "unit": "ms", "vs": "ms", "peer": "torch"}])
+        self.assertEqual(report.ctx_targets(tab, slow)[0][2], "**not met**")
+
 
 @unittest.skipIf(torch is None, "torch not importable")
 class TorchContextAttention(unittest.TestCase):
