@@ -444,8 +444,9 @@ def ctx_table(tab, peer):
     if not cases:
         return []
     out = ["## Context attention (issue 51)", "",
-           "Each batch entry's 512 queries over its 10,000 or 40,000 cached context rows, 8 heads, "
-           "a boolean key-padding mask hiding the last 7.5% to 12.5% of each entry's keys. "
+           "Each batch entry's queries over its cached context rows (ctx_b<B>_q<Lq>_kv<Lk>_h<H>_d<D>: "
+           "512 queries over 10,000 or 40,000 keys in the full run), with a boolean key-padding "
+           "mask hiding the last 7.5% to 12.5% of each entry's keys. "
            "FLOPs = 4 * B * H * Lq * Lk * D a call, masked keys included, for tabcl and its peers "
            "alike. tabcl: the path the library picks (tensor cores on an NVIDIA GPU, the CPU kernel "
            "on a CPU, else the portable kernel), and the portable kernel beside it. Throughput "
