@@ -91,9 +91,18 @@ static double load_elem(const unsigned char *p, size_t i, tabcl_dtype dt) {
     memcpy(&f, &u, 4);
     return f;
   }
-  int e = (h >> 10) & 31, mant = h & 1023;
-  double v = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY) : ldexp(mant + 1024, e - 25);
-  return (h & 0x8000) ? -v : v;
+  /* f16 through a table: the check decodes tens of millions of them */
+  static float f16[65536];
+  static int have;
+  if (!have) {
+    for (uint32_t x = 0; x < 65536; x++) {
+      int e = (x >> 10) & 31, mant = x & 1023;
+      double v = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY) : ldexp(mant + 1024, e - 25);
+      f16[x] = (float)((x & 0x8000) ? -v : v);
+    }
+    have = 1;
+  }
+  return f16[h];
 }
 
 /* The rows a case checks (up to 3 in each of two batch entries) and their
