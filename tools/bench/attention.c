@@ -395,7 +395,8 @@ int bench_attention(tabcl_context *ctx, const bench_args *a) {
   if ((type & CL_DEVICE_TYPE_CPU) && !a->quick) {
     /* On a CPU, the shapes a host peer (numpy with a BLAS) can be timed on
        in the same run (bench/peers/attention_numpy.py): the tabular shape
-       at 2,000 batch entries, and 16 heads of 1,024 tokens, f32. */
+       at 2,000 batch entries, 16 heads of 1,024 tokens, and two context
+       cases, f32. */
     n = cpu_cases(cases);
     goto run;
   }
@@ -447,7 +448,7 @@ run:;
      cases whose name contains one of the comma-separated parts ("ctx": the
      context cases); TABCL_BENCH_FUSED_ONLY=1 skips the CLBlast path. */
   const char *only = a->cases ? a->cases : getenv("TABCL_BENCH_CASES");
-  int failed = 0;
+  int failed = 0, taken = 0;
   for (int i = 0; i < n; i++) {
     int take = !only || !*only;
     for (const char *p = only; p && *p && !take;) {
@@ -461,7 +462,11 @@ run:;
       }
       p = e ? e + 1 : NULL;
     }
-    if (take) failed |= run_case(ctx, a, &cases[i], peak);
+    if (take) failed |= run_case(ctx, a, &cases[i], peak), taken++;
+  }
+  if (!taken) {
+    fprintf(stderr, "attention: no case of this device's list matches \"%s\"\n", only);
+    failed = 1;
   }
   static const int dims[] = {32, 64, 128};
   printf("\n");
