@@ -757,3 +757,21 @@ Test(plan, calls_on_the_host_by_device_kind) {
     cr_expect_eq(tabcl__align_row_threads(&tn, 1000000), 1, "%s", devs[i].what);
   }
 }
+
+/* The implementation behind a device, from its platform and vendor alone:
+   CPU runtimes name their device after the CPU, so the name says nothing. */
+Test(plan, implementation_from_platform_and_vendor) {
+  const cl_device_type cpu = CL_DEVICE_TYPE_CPU, gpu = CL_DEVICE_TYPE_GPU;
+  cr_expect_eq(tabcl__device_impl("Intel(R) OpenCL", "Intel(R) Corporation", cpu),
+               TABCL__IMPL_INTEL_CPU);
+  cr_expect_eq(tabcl__device_impl("Portable Computing Language", "AuthenticAMD", cpu),
+               TABCL__IMPL_POCL);
+  cr_expect_eq(tabcl__device_impl("rusticl", "Mesa/X.org", cpu), TABCL__IMPL_RUSTICL);
+  /* Intel's GPU runtime, and Intel CPUs under other runtimes, are not it */
+  cr_expect_eq(tabcl__device_impl("Intel(R) OpenCL Graphics", "Intel(R) Corporation", gpu),
+               TABCL__IMPL_OTHER);
+  cr_expect_eq(tabcl__device_impl("Portable Computing Language", "GenuineIntel", cpu),
+               TABCL__IMPL_POCL);
+  cr_expect_eq(tabcl__device_impl("NVIDIA CUDA", "NVIDIA Corporation", gpu), TABCL__IMPL_OTHER);
+  cr_expect_eq(tabcl__device_impl("", "", cpu), TABCL__IMPL_OTHER);
+}

@@ -43,6 +43,18 @@ static int contains_nocase(const char *hay, const char *needle) {
   return 0;
 }
 
+int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_type type) {
+  if (contains_nocase(platform_name, "portable computing language") ||
+      contains_nocase(vendor, "pocl"))
+    return TABCL__IMPL_POCL;
+  if (contains_nocase(platform_name, "rusticl")) return TABCL__IMPL_RUSTICL;
+  /* Intel's GPU runtimes share the vendor string: only its CPU device */
+  if ((type & CL_DEVICE_TYPE_CPU) && contains_nocase(platform_name, "intel") &&
+      contains_nocase(vendor, "intel"))
+    return TABCL__IMPL_INTEL_CPU;
+  return TABCL__IMPL_OTHER;
+}
+
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info) {
   tabcl_status s;
   memset(info, 0, sizeof *info);
@@ -98,6 +110,7 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device
   info->is_nvidia = info->is_gpu && contains_nocase(info->vendor, "nvidia");
   info->is_amd = info->is_gpu && contains_nocase(info->vendor, "advanced micro");
   info->is_intel = info->is_gpu && contains_nocase(info->vendor, "intel");
+  info->impl = tabcl__device_impl(info->platform_name, info->vendor, info->type);
   /* The architecture the tuning table keys by: NVIDIA's compute
      capability (an optional query: absent, the key is ""), AMD's device
      name, which is the gfx target ("gfx1100"). */

@@ -25,7 +25,9 @@ static const key_info keys[TABCL__TUNE_COUNT] = {
 
 /* One default. A row matches a device when each of its non-NULL fields
    does: `type` "gpu" or "cpu" against the device type, `vendor` "nvidia",
-   "amd" or "intel" against the GPU's vendor, `arch` and `device` as
+   "amd" or "intel" against the GPU's vendor, or for a CPU device against
+   the implementation running it ("intel": Intel's CPU runtime; "pocl";
+   "rusticl"; tabcl__device_impl), `arch` and `device` as
    case-insensitive substrings of the device's architecture and name. The
    closest match wins: device over architecture over vendor over type over
    the generic row (all NULL). value "auto" leaves the key to the
@@ -141,9 +143,13 @@ static int match_rank(const tune_row *r, const tabcl__device_desc *dev) {
     rank |= 1;
   }
   if (r->vendor) {
+    const int impl = dev->is_cpu ? dev->impl : TABCL__IMPL_OTHER;
     int ok = strcmp(r->vendor, "nvidia") == 0 ? dev->is_nvidia
              : strcmp(r->vendor, "amd") == 0  ? dev->is_amd
-                                              : dev->is_intel;
+             : strcmp(r->vendor, "pocl") == 0 ? impl == TABCL__IMPL_POCL
+             : strcmp(r->vendor, "rusticl") == 0
+                 ? impl == TABCL__IMPL_RUSTICL
+                 : dev->is_intel || impl == TABCL__IMPL_INTEL_CPU;
     if (!ok) return -1;
     rank |= 2;
   }
