@@ -62,6 +62,15 @@ typedef enum tabcl__impl {
 } tabcl__impl;
 int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_type type);
 
+/* The default device's order, where no selector and no TABCL_DEVICE name
+   one: the lowest rank wins, the loader's order breaks ties. GPUs first;
+   then the CPU implementations by their speed on the library's calls on
+   one machine (bench/RESULTS.md, "Intel's CPU runtime beside PoCL and
+   llvmpipe"): PoCL, Intel's CPU runtime, any other, rusticl's llvmpipe;
+   then any other device. The loader's own order is the order of files in
+   its vendors folder, which says nothing about speed. */
+int tabcl__default_rank(cl_device_type type, int impl);
+
 /* Fills info for one device; every query is checked. */
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info);
 
