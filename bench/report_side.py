@@ -85,13 +85,15 @@ def side_text(a):
         rows = []
         for c in cases:
             for i, (metric, sign) in enumerate(figs):
-                recs = OrderedDict()
-                shown = metric
+                recs, used = OrderedDict(), OrderedDict()
                 for n in names:
                     r, m = value(devs[n].get((fam, c), OrderedDict()), metric)
                     recs[n] = r
                     if r is not None:
-                        shown = m
+                        used[n] = m
+                # the figure most implementations gave; a cell of another one says its own
+                ms = list(used.values())
+                shown = max(ms, key=ms.count) if ms else metric
                 nums = OrderedDict((n, as_number(r)) for n, r in recs.items() if as_number(r))
                 if not nums:
                     continue
@@ -114,7 +116,8 @@ def side_text(a):
                     x = nums[best] / (min(pv) if sign < 0 else max(pv))
                     pr = R.fmt(x)
                 rows.append("| %s | %s | %s | %s | %s | %s |" % (
-                    c, shown, " | ".join(R.fig(recs[n]) for n in names),
+                    c, shown, " | ".join(R.fig(recs[n]) + (" (%s)" % used[n] if used.get(n, shown) != shown else "")
+                                         for n in names),
                     best if len(nums) >= 2 else "", pf, pr))
         if not rows:
             continue
@@ -131,7 +134,7 @@ def side_text(a):
                 ", ".join("%s %d of %d%s" % (n, w[n], compared[i],
                                              (", %sx the fastest" % R.fmt(geomean(g[n]))) if g[n] else "")
                           for n in names)))
-    out += ["## Fastest implementation per family", "",
+    out += ["#" * (3 if a.section else 2) + " Fastest implementation per family", "",
             "Counted over the cases that ran on two or more implementations; \"x the fastest\" is "
             "the geometric mean, over the cases all of them ran, of each one's time over the fastest "
             "one's (for rates, the fastest one's rate over its own; 1: always the fastest).", "",
