@@ -64,10 +64,10 @@ int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_
 
 /* The default device's order, where no selector and no TABCL_DEVICE name
    one: the lowest rank wins, the loader's order breaks ties. GPUs first;
-   then the CPU implementations by their speed on the library's calls on
-   one machine (bench/RESULTS.md, "Intel's CPU runtime beside PoCL and
-   llvmpipe"): PoCL, Intel's CPU runtime, any other, rusticl's llvmpipe;
-   then any other device. The loader's own order is the order of files in
+   then the CPU implementations: PoCL, Intel's CPU runtime, any other,
+   rusticl's llvmpipe, which is by far the slowest (bench/RESULTS.md,
+   "Intel's CPU runtime beside PoCL and llvmpipe"; PoCL and Intel's split
+   the families between them); then any other device. The loader's own order is the order of files in
    its vendors folder, which says nothing about speed. */
 int tabcl__default_rank(cl_device_type type, int impl);
 
