@@ -100,8 +100,8 @@ RAN=()      # the devices that ran, in order; the first one's inputs feed the pe
 SIDE=()     # report.py --side arguments
 for dev in ${DEVICES//,/ }; do
   D=$OUT/$dev
-  mkdir -p "$D" && rm -f "$D"/probe.json "$D"/tabcl-bench.md "$D"/tabcl.jsonl "$D"/report.md
   if ! device_env "$dev"; then log "device $dev: not installed, skipped"; continue; fi
+  mkdir -p "$D" && rm -f "$D"/probe.json "$D"/tabcl-bench.md "$D"/tabcl.jsonl "$D"/report.md
   if ! env "${DEV_ENV[@]}" "$BUILD/tools/cl-probe" --json --device "$DEV_SEL" >"$D/probe.json" 2>>"$LOG"; then
     log "device $dev: cl-probe --device '$DEV_SEL' failed (not installed?), skipped"
     continue
