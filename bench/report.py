@@ -5,6 +5,11 @@ tabcl/peer, the issue's targets, and the device and driver it ran on.
 
   report.py --tabcl tabcl.jsonl --peers peers.jsonl [--probe probe.json]
             [--bench-md tabcl-bench.md] [--command CMD] [--note TEXT]... [--out report.md]
+  report.py --side NAME=DIR [--side NAME=DIR]... --peers peers.jsonl [...]
+
+With --side (bench/run-cpu.sh), one tabcl-bench run per OpenCL
+implementation (DIR/tabcl.jsonl, DIR/tabcl-bench.md) side by side with the
+peers, and which is fastest for each family (report_side.py).
 
 A peer figure names the tabcl figure it is compared with in its "vs" field;
 when tabcl-bench has no figure by that name for the case, the tabcl figure
@@ -649,7 +654,9 @@ def verdict(ok, known):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tabcl", required=True)
+    ap.add_argument("--tabcl")
+    ap.add_argument("--side", action="append", metavar="NAME=DIR",
+                    help="one implementation's run: DIR holds its tabcl.jsonl and tabcl-bench.md")
     ap.add_argument("--peers", required=True)
     ap.add_argument("--probe")
     ap.add_argument("--bench-md")
@@ -663,7 +670,13 @@ def main():
                     help="write only a section of bench/RESULTS.md: '## TITLE', the header, "
                          "the summary and the targets, without the per-case tables")
     a = ap.parse_args()
-    text = report_text(a)
+    if not a.tabcl and not a.side:
+        ap.error("--tabcl or --side is needed")
+    if a.side:
+        import report_side
+        text = report_side.side_text(a)
+    else:
+        text = report_text(a)
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)

@@ -757,3 +757,74 @@ Test(plan, calls_on_the_host_by_device_kind) {
     cr_expect_eq(tabcl__align_row_threads(&tn, 1000000), 1, "%s", devs[i].what);
   }
 }
+
+/* The implementation behind a device, from its platform and vendor alone:
+   CPU runtimes name their device after the CPU, so the name says nothing. */
+Test(plan, implementation_from_platform_and_vendor) {
+  const cl_device_type cpu = CL_DEVICE_TYPE_CPU, gpu = CL_DEVICE_TYPE_GPU;
+  cr_expect_eq(tabcl__device_impl("Intel(R) OpenCL", "Intel(R) Corporation", cpu),
+               TABCL__IMPL_INTEL_CPU);
+  cr_expect_eq(tabcl__device_impl("Portable Computing Language", "AuthenticAMD", cpu),
+               TABCL__IMPL_POCL);
+  cr_expect_eq(tabcl__device_impl("rusticl", "Mesa/X.org", cpu), TABCL__IMPL_RUSTICL);
+  /* Intel's GPU runtime, and Intel CPUs under other runtimes, are not it */
+  cr_expect_eq(tabcl__device_impl("Intel(R) OpenCL Graphics", "Intel(R) Corporation", gpu),
+               TABCL__IMPL_OTHER);
+  cr_expect_eq(tabcl__device_impl("Portable Computing Language", "GenuineIntel", cpu),
+               TABCL__IMPL_POCL);
+  cr_expect_eq(tabcl__device_impl("NVIDIA CUDA", "NVIDIA Corporation", gpu), TABCL__IMPL_OTHER);
+  cr_expect_eq(tabcl__device_impl("", "", cpu), TABCL__IMPL_OTHER);
+}
+
+static tabcl__device_desc cpu_runtime(const char *platform, const char *vendor) {
+  tabcl__device_desc d = make_dev("AMD EPYC", 0, vendor, 8192, 256 * KiB, 8 * GiB, 1, 2);
+  snprintf(d.platform_name, sizeof d.platform_name, "%s", platform);
+  d.impl = tabcl__device_impl(platform, vendor, d.type);
+  return d;
+}
+
+/* Vendor rows reach Intel's CPU runtime through the implementation, not
+   the device's name (which is the CPU's on PoCL too), and no other CPU
+   runtime; Intel's GPUs keep their own rows. */
+Test(plan, vendor_rows_match_the_cpu_runtime) {
+  const tabcl__device_desc intel = cpu_runtime("Intel(R) OpenCL", "Intel(R) Corporation"),
+                           pocl = cpu_runtime("Portable Computing Language", "GenuineIntel"),
+                           llvm = cpu_runtime("rusticl", "Mesa/X.org");
+  const tabcl__device_desc igpu = make_dev("mid gpu", 1, "Intel(R) Corporation", 1024, 64 * KiB,
+                                           1 * GiB, 0, 32);
+  cr_expect_gt(tabcl__tune_row_rank("cpu", "intel", NULL, NULL, &intel),
+               tabcl__tune_row_rank("cpu", NULL, NULL, NULL, &intel));
+  cr_expect_eq(tabcl__tune_row_rank("cpu", "intel", NULL, NULL, &pocl), -1);
+  cr_expect_eq(tabcl__tune_row_rank(NULL, "intel", NULL, NULL, &llvm), -1);
+  cr_expect_eq(tabcl__tune_row_rank("gpu", "intel", NULL, NULL, &intel), -1);
+  cr_expect_gt(tabcl__tune_row_rank("gpu", "intel", NULL, NULL, &igpu), 0);
+  cr_expect_eq(tabcl__tune_row_rank("cpu", "intel", NULL, NULL, &igpu), -1);
+  cr_expect_gt(tabcl__tune_row_rank("cpu", "pocl", NULL, NULL, &pocl), 0);
+  cr_expect_eq(tabcl__tune_row_rank("cpu", "pocl", NULL, NULL, &intel), -1);
+  cr_expect_gt(tabcl__tune_row_rank("cpu", "rusticl", NULL, NULL, &llvm), 0);
+  /* What cl-probe --plan prints on Intel's runtime: the CPU rows, as on
+     PoCL (bench/RESULTS.md, "Intel's CPU runtime beside PoCL and
+     llvmpipe": no knob measured wanted another value there). */
+  tabcl__tuning ti = tuning_for(&intel, NULL), tp = tuning_for(&pocl, NULL);
+  cr_expect_eq(memcmp(ti.value, tp.value, sizeof ti.value), 0);
+  char text[256];
+  tabcl__tune_describe(&ti, TABCL__TUNE_SORT_SERIAL, text, sizeof text);
+  cr_expect(strncmp(text, "4 (table; ", 10) == 0 && strstr(text, "sort.serial"), "%s", text);
+}
+
+/* The default device: GPUs, then PoCL, Intel's CPU runtime, another CPU
+   runtime, rusticl's llvmpipe, then anything else. */
+Test(plan, default_device_order) {
+  const cl_device_type gpu = CL_DEVICE_TYPE_GPU, cpu = CL_DEVICE_TYPE_CPU;
+  const int order[] = {
+      tabcl__default_rank(gpu, TABCL__IMPL_OTHER),
+      tabcl__default_rank(gpu, TABCL__IMPL_RUSTICL),
+      tabcl__default_rank(cpu, tabcl__device_impl("Portable Computing Language", "The pocl project", cpu)),
+      tabcl__default_rank(cpu, tabcl__device_impl("Intel(R) OpenCL", "Intel(R) Corporation", cpu)),
+      tabcl__default_rank(cpu, TABCL__IMPL_OTHER),
+      tabcl__default_rank(cpu, tabcl__device_impl("rusticl", "Mesa/X.org", cpu)),
+      tabcl__default_rank(CL_DEVICE_TYPE_ACCELERATOR, TABCL__IMPL_OTHER)};
+  cr_expect_eq(order[0], order[1], "every GPU alike");
+  for (size_t i = 2; i < sizeof order / sizeof order[0]; i++)
+    cr_expect_lt(order[i - 1], order[i], "place %zu", i);
+}

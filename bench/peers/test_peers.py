@@ -233,6 +233,40 @@ class Report(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_side_by_side(self):
+        """--side: each implementation's figure side by side, the fastest
+        per figure (lower times, higher rates), the peer beside it, and a
+        cell of another metric (attention's fused kernel) marked as such."""
+        import argparse
+        import report_side
+        d = tempfile.mkdtemp(prefix="tabcl-report-side-")
+
+        def rec(bench, case, metric, value, unit):
+            return json.dumps({"bench": bench, "case": case, "metric": metric, "value": value,
+                               "unit": unit}) + "\n"
+        try:
+            runs = {"a": [rec("sort", "2^16", "sort_ms", 10, "ms"), rec("copy", "device", "copy_bandwidth", 8, "GB/s"),
+                          rec("attention", "t", "cpu_ms", 4, "ms"), rec("attention", "t", "ms", 9, "ms")],
+                    "b": [rec("sort", "2^16", "sort_ms", 5, "ms"), rec("copy", "device", "copy_bandwidth", 16, "GB/s"),
+                          rec("attention", "t", "ms", 6, "ms")]}
+            for name, lines in runs.items():
+                os.makedirs(os.path.join(d, name))
+                with open(os.path.join(d, name, "tabcl.jsonl"), "w") as f:
+                    f.writelines(lines)
+            ppath = os.path.join(d, "peers.jsonl")
+            with open(ppath, "w") as f:
+                f.write(json.dumps({"bench": "sort", "case": "2^16", "metric": "numpy_sort_ms", "value": 20,
+                                    "unit": "ms", "peer": "numpy", "vs": "sort_ms"}) + "\n")
+            a = argparse.Namespace(side=["a=" + os.path.join(d, "a"), "b=" + os.path.join(d, "b")], peers=ppath,
+                                   command=None, note=None, section=None)
+            lines = report_side.side_text(a).splitlines()
+            self.assertIn("| sort | sort_ms | b | a 0 of 1, 2x the fastest, b 1 of 1, 1x the fastest |", lines)
+            self.assertIn("| copy | copy_bandwidth | b | a 0 of 1, 2x the fastest, b 1 of 1, 1x the fastest |", lines)
+            self.assertIn("| 2^16 | sort_ms | 10.0 ms | 5 ms | b | numpy_sort_ms 20.0 ms | 0.25 |", lines)
+            self.assertIn("| t | cpu_ms | 4 ms | 6 ms (ms) | a |  |  |", lines)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_pairing(self):
         import report
         tab = report.index([

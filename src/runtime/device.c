@@ -43,6 +43,27 @@ static int contains_nocase(const char *hay, const char *needle) {
   return 0;
 }
 
+int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_type type) {
+  if (contains_nocase(platform_name, "portable computing language") ||
+      contains_nocase(vendor, "pocl"))
+    return TABCL__IMPL_POCL;
+  if (contains_nocase(platform_name, "rusticl")) return TABCL__IMPL_RUSTICL;
+  /* Intel's GPU runtimes share the vendor string: only its CPU device */
+  if ((type & CL_DEVICE_TYPE_CPU) && contains_nocase(platform_name, "intel") &&
+      contains_nocase(vendor, "intel"))
+    return TABCL__IMPL_INTEL_CPU;
+  return TABCL__IMPL_OTHER;
+}
+
+int tabcl__default_rank(cl_device_type type, int impl) {
+  if (type & CL_DEVICE_TYPE_GPU) return 0;
+  if (!(type & CL_DEVICE_TYPE_CPU)) return 5;
+  return impl == TABCL__IMPL_POCL        ? 1
+         : impl == TABCL__IMPL_INTEL_CPU ? 2
+         : impl == TABCL__IMPL_RUSTICL   ? 4
+                                         : 3;
+}
+
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info) {
   tabcl_status s;
   memset(info, 0, sizeof *info);
@@ -98,6 +119,7 @@ tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device
   info->is_nvidia = info->is_gpu && contains_nocase(info->vendor, "nvidia");
   info->is_amd = info->is_gpu && contains_nocase(info->vendor, "advanced micro");
   info->is_intel = info->is_gpu && contains_nocase(info->vendor, "intel");
+  info->impl = tabcl__device_impl(info->platform_name, info->vendor, info->type);
   /* The architecture the tuning table keys by: NVIDIA's compute
      capability (an optional query: absent, the key is ""), AMD's device
      name, which is the gfx target ("gfx1100"). */
@@ -215,9 +237,12 @@ tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_de
   }
   int pick = -1;
   if (!sel || !*sel) {
-    for (int i = 0; i < n && pick < 0; i++)
-      if (devs[i].type & CL_DEVICE_TYPE_GPU) pick = i;
-    if (pick < 0) pick = 0;
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+      const int rank = tabcl__default_rank(
+          devs[i].type, tabcl__device_impl(devs[i].platform, devs[i].vendor, devs[i].type));
+      if (pick < 0 || rank < best) pick = i, best = rank;
+    }
   } else {
     int pi, di;
     if (parse_index_pair(sel, &pi, &di)) {

@@ -40,6 +40,7 @@ typedef struct tabcl__device_desc {
                                    instruction, not a software routine (Mesa's llvmpipe
                                    says no: its fma() ran 200-350x slower than mad()) */
   int is_gpu, is_cpu, is_nvidia, is_amd, is_intel;
+  int impl;                     /* the OpenCL implementation (tabcl__impl) */
   int cl_major, cl_minor;       /* device OpenCL version */
   char profile[32];             /* the device profile clamping these values, "" for none */
   uint64_t loop_limit;          /* loop iterations a work-item may run where measured
@@ -47,6 +48,28 @@ typedef struct tabcl__device_desc {
                                    Never set in a context's own info: an executor plans
                                    with a copy (tabcl__target_with_limit) */
 } tabcl__device_desc;
+
+/* The OpenCL implementation that runs a device, told by its platform's
+   name and the device's vendor, never by the device's name: CPU runtimes
+   name their device after the CPU ("AMD EPYC ..." on PoCL and on Intel's
+   runtime alike). The tuning table's vendor rows for CPU devices and the
+   default device order read it. */
+typedef enum tabcl__impl {
+  TABCL__IMPL_OTHER = 0,
+  TABCL__IMPL_POCL,      /* platform "Portable Computing Language" */
+  TABCL__IMPL_INTEL_CPU, /* Intel's CPU runtime, platform "Intel(R) OpenCL" */
+  TABCL__IMPL_RUSTICL,   /* Mesa's rusticl (llvmpipe on a CPU) */
+} tabcl__impl;
+int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_type type);
+
+/* The default device's order, where no selector and no TABCL_DEVICE name
+   one: the lowest rank wins, the loader's order breaks ties. GPUs first;
+   then the CPU implementations: PoCL, Intel's CPU runtime, any other,
+   rusticl's llvmpipe, which is by far the slowest (bench/RESULTS.md,
+   "Intel's CPU runtime beside PoCL and llvmpipe"; PoCL and Intel's split
+   the families between them); then any other device. The loader's own order is the order of files in
+   its vendors folder, which says nothing about speed. */
+int tabcl__default_rank(cl_device_type type, int impl);
 
 /* Fills info for one device; every query is checked. */
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info);

@@ -25,7 +25,9 @@ static const key_info keys[TABCL__TUNE_COUNT] = {
 
 /* One default. A row matches a device when each of its non-NULL fields
    does: `type` "gpu" or "cpu" against the device type, `vendor` "nvidia",
-   "amd" or "intel" against the GPU's vendor, `arch` and `device` as
+   "amd" or "intel" against the GPU's vendor, or for a CPU device against
+   the implementation running it ("intel": Intel's CPU runtime; "pocl";
+   "rusticl"; tabcl__device_impl), `arch` and `device` as
    case-insensitive substrings of the device's architecture and name. The
    closest match wins: device over architecture over vendor over type over
    the generic row (all NULL). value "auto" leaves the key to the
@@ -133,29 +135,37 @@ static int has_nocase(const char *hay, const char *needle) {
   return n == 0;
 }
 
-/* How closely row r matches dev: -1 not at all, else a rank. */
-static int match_rank(const tune_row *r, const tabcl__device_desc *dev) {
+int tabcl__tune_row_rank(const char *type, const char *vendor, const char *arch,
+                         const char *device, const tabcl__device_desc *dev) {
   int rank = 0;
-  if (r->type) {
-    if (strcmp(r->type, "gpu") == 0 ? !dev->is_gpu : !dev->is_cpu) return -1;
+  if (type) {
+    if (strcmp(type, "gpu") == 0 ? !dev->is_gpu : !dev->is_cpu) return -1;
     rank |= 1;
   }
-  if (r->vendor) {
-    int ok = strcmp(r->vendor, "nvidia") == 0 ? dev->is_nvidia
-             : strcmp(r->vendor, "amd") == 0  ? dev->is_amd
-                                              : dev->is_intel;
+  if (vendor) {
+    const int impl = dev->is_cpu ? dev->impl : TABCL__IMPL_OTHER;
+    int ok = strcmp(vendor, "nvidia") == 0 ? dev->is_nvidia
+             : strcmp(vendor, "amd") == 0  ? dev->is_amd
+             : strcmp(vendor, "pocl") == 0 ? impl == TABCL__IMPL_POCL
+             : strcmp(vendor, "rusticl") == 0
+                 ? impl == TABCL__IMPL_RUSTICL
+                 : dev->is_intel || impl == TABCL__IMPL_INTEL_CPU;
     if (!ok) return -1;
     rank |= 2;
   }
-  if (r->arch) {
-    if (!has_nocase(dev->arch, r->arch)) return -1;
+  if (arch) {
+    if (!has_nocase(dev->arch, arch)) return -1;
     rank |= 4;
   }
-  if (r->device) {
-    if (!has_nocase(dev->name, r->device)) return -1;
+  if (device) {
+    if (!has_nocase(dev->name, device)) return -1;
     rank |= 8;
   }
   return rank;
+}
+
+static int match_rank(const tune_row *r, const tabcl__device_desc *dev) {
+  return tabcl__tune_row_rank(r->type, r->vendor, r->arch, r->device, dev);
 }
 
 /* A number in [lo, hi] (and a power of two for POW2) from text, else 0. */

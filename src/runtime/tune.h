@@ -148,6 +148,13 @@ tabcl_status tabcl__tune_resolve(const struct tabcl__device_desc *dev, const cha
 tabcl_status tabcl__tune_apply(const struct tabcl__device_desc *dev, const char *override,
                                tabcl__tuning *out);
 
+/* How closely a table row with these fields (NULL: any) matches dev: -1
+   not at all, else a rank, higher the closer (device over architecture
+   over vendor over type). The table's own matching; tests try rows on
+   device descriptions with it. */
+int tabcl__tune_row_rank(const char *type, const char *vendor, const char *arch,
+                         const char *device, const struct tabcl__device_desc *dev);
+
 /* The key's name, kind ("pow2", "int", "tiles") and meaning, for reports. */
 const char *tabcl__tune_key_name(tabcl__tune_key k);
 const char *tabcl__tune_key_meaning(tabcl__tune_key k);
