@@ -811,20 +811,3 @@ Test(plan, vendor_rows_match_the_cpu_runtime) {
   tabcl__tune_describe(&ti, TABCL__TUNE_SORT_SERIAL, text, sizeof text);
   cr_expect(strncmp(text, "4 (table; ", 10) == 0 && strstr(text, "sort.serial"), "%s", text);
 }
-
-/* The default device: GPUs, then PoCL, Intel's CPU runtime, another CPU
-   runtime, rusticl's llvmpipe, then anything else. */
-Test(plan, default_device_order) {
-  const cl_device_type gpu = CL_DEVICE_TYPE_GPU, cpu = CL_DEVICE_TYPE_CPU;
-  const int order[] = {
-      tabcl__default_rank(gpu, TABCL__IMPL_OTHER),
-      tabcl__default_rank(gpu, TABCL__IMPL_RUSTICL),
-      tabcl__default_rank(cpu, tabcl__device_impl("Portable Computing Language", "The pocl project", cpu)),
-      tabcl__default_rank(cpu, tabcl__device_impl("Intel(R) OpenCL", "Intel(R) Corporation", cpu)),
-      tabcl__default_rank(cpu, TABCL__IMPL_OTHER),
-      tabcl__default_rank(cpu, tabcl__device_impl("rusticl", "Mesa/X.org", cpu)),
-      tabcl__default_rank(CL_DEVICE_TYPE_ACCELERATOR, TABCL__IMPL_OTHER)};
-  cr_expect_eq(order[0], order[1], "every GPU alike");
-  for (size_t i = 2; i < sizeof order / sizeof order[0]; i++)
-    cr_expect_lt(order[i - 1], order[i], "place %zu", i);
-}

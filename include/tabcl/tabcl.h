@@ -65,9 +65,7 @@ TABCL_API const char *tabcl_last_error(void);
 
 typedef struct tabcl_context tabcl_context;
 typedef struct tabcl_options {
-  const char *device;       /* NULL: $TABCL_DEVICE, else the first GPU, else a CPU device
-                               (PoCL's, Intel's CPU runtime, another, llvmpipe), else the
-                               first device.
+  const char *device;       /* NULL: $TABCL_DEVICE, else the first GPU, else the first device.
                                "P:D" (platform and device index) or a case-insensitive
                                substring of the device or platform name (else, when
                                no name holds it, of the platform's vendor) */

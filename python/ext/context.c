@@ -153,8 +153,7 @@ PyTypeObject tpy_context_type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Context(device=None, cache_dir=None): a tabcl context on one OpenCL device.\n"
               "device: a selector (\"P:D\" or part of a device or platform name); None means\n"
-              "$TABCL_DEVICE, else the first GPU, else a CPU device (PoCL's, Intel's CPU\n"
-              "runtime, another, llvmpipe), else the first device. cache_dir: the\n"
+              "$TABCL_DEVICE, else the first GPU, else the first device. cache_dir: the\n"
               "kernel cache folder; None means $TABCL_CACHE_DIR or the default, \"\" none.",
     .tp_new = context_new,
     .tp_dealloc = (destructor)context_dealloc,

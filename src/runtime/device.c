@@ -55,15 +55,6 @@ int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_
   return TABCL__IMPL_OTHER;
 }
 
-int tabcl__default_rank(cl_device_type type, int impl) {
-  if (type & CL_DEVICE_TYPE_GPU) return 0;
-  if (!(type & CL_DEVICE_TYPE_CPU)) return 5;
-  return impl == TABCL__IMPL_POCL        ? 1
-         : impl == TABCL__IMPL_INTEL_CPU ? 2
-         : impl == TABCL__IMPL_RUSTICL   ? 4
-                                         : 3;
-}
-
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info) {
   tabcl_status s;
   memset(info, 0, sizeof *info);
@@ -237,12 +228,10 @@ tabcl_status tabcl__device_select(const char *selector, cl_platform_id *p, cl_de
   }
   int pick = -1;
   if (!sel || !*sel) {
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-      const int rank = tabcl__default_rank(
-          devs[i].type, tabcl__device_impl(devs[i].platform, devs[i].vendor, devs[i].type));
-      if (pick < 0 || rank < best) pick = i, best = rank;
-    }
+    /* DESIGN.md's contract: the first GPU, else the first device. */
+    for (int i = 0; i < n && pick < 0; i++)
+      if (devs[i].type & CL_DEVICE_TYPE_GPU) pick = i;
+    if (pick < 0) pick = 0;
   } else {
     int pi, di;
     if (parse_index_pair(sel, &pi, &di)) {

@@ -62,15 +62,6 @@ typedef enum tabcl__impl {
 } tabcl__impl;
 int tabcl__device_impl(const char *platform_name, const char *vendor, cl_device_type type);
 
-/* The default device's order, where no selector and no TABCL_DEVICE name
-   one: the lowest rank wins, the loader's order breaks ties. GPUs first;
-   then the CPU implementations: PoCL, Intel's CPU runtime, any other,
-   rusticl's llvmpipe, which is by far the slowest (bench/RESULTS.md,
-   "Intel's CPU runtime beside PoCL and llvmpipe"; PoCL and Intel's split
-   the families between them); then any other device. The loader's own order is the order of files in
-   its vendors folder, which says nothing about speed. */
-int tabcl__default_rank(cl_device_type type, int impl);
-
 /* Fills info for one device; every query is checked. */
 tabcl_status tabcl__device_query(cl_platform_id p, cl_device_id d, tabcl__device_desc *info);
 
