@@ -37,12 +37,13 @@ inline int cat_chunks_equal(__global const ulong *A, long a, __global const ulon
   return 1;
 }
 
-#ifdef CAT_SERIAL_ONLY
-// The CPU build reads query labels as bytes from any address (cat_qdata):
-// a host lookup may hand the caller's own memory to a CPU device in place
-// (upload.in_place), which starts anywhere and ends at the last label's
-// last byte. 8 bytes at any byte, through a pointer whose type says
-// alignment 1 (one instruction on a CPU).
+#ifdef CAT_QUERY_BYTES
+// The CPU build (lookup.serial) reads query labels as bytes from any
+// address (cat_qdata): a device lookup on a CPU reads the caller's query
+// buffers in place, which start anywhere and end at the last label's last
+// byte. 8 bytes at any byte, through a pointer whose type says alignment 1
+// (one instruction on a CPU). Its GPU kernels read only padded copies, as
+// words (cat_qwords).
 typedef uchar cat_qdata;
 inline ulong cat_ld64(__global const uchar *p) {
   typedef ulong __attribute__((aligned(1))) cat_ulong_u;
@@ -367,7 +368,11 @@ inline uint2 cat_candidates(__global const ulong *keys, __global const uint *dir
   cat_locate((t), qhash, rows, qh_off, qbytes, out_off, col, has_valid, qd0, qo0, qv0, out0, \
              qd1, qo1, qv1, out1, qd2, qo2, qv2, out2, qd3, qo3, qv3, out3)
 
-#ifndef CAT_SERIAL_ONLY   // the GPU lookup kernels (CPUs take catindex_lookup_serial)
+// The GPU lookup kernels, in every build: a CPU takes catindex_lookup_serial
+// except where a row could loop past the device's loop limit. They read
+// queries as words of a padded copy, whatever cat_qdata is.
+#define cat_qwords(q) ((__global const ulong *)(q).qd)
+
 // One work-item per query row: search, confirm and write. For short labels.
 __kernel void catindex_lookup_item(CAT_ARGS) {
   long g = (long)get_global_id(0);
@@ -378,7 +383,7 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
     uint2 run = cat_candidates(keys, dir, dinfo, q.c, q.h);
     for (uint j = run.x; j < run.y; j++) {
       long2 sp = spans[j];
-      if (sp.y == q.len && cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, 0, 1)) {
+      if (sp.y == q.len && cat_chunks_equal(vdata, sp.x, cat_qwords(q), q.qs, q.len, 0, 1)) {
         code = ecodes[j];
         break;
       }
@@ -386,7 +391,6 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
   }
   q.out[q.out_at] = code;
 }
-#endif  // CAT_SERIAL_ONLY
 
 // A row's candidates from j, confirmed by their bytes; its code written.
 inline void cat_serial_finish(__global const ulong *keys, __global const long2 *spans,
@@ -496,7 +500,6 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
   }
 }
 
-#ifndef CAT_SERIAL_ONLY
 // The search alone, one work-item per row, ahead of catindex_lookup_group:
 // a binary search is a chain of dependent loads, cheap for one work-item
 // but a stall for a whole work-group.
@@ -525,7 +528,7 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
     barrier(CLK_LOCAL_MEM_FENCE);   // every lane has read the previous verdict
     if (lid == 0) differ = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (!cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, lid, wg)) atomic_or(&differ, 1);
+    if (!cat_chunks_equal(vdata, sp.x, cat_qwords(q), q.qs, q.len, lid, wg)) atomic_or(&differ, 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!differ) {
       code = ecodes[j];
@@ -540,7 +543,6 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
     w.out[w.out_at] = code;
   }
 }
-#endif  // CAT_SERIAL_ONLY
 
 // Align: out[i] = table[block of i's column + its code], where code -1 reads
 // the block's last slot (-1). rowstart and tbase hold ncols + 1 entries.

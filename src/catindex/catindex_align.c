@@ -213,7 +213,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, rowstart, &drow,
                                  "align row starts")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, tbase, &dtb, "align blocks")) ||
-      (st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0), "catindex_align_gather", &k)))
+      (st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune), "catindex_align_gather", &k)))
     goto done;
   /* The plan's group size, lowered where the kernel allows fewer. */
   size_t wg = tabcl__wg_size(ctx, k, plan.gather_wg);

@@ -112,7 +112,7 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                           : serial    ? "catindex_lookup_serial"
                                       : "catindex_lookup_item";
       if (!*kp && (st = tabcl__kernel_create(ctx, "catindex",
-                                             tabcl__catindex_options(&ctx->tune, !serial), kname,
+                                             tabcl__catindex_options(&ctx->tune), kname,
                                              kp)))
         break;
       cl_kernel k = *kp;

@@ -62,33 +62,46 @@ static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl
   return st;
 }
 
-/* The CPU plan: hash_serial alone, one launch a slice. */
+/* The CPU plan: hash_serial, one launch a slice; or hash_serial_part,
+   p->parts launches a slice, its accumulators in a buffer of the pool. */
 static tabcl_status hash_serial(tabcl_context *ctx, const tabcl__dev_strings *s,
                                 const tabcl__hash_plan *p, uint64_t xseed, uint64_t mask,
                                 cl_mem out, size_t out_offset, cl_uint nwait,
                                 const cl_event *wait, cl_event *ev) {
   cl_kernel k = NULL;
+  cl_mem acc = NULL;
   tabcl_status st = tabcl__kernel_create(ctx, "hash", p->options, p->serial_kernel, &k);
+  if (!st && p->parts)
+    st = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, (size_t)p->part_bytes, &acc, "hash accumulators");
   size_t wg = k ? tabcl__wg_size(ctx, k, p->wg_serial) : 1;
-  const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset;
+  const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset, nb = p->part_blocks;
   const cl_uint run = p->serial_run;
+  const uint64_t parts = p->parts ? p->parts : 1;
   for (int64_t base = 0; !st && base < s->length; base += p->slice) {
     const int64_t n = s->length - base < p->slice ? s->length - base : p->slice;
     const uint64_t ubase = (uint64_t)base;
     const cl_uint count = (cl_uint)n;
-    const int first = base == 0, last = base + n >= s->length;
     st = TABCL_SET_ARGS(k, p->serial_kernel, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                         TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(run));
+                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
+    if (!st && !p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 9, TABCL_ARG(run));
+    if (!st && p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 9, TABCL_ARG(acc));
     size_t global = tabcl__round_up(((size_t)n + run - 1) / run, wg);
-    if (!st)
-      st = tabcl__launch(ctx, k, 1, &global, &wg, first ? nwait : 0, first ? wait : NULL,
-                         last ? ev : NULL, p->serial_kernel);
+    for (uint64_t part = 0; !st && part < parts; part++) {
+      const uint64_t b0 = part * nb;
+      const int first = base == 0 && part == 0, last = base + n >= s->length && part + 1 == parts;
+      if (p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 10, TABCL_ARG(b0), TABCL_ARG(nb));
+      if (!st)
+        st = tabcl__launch(ctx, k, 1, &global, &wg, first ? nwait : 0, first ? wait : NULL,
+                           last ? ev : NULL, p->serial_kernel);
+    }
   }
   if (st && ev && *ev) {
     clReleaseEvent(*ev);
     *ev = NULL;
   }
+  /* back to the pool once the launches that use it are done */
+  tabcl__pool_put(ctx, acc);
   tabcl__kernel_release(k);
   return st;
 }
