@@ -80,8 +80,7 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
 /* The slots a directory with `extra` more bits than the index's takes over
    every column, or -1 where some column's shift leaves no room for them. */
 static int64_t fine_slots(const tabcl_category_index *idx, const tabcl__catindex_host *h,
-                          int extra) {
-  const int kept = tabcl__catindex_mask_bits(idx->mask);
+                          int kept, int extra) {
   int64_t slots = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const int64_t shift = h->dinfo[2 * c + 1];
@@ -96,9 +95,9 @@ static int64_t fine_slots(const tabcl_category_index *idx, const tabcl__catindex
 static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_host *h) {
   const int nc = idx->ncols, kept = tabcl__catindex_mask_bits(idx->mask);
   int extra = HOST_FINE_BITS;
-  int64_t slots = fine_slots(idx, h, extra);
+  int64_t slots = fine_slots(idx, h, kept, extra);
   for (; extra > 0 && (slots < 0 || slots > HOST_FINE_SLOTS_MAX); extra--)
-    slots = fine_slots(idx, h, extra - 1);
+    slots = fine_slots(idx, h, kept, extra - 1);
   if (extra <= 0) return TABCL_OK;
   uint32_t *fine = tabcl__malloc((size_t)slots * sizeof *fine);
   int64_t *info = tabcl__malloc((size_t)nc * 2 * sizeof *info);

@@ -34,6 +34,16 @@ typedef struct hash_run {
   cl_uint mid_cap, huge_cap;
 } hash_run;
 
+/* Work-groups a looping kernel gets: enough for every item, at most
+   per_cu a compute unit (about 4096 work-items each, two waves on a large
+   GPU); the groups loop over what is left. */
+static size_t loop_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu) {
+  uint64_t cap = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * per_cu;
+  if (cap < 1) cap = 1;
+  if (items < 1) items = 1;
+  return (size_t)(items < cap ? items : cap);
+}
+
 static void run_release(hash_run *r) {
   tabcl__kernel_release(r->shortk);
   tabcl__kernel_release(r->team);
@@ -220,7 +230,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
                          last && !any_long ? ev : NULL, short_name);
     if (!st && team_all) {
       size_t teams = r.wg_team / lanes;
-      size_t groups = tabcl__hash_groups(&ctx->info, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
+      size_t groups = loop_groups(&ctx->info, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
@@ -232,7 +242,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
     } else if (!st && any_long) {
       uint64_t items = (uint64_t)r.mid_cap;
       size_t teams = r.wg_team / 4;
-      size_t groups = tabcl__hash_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team);
+      size_t groups = loop_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team);
       size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
@@ -245,7 +255,7 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
       /* One work-group a label, up to 64 a compute unit; groups loop over
          the rest. */
       uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
-      size_t g = tabcl__hash_groups(&ctx->info, labels, 64) * r.wg_units;
+      size_t g = loop_groups(&ctx->info, labels, 64) * r.wg_units;
       st = TABCL_SET_ARGS(r.units, "hash_big", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
                           TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge),

@@ -90,9 +90,5 @@ void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes
    TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */
 tabcl_status tabcl__hash_plan_for(tabcl_context *ctx, int64_t length, int64_t bytes,
                                   int64_t max_label, tabcl__hash_plan *p);
-/* Work-groups a looping kernel gets: enough for every item, at most
-   per_cu a compute unit (about 4096 work-items each, two waves on a large
-   GPU); the groups loop over what is left. */
-size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu);
 void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap);
 #endif

@@ -138,13 +138,6 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   }
 }
 
-size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu) {
-  uint64_t cap = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * per_cu;
-  if (cap < 1) cap = 1;
-  if (items < 1) items = 1;
-  return (size_t)(items < cap ? items : cap);
-}
-
 void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
   if (p->length <= 0) {
     snprintf(buf, cap, "empty column: a marker only");
