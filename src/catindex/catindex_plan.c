@@ -120,7 +120,7 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   /* the calling thread's fit makes its tables with their contents, so it
      needs the labels in host memory and buffers that copy at creation (no
      staging area) */
-  const int staged = tabcl__tuned(t->tune, TABCL__TUNE_UPLOAD_STAGING) != 0;
+  const int staged = tabcl__tune_staged(t->tune);
   p->route = !from_device && !staged &&
                      labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS) &&
                      p->vdata_bytes <= TABCL__FIT_HOST_BYTES
