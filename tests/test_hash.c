@@ -764,6 +764,33 @@ Test(oclgrind_hash, serial_every_alignment) {
   tabcl_context_destroy(ctx);
 }
 
+/* hash_serial_part at tiny shapes: under a loop limit of 4,000 a label of
+   more than about 1.5 KiB is too long for one work-item, so labels of a
+   few KiB take several launches, their accumulators kept between them. */
+Test(oclgrind_hash, serial_parts) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/serial_parts")};
+  tabcl__context_set_loop_limit(ctx, 4000);
+  tt_strings s;
+  tt_strings_init(&s, 6);
+  size_t lens[] = {5, 241, 2049, 1025, 9000, 0, 5121, 64};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint8_t *b = random_bytes(&r, lens[i]);
+    tt_strings_push(&s, b, lens[i]);
+    tt_strings_push(&s, b, i % 8);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  tt_tune(ctx, "hash.serial=2");
+  tabcl__hash_plan p;
+  tt_assert_ok(tabcl__hash_plan_for(ctx, v.length, v.offsets[v.length], 9000, &p));
+  cr_assert_str_eq(p.serial_kernel, "hash_serial_part");
+  cr_assert_gt(p.parts, 1);
+  check_device_once(ctx, &v, 1, 2, ~0ULL, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
 /* The selectable kernels at tiny shapes: hash_team_all_flat and
    hash_pair_all over every length class (several rounds a group),
    hash_big listed and direct with more units than a pass holds. */

@@ -117,9 +117,9 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
         break;
       cl_kernel k = *kp;
       /* The plan's group size, lowered where the kernel allows fewer; the
-         slice follows the size used. */
+         plan's slices hold for a smaller group too (fewer work-items). */
       size_t wg = serial ? 1 : tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
-      int64_t step = grouped ? tabcl__slice_items_ctx(ctx, 0, wg) : lp.item_step;
+      int64_t step = grouped ? lp.group_step : lp.item_step;
       cl_mem cbuf = cand ? cand : idx->ranges;
       for (int64_t first = 0; first < grows && !st; first += step) {
         int64_t count = grows - first < step ? grows - first : step;

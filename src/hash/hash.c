@@ -224,44 +224,43 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
       st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
-    size_t global = tabcl__round_up((size_t)n, r.wg_short);
+    /* Each kernel's global size: the short kernel a work-item a label; the
+       team and block kernels loop over their labels (loop_groups). */
+    size_t global = tabcl__round_up((size_t)n, r.wg_short), g_team = 0, g_units = 0;
+    if (r.team) {
+      const size_t teams = r.wg_team / (team_all ? lanes : 4);
+      const uint64_t items = team_all ? (uint64_t)n : (uint64_t)r.mid_cap;
+      g_team = loop_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team) * r.wg_team;
+    }
+    if (r.units)
+      g_units = loop_groups(&ctx->info, direct ? (uint64_t)n : (uint64_t)r.huge_cap, 64) * r.wg_units;
     if (!st && !team_all)
       st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
                          last && !any_long ? ev : NULL, short_name);
     if (!st && team_all) {
-      size_t teams = r.wg_team / lanes;
-      size_t groups = loop_groups(&ctx->info, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
-      size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(gmin_arg), TABCL_ARG(list_arg),
                           TABCL_LOCAL((team_words * r.wg_team + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g_team, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {
-      uint64_t items = (uint64_t)r.mid_cap;
-      size_t teams = r.wg_team / 4;
-      size_t groups = loop_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team);
-      size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
                           TABCL_ARG(out_off), TABCL_ARG(r.mid), TABCL_ARG(r.counts),
                           TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g_team, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
     if (!st && any_huge) {
-      /* One work-group a label, up to 64 a compute unit; groups loop over
-         the rest. */
-      uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
-      size_t g = loop_groups(&ctx->info, labels, 64) * r.wg_units;
+      /* one work-group a label, up to 64 a compute unit (g_units) */
       st = TABCL_SET_ARGS(r.units, "hash_big", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
                           TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(direct_arg), TABCL_ARG(gmin_arg),
                           TABCL_LOCAL((2 * r.wg_units + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, last ? ev : NULL,
+      if (!st) st = tabcl__launch(ctx, r.units, 1, &g_units, &r.wg_units, 0, NULL, last ? ev : NULL,
                                   "hash_big");
     }
   }
