@@ -305,13 +305,15 @@ inline long2 cat_bucket_range(__global const uint *dir, __global const long2 *di
   __global const cat_qdata *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
       __global int *out##n
 
+// `serial_run`: rows a work-item of catindex_lookup_serial; the others
+// ignore it, so that every lookup kernel takes one argument list.
 #define CAT_ARGS                                                                          \
   __global const ulong *keys, __global const long2 *spans, __global const int *ecodes,    \
       __global const long *ranges, __global const uint *dir, __global const long2 *dinfo,  \
       __global const ulong *vdata, __global const ulong *qhash,                            \
       long4 rows, long4 qh_off, long4 qbytes, long4 out_off, int4 col, int4 has_valid,    \
       __global uint2 *cand, long first, long count, CAT_QARGS(0), CAT_QARGS(1), CAT_QARGS(2), \
-      CAT_QARGS(3)
+      CAT_QARGS(3), long serial_run
 
 // Everything one query row needs: where its bytes are, its hash, its column
 // and where its code goes.
@@ -445,7 +447,7 @@ inline void cat_lanes_lower_bound(__global const ulong *keys, long *base, long l
   for (int l = 0; l < CAT_LANES; l++) base[l] += len > 0 && keys[base[l]] < q[l].h;
 }
 
-// The CPU plan (lookup.serial): one work-item a run of `run` rows; no local
+// The CPU plan (lookup.serial): one work-item a run of `serial_run` rows; no local
 // memory, no barriers. Where CAT_LANES rows share a column, their binary
 // searches run without branches, level by level together, so that a CPU
 // has that many independent loads in flight instead of one chain of
@@ -453,9 +455,9 @@ inline void cat_lanes_lower_bound(__global const ulong *keys, long *base, long l
 // itself, with branches, was slower than searching the whole column
 // without). Rows of a group spanning columns, and a run's last rows,
 // search their buckets one by one.
-__kernel void catindex_lookup_serial(CAT_ARGS, long run) {
-  const long r0 = (long)get_global_id(0) * run;
-  const long r1 = min(r0 + run, count);
+__kernel void catindex_lookup_serial(CAT_ARGS) {
+  const long r0 = (long)get_global_id(0) * serial_run;
+  const long r1 = min(r0 + serial_run, count);
   long g = r0;
   for (; g + CAT_LANES <= r1; g += CAT_LANES) {
     cat_row q[CAT_LANES];

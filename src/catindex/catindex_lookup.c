@@ -133,8 +133,8 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             TABCL_ARG(bufs[1][0]), TABCL_ARG(bufs[1][1]), TABCL_ARG(bufs[1][2]),
                             TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
                             TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
-                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
-        if (!st && serial) st = TABCL_SET_ARGS_AT(k, kname, 33, TABCL_ARG(lp.serial_run));
+                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]),
+                            TABCL_ARG(lp.serial_run));
         if (st) break;
         size_t global = grouped  ? (size_t)count * wg
                         : serial ? (size_t)((count + lp.serial_run - 1) / lp.serial_run)
