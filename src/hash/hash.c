@@ -4,8 +4,9 @@
 
 #include "hash/hash.h"
 
-/* Block-sum buffers up to this size are made from host zeros (see below). */
-#define SUMS_ZEROED_MAX ((size_t)64 << 10)
+/* Lists of huge labels up to this size are made from host zeros (see
+   tabcl__hash_column). */
+#define LIST_ZEROED_MAX ((size_t)64 << 10)
 /* The self-check's huge label: past the default hash.group_min. */
 #define CHECK_HUGE (8192 + 4321)
 
@@ -51,25 +52,6 @@ static void run_release(hash_run *r) {
   tabcl__buffer_release(r->mid);
   tabcl__buffer_release(r->huge);
   tabcl__buffer_release(r->counts);
-}
-
-/* A buffer the kernels fill for each other (lists, sums). A small one
-   (columns up to about 1 MiB) is still made from host zeros, which costs
-   little: oclgrind 21.10 took what a later call's kernels wrote into such
-   buffers as uninitialised (an enqueued fill made it worse). A large one
-   is left as it is: a host copy of its size would cost more than the
-   hashing. */
-static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl_mem *m,
-                                const char *what) {
-  void *zeros = NULL;
-  if (bytes <= SUMS_ZEROED_MAX && !(zeros = tabcl__calloc(bytes, 1)))
-    return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "tabcl__hash_column: column %d: out of host memory for %zu zero bytes of %s",
-                       col, bytes, what);
-  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
-                                         bytes, zeros, m, what);
-  tabcl__free(zeros);
-  return st;
 }
 
 /* The CPU plan: hash_serial, one launch a slice; or hash_serial_part,
@@ -176,15 +158,26 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   if (!st && lists) {
-    /* A short list of huge labels is zeroed at creation from the host (see
-       scratch_create). */
+    /* The list of huge labels, which the kernels fill for each other: a
+       small one (columns up to about 1 MiB) is made from host zeros, which
+       costs little: oclgrind 21.10 took what a later call's kernels wrote
+       into such buffers as uninitialised (an enqueued fill made it worse).
+       A large one is left as it is: a host copy of its size would cost
+       more than the hashing. */
     r.mid_cap = p.mid_cap;
     r.huge_cap = p.huge_cap;
-    if (!team_all)
+    const size_t huge_bytes = (size_t)p.huge_cap * sizeof(cl_uint);
+    void *zeros = huge_bytes <= LIST_ZEROED_MAX ? tabcl__calloc(huge_bytes, 1) : NULL;
+    if (!zeros && huge_bytes <= LIST_ZEROED_MAX)
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory "
+                       "for %zu zero bytes of the huge-label list", col, huge_bytes);
+    if (!st && !team_all)
       st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p.mid_cap * sizeof(cl_uint), NULL,
                                 &r.mid, "long-label list");
     if (!st)
-      st = scratch_create(ctx, col, (size_t)p.huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
+                                huge_bytes, zeros, &r.huge, "huge-label list");
+    tabcl__free(zeros);
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   cl_uint list_arg = (cl_uint)list_huge, direct_arg = (cl_uint)direct;
