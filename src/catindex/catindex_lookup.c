@@ -303,9 +303,10 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
      then its executor; a rejected call writes no code */
   if (!st && rows) {
     const tabcl__route_plan route = tabcl__catindex_route(idx, rows, bytes);
-    st = route.route == TABCL__ROUTE_DEVICE
-             ? lookup_on_device(idx, ncols, queries, longest, rows, codes, fn)
-             : lookup_on_host(idx, route.threads, ncols, queries, codes);
+    if (route.route == TABCL__ROUTE_DEVICE)
+      st = lookup_on_device(idx, ncols, queries, longest, rows, codes, fn);
+    else
+      st = lookup_on_host(idx, route.threads, ncols, queries, codes);
   }
   tabcl__free(longest);
   if (!st) tabcl__clear_error();
