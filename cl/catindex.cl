@@ -37,12 +37,13 @@ inline int cat_chunks_equal(__global const ulong *A, long a, __global const ulon
   return 1;
 }
 
-#ifdef CAT_SERIAL_ONLY
-// The CPU build reads query labels as bytes from any address (cat_qdata):
-// a host lookup may hand the caller's own memory to a CPU device in place
-// (upload.in_place), which starts anywhere and ends at the last label's
-// last byte. 8 bytes at any byte, through a pointer whose type says
-// alignment 1 (one instruction on a CPU).
+#ifdef CAT_QUERY_BYTES
+// The CPU build (lookup.serial) reads query labels as bytes from any
+// address (cat_qdata): a device lookup on a CPU reads the caller's query
+// buffers in place, which start anywhere and end at the last label's last
+// byte. 8 bytes at any byte, through a pointer whose type says alignment 1
+// (one instruction on a CPU). Its GPU kernels read only padded copies, as
+// words (cat_qwords).
 typedef uchar cat_qdata;
 inline ulong cat_ld64(__global const uchar *p) {
   typedef ulong __attribute__((aligned(1))) cat_ulong_u;
@@ -304,13 +305,15 @@ inline long2 cat_bucket_range(__global const uint *dir, __global const long2 *di
   __global const cat_qdata *qd##n, __global const long *qo##n, __global const uchar *qv##n, \
       __global int *out##n
 
+// `serial_run`: rows a work-item of catindex_lookup_serial; the others
+// ignore it, so that every lookup kernel takes one argument list.
 #define CAT_ARGS                                                                          \
   __global const ulong *keys, __global const long2 *spans, __global const int *ecodes,    \
       __global const long *ranges, __global const uint *dir, __global const long2 *dinfo,  \
       __global const ulong *vdata, __global const ulong *qhash,                            \
       long4 rows, long4 qh_off, long4 qbytes, long4 out_off, int4 col, int4 has_valid,    \
       __global uint2 *cand, long first, long count, CAT_QARGS(0), CAT_QARGS(1), CAT_QARGS(2), \
-      CAT_QARGS(3)
+      CAT_QARGS(3), long serial_run
 
 // Everything one query row needs: where its bytes are, its hash, its column
 // and where its code goes.
@@ -367,7 +370,11 @@ inline uint2 cat_candidates(__global const ulong *keys, __global const uint *dir
   cat_locate((t), qhash, rows, qh_off, qbytes, out_off, col, has_valid, qd0, qo0, qv0, out0, \
              qd1, qo1, qv1, out1, qd2, qo2, qv2, out2, qd3, qo3, qv3, out3)
 
-#ifndef CAT_SERIAL_ONLY   // the GPU lookup kernels (CPUs take catindex_lookup_serial)
+// The GPU lookup kernels, in every build: a CPU takes catindex_lookup_serial
+// except where a row could loop past the device's loop limit. They read
+// queries as words of a padded copy, whatever cat_qdata is.
+#define cat_qwords(q) ((__global const ulong *)(q).qd)
+
 // One work-item per query row: search, confirm and write. For short labels.
 __kernel void catindex_lookup_item(CAT_ARGS) {
   long g = (long)get_global_id(0);
@@ -378,7 +385,7 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
     uint2 run = cat_candidates(keys, dir, dinfo, q.c, q.h);
     for (uint j = run.x; j < run.y; j++) {
       long2 sp = spans[j];
-      if (sp.y == q.len && cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, 0, 1)) {
+      if (sp.y == q.len && cat_chunks_equal(vdata, sp.x, cat_qwords(q), q.qs, q.len, 0, 1)) {
         code = ecodes[j];
         break;
       }
@@ -386,7 +393,6 @@ __kernel void catindex_lookup_item(CAT_ARGS) {
   }
   q.out[q.out_at] = code;
 }
-#endif  // CAT_SERIAL_ONLY
 
 // A row's candidates from j, confirmed by their bytes; its code written.
 inline void cat_serial_finish(__global const ulong *keys, __global const long2 *spans,
@@ -441,7 +447,7 @@ inline void cat_lanes_lower_bound(__global const ulong *keys, long *base, long l
   for (int l = 0; l < CAT_LANES; l++) base[l] += len > 0 && keys[base[l]] < q[l].h;
 }
 
-// The CPU plan (lookup.serial): one work-item a run of `run` rows; no local
+// The CPU plan (lookup.serial): one work-item a run of `serial_run` rows; no local
 // memory, no barriers. Where CAT_LANES rows share a column, their binary
 // searches run without branches, level by level together, so that a CPU
 // has that many independent loads in flight instead of one chain of
@@ -449,9 +455,9 @@ inline void cat_lanes_lower_bound(__global const ulong *keys, long *base, long l
 // itself, with branches, was slower than searching the whole column
 // without). Rows of a group spanning columns, and a run's last rows,
 // search their buckets one by one.
-__kernel void catindex_lookup_serial(CAT_ARGS, long run) {
-  const long r0 = (long)get_global_id(0) * run;
-  const long r1 = min(r0 + run, count);
+__kernel void catindex_lookup_serial(CAT_ARGS) {
+  const long r0 = (long)get_global_id(0) * serial_run;
+  const long r1 = min(r0 + serial_run, count);
   long g = r0;
   for (; g + CAT_LANES <= r1; g += CAT_LANES) {
     cat_row q[CAT_LANES];
@@ -496,7 +502,6 @@ __kernel void catindex_lookup_serial(CAT_ARGS, long run) {
   }
 }
 
-#ifndef CAT_SERIAL_ONLY
 // The search alone, one work-item per row, ahead of catindex_lookup_group:
 // a binary search is a chain of dependent loads, cheap for one work-item
 // but a stall for a whole work-group.
@@ -525,7 +530,7 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
     barrier(CLK_LOCAL_MEM_FENCE);   // every lane has read the previous verdict
     if (lid == 0) differ = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (!cat_chunks_equal(vdata, sp.x, q.qd, q.qs, q.len, lid, wg)) atomic_or(&differ, 1);
+    if (!cat_chunks_equal(vdata, sp.x, cat_qwords(q), q.qs, q.len, lid, wg)) atomic_or(&differ, 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!differ) {
       code = ecodes[j];
@@ -540,7 +545,6 @@ __kernel void catindex_lookup_group(CAT_ARGS) {
     w.out[w.out_at] = code;
   }
 }
-#endif  // CAT_SERIAL_ONLY
 
 // Align: out[i] = table[block of i's column + its code], where code -1 reads
 // the block's last slot (-1). rowstart and tbase hold ncols + 1 entries.

@@ -3,7 +3,9 @@
 //
 // On a CPU (the hash.serial tuning) one kernel does it all: hash_serial,
 // one work-item a run of labels, built with -DHASH_SERIAL_ONLY=1 so that
-// the GPU kernels below are not compiled at all.
+// the GPU kernels below are not compiled at all; hash_serial_part takes a
+// label too long for one work-item under a device's loop limit over
+// several launches, so that build serves every column.
 //
 // On a GPU three stages share the work so that no label keeps the device
 // waiting:
@@ -68,9 +70,9 @@ inline ulong xxh_join(ulong a, ulong b, uint rbits) {
 
 #ifdef HASH_SERIAL_ONLY
 // The CPU build reads its labels as bytes (xxh_data), from any address: a
-// host lookup may hand the caller's own memory to a CPU device in place
-// (upload.in_place), which starts anywhere and ends at the last label's
-// last byte, so this build reads no byte outside a label. It reads 8 bytes
+// device lookup on a CPU reads the caller's query buffers in place, which
+// start anywhere and end at the last label's last byte, so this build
+// reads no byte outside a label. It reads 8 bytes
 // at any byte through a pointer whose type says alignment 1: a CPU does
 // that in one instruction (a compiler for a target that cannot emits byte
 // loads, still correct), where the join below costs two loads and three
@@ -292,16 +294,23 @@ inline void xxh_keys_init(xxh_keys *k, ulong seed) {
   k->merge = vload8(0, m);
 }
 
-// XXH3-64 of a label of more than 240 bytes, in one work-item.
-ulong xxh_long_serial(__global const xxh_data *w, const xxh_keys *k, ulong pos, ulong len) {
-  ulong8 acc = vload8(0, xxh_init);
+// Blocks [from, to) of a label of more than 240 bytes into acc.
+inline ulong8 xxh_serial_blocks(__global const xxh_data *w, const xxh_keys *k, ulong pos,
+                                ulong8 acc, ulong from, ulong to) {
   const ulong8 scr = vload8(0, k->sec + 16);
-  const ulong blocks = (len - 1) / XXH_BLOCK;
-  for (ulong b = 0; b < blocks; b++) {
+  for (ulong b = from; b < to; b++) {
     const ulong at = pos + b * XXH_BLOCK;
     for (uint s = 0; s < 16; s++) acc = xxh_accumulate(acc, xxh_ld512(w, at + 64 * s), vload8(0, k->sec + s));
     acc = (acc ^ (acc >> 47) ^ scr) * (ulong8)(XXH_P32_1);
   }
+  return acc;
+}
+
+// The hash of such a label from acc after its whole blocks: the stripes
+// after them, the last stripe and the merge.
+inline ulong xxh_serial_finish(__global const xxh_data *w, const xxh_keys *k, ulong pos, ulong len,
+                               ulong8 acc) {
+  const ulong blocks = (len - 1) / XXH_BLOCK;
   const ulong at = pos + blocks * XXH_BLOCK;
   const uint tail = (uint)(((len - 1) - blocks * XXH_BLOCK) / 64);
   for (uint s = 0; s < tail; s++) acc = xxh_accumulate(acc, xxh_ld512(w, at + 64 * s), vload8(0, k->sec + s));
@@ -322,10 +331,40 @@ __kernel void hash_serial(__global const xxh_data *w, __global const long *offse
   for (uint i = first; i < end; i++) {
     ulong len;
     ulong pos = xxh_span(offsets, base + i, nbytes, &len);
-    ulong h = len <= XXH_SHORT_MAX ? xxh_short(w, pos, (uint)len, seed)
-                                   : xxh_long_serial(w, &keys, pos, len);
+    ulong h = len <= XXH_SHORT_MAX
+                  ? xxh_short(w, pos, (uint)len, seed)
+                  : xxh_serial_finish(w, &keys, pos, len,
+                                      xxh_serial_blocks(w, &keys, pos, vload8(0, xxh_init), 0,
+                                                        (len - 1) / XXH_BLOCK));
     out[out_off + base + i] = h & mask;
   }
+}
+
+// hash_serial for labels too long for one work-item under a device's loop
+// limit: a work-item a label, its blocks [b0, b0 + nb) a launch, the
+// accumulators kept in acc (eight words a label of the launch) between
+// launches; the launch that reaches a label's last block writes its hash.
+__kernel void hash_serial_part(__global const xxh_data *w, __global const long *offsets,
+                               ulong base, uint count, ulong seed, ulong mask,
+                               __global ulong *out, ulong out_off, ulong nbytes,
+                               __global ulong *acc, ulong b0, ulong nb) {
+  const uint i = (uint)get_global_id(0);
+  if (i >= count) return;
+  ulong len;
+  const ulong pos = xxh_span(offsets, base + i, nbytes, &len);
+  if (len <= XXH_SHORT_MAX) {
+    if (b0 == 0) out[out_off + base + i] = xxh_short(w, pos, (uint)len, seed) & mask;
+    return;
+  }
+  const ulong blocks = (len - 1) / XXH_BLOCK;
+  if (b0 > 0 && blocks <= b0) return;   // an earlier launch finished it
+  xxh_keys keys;
+  xxh_keys_init(&keys, seed);
+  const ulong to = min(blocks, b0 + nb);
+  const ulong8 a = xxh_serial_blocks(w, &keys, pos, b0 == 0 ? vload8(0, xxh_init) : vload8(i, acc),
+                                     b0, to);
+  if (to < blocks) vstore8(a, i, acc);
+  else out[out_off + base + i] = xxh_serial_finish(w, &keys, pos, len, a) & mask;
 }
 
 

@@ -764,6 +764,33 @@ Test(oclgrind_hash, serial_every_alignment) {
   tabcl_context_destroy(ctx);
 }
 
+/* hash_serial_part at tiny shapes: under a loop limit of 4,000 a label of
+   more than about 1.5 KiB is too long for one work-item, so labels of a
+   few KiB take several launches, their accumulators kept between them. */
+Test(oclgrind_hash, serial_parts) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("oclgrind_hash/serial_parts")};
+  tabcl__context_set_loop_limit(ctx, 4000);
+  tt_strings s;
+  tt_strings_init(&s, 6);
+  size_t lens[] = {5, 241, 2049, 1025, 9000, 0, 5121, 64};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    uint8_t *b = random_bytes(&r, lens[i]);
+    tt_strings_push(&s, b, lens[i]);
+    tt_strings_push(&s, b, i % 8);
+    free(b);
+  }
+  tabcl_strings_view v = tt_view(&s);
+  tt_tune(ctx, "hash.serial=2");
+  tabcl__hash_plan p;
+  tt_assert_ok(tabcl__hash_plan_for(ctx, v.length, v.offsets[v.length], 9000, &p));
+  cr_assert_str_eq(p.serial_kernel, "hash_serial_part");
+  cr_assert_gt(p.parts, 1);
+  check_device_once(ctx, &v, 1, 2, ~0ULL, 0);
+  tt_strings_free(&s);
+  tabcl_context_destroy(ctx);
+}
+
 /* The selectable kernels at tiny shapes: hash_team_all_flat and
    hash_pair_all over every length class (several rounds a group),
    hash_big listed and direct with more units than a pass holds. */
@@ -891,6 +918,36 @@ Test(oclgrind_hash, bad_device_offsets) {
   tabcl__buffer_release(out);
   tabcl__strings_release(&d);
   free(big);
+  tabcl_context_destroy(ctx);
+}
+
+
+/* The CPU plan under a device's loop limit (llvmpipe's 65,535; set so on
+   devices without one): labels too long for one work-item take
+   hash_serial_part, their blocks over launches, and match libxxhash, as do
+   the short and long labels around them, at any start. */
+Test(hash_device, serial_parts_under_a_loop_limit) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("hash_device/serial_parts_under_a_loop_limit")};
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  if (!limit) tabcl__context_set_loop_limit(ctx, 65535);
+  tt_tune(ctx, "hash.serial=8");
+  static const size_t lens[] = {0, 5, 240, 241, 1024, 1025, 2048, 150000, 300001,
+                                (1 << 20) + 7, 64, 17};
+  const size_t n = sizeof lens / sizeof lens[0];
+  uint8_t *bytes = random_bytes(&r, ((size_t)2 << 20) + 64);
+  tt_strings s;
+  tt_strings_init(&s, (int)n);
+  for (size_t i = 0; i < n; i++) tt_strings_push(&s, bytes + tt_below(&r, 8), lens[i]);
+  tabcl_strings_view v = tt_view(&s);
+  tabcl__hash_plan p;
+  tt_assert_ok(tabcl__hash_plan_for(ctx, v.length, v.offsets[v.length], (1 << 20) + 7, &p));
+  cr_assert_str_eq(p.serial_kernel, "hash_serial_part");
+  cr_assert_gt(p.parts, 1, "the longest label over several launches");
+  for (int col = 0; col < 2; col++) check_device_once(ctx, &v, col, 7, ~0ULL, (size_t)col * 3);
+  tt_strings_free(&s);
+  free(bytes);
   tabcl_context_destroy(ctx);
 }
 

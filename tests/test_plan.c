@@ -321,8 +321,8 @@ Test(plan, lookup_plans) {
 
 /* The CPU plans under a device's loop limit (llvmpipe's 65,535): every
    work-item's loops within half of it, by the plans' own bound; a label
-   too long for one work-item takes the GPU kernels instead; without a
-   limit the runs are the longest the work-item count allows. */
+   too long for one work-item takes hash_serial_part of the same build;
+   without a limit the runs are the longest the work-item count allows. */
 Test(plan, cpu_plans_keep_within_the_loop_limit) {
   dev_case devs[8];
   cr_assert_gt(make_devices(devs), 3);
@@ -341,20 +341,29 @@ Test(plan, cpu_plans_keep_within_the_loop_limit) {
         tabcl__hash_plan_make(&tg, n, n * max, max, &h);
         tabcl__lookup_plan l;
         tabcl__lookup_plan_make(&tg, n, n * max, max, 1, &l);
+        cr_expect_not_null(h.serial_kernel, "a CPU: always the serial kernels");
+        cr_expect_str_eq(h.options, "-DHASH_SERIAL_ONLY=1", "one build whatever the lengths");
         if (limits[li]) {
           if (h.serial_kernel) cr_expect_leq(h.serial_loops, limits[li] / 2, "%lld x %lld B", (long long)n, (long long)max);
           if (l.serial) cr_expect_leq(l.serial_loops, limits[li] / 2, "%lld x %lld B", (long long)n, (long long)max);
         } else {
-          cr_expect_not_null(h.serial_kernel, "no limit: always the CPU plan");
           cr_expect(l.serial, "no limit: always the CPU plan");
         }
         if (h.serial_kernel) cr_expect_geq(h.serial_run, 1);
         if (l.serial) cr_expect_geq(l.serial_run, 1);
       }
-    /* a label of 1 MiB needs more loops than half of 65,535: the GPU kernels */
+    /* a label of 1 MiB needs more loops than half of 65,535: its blocks
+       over launches, each within the limit, covering all 1,023 whole blocks */
     tabcl__hash_plan h;
     tabcl__hash_plan_make(&tg, 10, 10 << 20, 1 << 20, &h);
-    cr_expect_eq(h.serial_kernel == NULL, limits[li] != 0, "limit %llu", (unsigned long long)limits[li]);
+    cr_expect_eq(h.parts > 0, limits[li] != 0, "limit %llu", (unsigned long long)limits[li]);
+    if (limits[li]) {
+      cr_expect_str_eq(h.serial_kernel, "hash_serial_part");
+      cr_expect_leq(h.serial_loops, limits[li] / 2);
+      cr_expect_geq(h.parts * h.part_blocks, 1023);
+      cr_expect_lt((h.parts - 1) * h.part_blocks, 1023, "no launch past the last block");
+      cr_expect_eq(h.part_bytes, 10 * 64, "the accumulators of every label of the slice");
+    }
     /* kept collisions (candidates unknown): no CPU plan under a limit */
     tabcl__lookup_plan l;
     tabcl__lookup_plan_make(&tg, 1000, 8000, 8, 0, &l);

@@ -138,3 +138,51 @@ Test(programs, one_build_per_family_whatever_the_size) {
   }
   tabcl_context_destroy(ctx);
 }
+
+/* Calls past a device's loop limit (llvmpipe's 65,535 iterations a
+   work-item; set so on devices without one): a label too long for one
+   work-item of the CPU hash, a lookup row whose comparison could loop past
+   it, and rows of an index that kept collisions (candidates unknown) take
+   kernels of the programs the first calls built. */
+Test(programs, calls_past_a_loop_limit_build_nothing_more) {
+  tabcl_context *ctx = tt_context();
+  tt_rng r = {tt_seed("programs.calls_past_a_loop_limit_build_nothing_more")};
+  tt_tune(ctx, "fit.host_labels=0;lookup.host_rows=0;lookup.host_threads=0");
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  if (!limit) tabcl__context_set_loop_limit(ctx, 65535);
+  /* 512 KiB: past the CPU hash's run of one label and the lookup's
+     comparison of one row under that limit */
+  enum { LONG = 512 << 10 };
+  uint8_t *data = malloc(LONG + 16);
+  for (size_t i = 0; i < LONG + 16; i++) data[i] = (uint8_t)tt_below(&r, 256);
+  /* distinct short labels whatever the seed */
+  for (int i = 0; i < 16; i++) data[i] = (uint8_t)(i % 2 ? 'a' : i);
+  memcpy(data + 3 + LONG, "\xff\xfe\xfd", 3);
+  family fit = {"a fit", 0, 0}, lookup = {"a lookup", 0, 0};
+  /* three short labels, then the long one between two short ones, then
+     eight short ones with hashes of one bit (kept collisions) */
+  const int64_t offs[3][9] = {{0, 1, 3, 6}, {0, 3, 3 + LONG, 6 + LONG},
+                              {0, 2, 4, 6, 8, 10, 12, 14, 16}};
+  const int64_t lens[3] = {3, 3, 8};
+  for (int t = 0; t < 3; t++) {
+    if (t == 2) tabcl__context_set_hash_bits(ctx, 1);
+    const int64_t n = lens[t];
+    const tabcl_strings_view v = {n, offs[t], data, NULL};
+    tabcl_category_index *idx = NULL;
+    family_start(&fit, ctx);
+    tt_assert_ok(tabcl_category_index_fit(ctx, 1, &v, TABCL_CODES_BY_POSITION, &idx));
+    family_end(&fit, ctx, n);
+    int32_t codes[8];
+    int32_t *const cp[1] = {codes};
+    family_start(&lookup, ctx);
+    tt_assert_ok(tabcl_category_index_lookup(idx, 1, &v, cp));
+    family_end(&lookup, ctx, n);
+    for (int64_t i = 0; i < n; i++)
+      cr_expect_eq(codes[i], (int32_t)i, "call %d: label %lld of %lld bytes got code %d", t,
+                   (long long)i, (long long)(offs[t][i + 1] - offs[t][i]), codes[i]);
+    tabcl_category_index_destroy(idx);
+  }
+  free(data);
+  tabcl_context_destroy(ctx);
+}

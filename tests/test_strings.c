@@ -492,8 +492,8 @@ Test(oclgrind_strings, tiny_upload_keeps_the_map) {
   tabcl_options o = {0};
   o.cache_dir = "";
   tabcl_context *ctx = tt_context_with(&o);
-  /* unless the upload.staging tuning forces a way */
-  if (ctx->info.is_cpu && !ctx->staging.force)
+  /* unless TABCL_TUNE sets upload.staging */
+  if (ctx->info.is_cpu && ctx->tune.origin[TABCL__TUNE_UPLOAD_STAGING] != TABCL__TUNE_FROM_OVERRIDE)
     cr_expect(!tabcl__upload_staged(ctx), "a CPU device maps");
   int64_t off[] = {2, 3, 3, 7};
   const uint8_t data[] = "..abcdef";

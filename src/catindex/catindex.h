@@ -86,12 +86,15 @@ typedef struct tabcl__catindex_host {
   void *ptr[6];
 } tabcl__catindex_host;
 
-/* The route of a host call with `rows` query rows of `bytes` bytes in all
-   (tabcl__lookup_route) into *route, and where it runs on the host the
-   mapped tables (mapped on first use) into *out; NULL on the device. A
-   failure to map is the call's failure; the index stays as it was. */
-tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       tabcl__route_plan *route, const tabcl__catindex_host **out);
+/* The route of a host call with `rows` query rows of `bytes` bytes in all:
+   tabcl__lookup_route's, or the device for an index without host tables.
+   The planning step of lookup and align; no OpenCL call. */
+tabcl__route_plan tabcl__catindex_route(const tabcl_category_index *idx, int64_t rows,
+                                        int64_t bytes);
+/* The tables a host route reads, mapped on first use and kept. A failure
+   to map is the call's failure; the index stays as it was. */
+tabcl_status tabcl__catindex_host_tables(tabcl_category_index *idx,
+                                         const tabcl__catindex_host **out);
 /* Looks column c's queries up on the calling thread into codes[0 .. length). */
 void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__catindex_host *h,
                                  int c, const tabcl_strings_view *q, int32_t *codes);

@@ -149,10 +149,10 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     const tabcl_strings_view *v = &inputs[c].categories;
     if (v->length) category_bytes += v->offsets[v->length] - v->offsets[0];
   }
-  tabcl__route_plan route;
-  const tabcl__catindex_host *tables = NULL;
-  st = tabcl__catindex_host_plan(idx, categories, category_bytes, &route, &tables);
+  const tabcl__route_plan route = tabcl__catindex_route(idx, categories, category_bytes);
   const int on_host = route.route != TABCL__ROUTE_DEVICE;
+  const tabcl__catindex_host *tables = NULL;
+  if (on_host) st = tabcl__catindex_host_tables(idx, &tables);
   if (!st && on_host)
     st = align_on_host(idx, tables, route.threads, ncols, inputs, codes, categories, fn);
   if (st || on_host) {
@@ -213,7 +213,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, rowstart, &drow,
                                  "align row starts")) ||
       (st = tabcl__buffer_create(ctx, ro, ((size_t)ncols + 1) * 8, tbase, &dtb, "align blocks")) ||
-      (st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0), "catindex_align_gather", &k)))
+      (st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune), "catindex_align_gather", &k)))
     goto done;
   /* The plan's group size, lowered where the kernel allows fewer. */
   size_t wg = tabcl__wg_size(ctx, k, plan.gather_wg);

@@ -42,7 +42,7 @@ static tabcl_status take_tables(tabcl_category_index *idx, fit_scratch *s, const
   const cl_int ncols = idx->ncols;
   const cl_long n = (cl_long)ne;
   if (!(st = tabcl__buffer_create_from(ctx, ro, (nc + 1) * 8, s->seg, &seg, "fit column starts")) &&
-      !(st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
+      !(st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune),
                                       "catindex_fit_pack", &k)) &&
       !(st = TABCL_SET_ARGS(k, "catindex_fit_pack", TABCL_ARG(s->ekeys), TABCL_ARG(s->espans),
                             TABCL_ARG(s->ecodes), TABCL_ARG(seg), TABCL_ARG(idx->ranges),

@@ -157,7 +157,7 @@ tabcl_status tabcl__fit_scratch_init(tabcl_category_index *idx, const fit_source
             {"catindex_fit_count", &s->kcount},     {"catindex_fit_scan", &s->kscan},
             {"catindex_fit_entries", &s->kentries}, {"catindex_fit_spans", &s->kspans}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !st && np; i++)
-    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0), ks[i].name,
+    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune), ks[i].name,
                               ks[i].k);
   return st;
 }
@@ -211,7 +211,7 @@ void tabcl__fit_prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
   if (sp) {
     tabcl__sort_plan_make(&tg, (uint64_t)s->plan.longest_pairs, sp);
     const tabcl__program_want w[] = {
-        {"hash", hp.options}, {"sort", sp->extra}, {"catindex", tabcl__catindex_options(&ctx->tune, 0)}};
+        {"hash", hp.options}, {"sort", sp->extra}, {"catindex", tabcl__catindex_options(&ctx->tune)}};
     tabcl__programs_prefetch(ctx, (int)(sizeof w / sizeof w[0]), w);
     tabcl__free(sp);
   }

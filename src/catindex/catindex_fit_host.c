@@ -141,7 +141,7 @@ tabcl_status tabcl__fit_make_directory(tabcl_category_index *idx, const fit_scra
     st = tabcl__buffer_create_from(ctx, CL_MEM_READ_ONLY, nc * sizeof *info, info, &idx->dinfo,
                                    "index directory records");
   if (!st && !hkeys)
-    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune, 0),
+    st = tabcl__kernel_create(ctx, "catindex", tabcl__catindex_options(&ctx->tune),
                               "catindex_fit_directory", &k);
   for (size_t c = 0; c < nc && !st && !hkeys; c++) {
     const cl_long lo = range[c], n = range[c + 1] - range[c], shift = info[c].s[1];

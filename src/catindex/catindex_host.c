@@ -80,8 +80,7 @@ static tabcl_status map_tables(tabcl_category_index *idx, tabcl__catindex_host *
 /* The slots a directory with `extra` more bits than the index's takes over
    every column, or -1 where some column's shift leaves no room for them. */
 static int64_t fine_slots(const tabcl_category_index *idx, const tabcl__catindex_host *h,
-                          int extra) {
-  const int kept = tabcl__catindex_mask_bits(idx->mask);
+                          int kept, int extra) {
   int64_t slots = 0;
   for (int c = 0; c < idx->ncols; c++) {
     const int64_t shift = h->dinfo[2 * c + 1];
@@ -96,9 +95,9 @@ static int64_t fine_slots(const tabcl_category_index *idx, const tabcl__catindex
 static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_host *h) {
   const int nc = idx->ncols, kept = tabcl__catindex_mask_bits(idx->mask);
   int extra = HOST_FINE_BITS;
-  int64_t slots = fine_slots(idx, h, extra);
+  int64_t slots = fine_slots(idx, h, kept, extra);
   for (; extra > 0 && (slots < 0 || slots > HOST_FINE_SLOTS_MAX); extra--)
-    slots = fine_slots(idx, h, extra - 1);
+    slots = fine_slots(idx, h, kept, extra - 1);
   if (extra <= 0) return TABCL_OK;
   uint32_t *fine = tabcl__malloc((size_t)slots * sizeof *fine);
   int64_t *info = tabcl__malloc((size_t)nc * 2 * sizeof *info);
@@ -125,22 +124,22 @@ static tabcl_status make_fine(const tabcl_category_index *idx, tabcl__catindex_h
   return TABCL_OK;
 }
 
-tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, int64_t bytes,
-                                       tabcl__route_plan *route, const tabcl__catindex_host **out) {
-  *out = NULL;
-  const tabcl__target tg = tabcl__context_target(idx->ctx);
-  *route = tabcl__lookup_route(&tg, rows, bytes, idx->device_bytes);
+tabcl__route_plan tabcl__catindex_route(const tabcl_category_index *idx, int64_t rows,
+                                        int64_t bytes) {
   /* an index without host tables (one loaded or fitted on the device that
      could not map them) runs on the device */
   if (!idx->host_lock_made || !idx->keys || !idx->spans || !idx->ecodes || !idx->dir ||
       !idx->dinfo || !idx->vdata)
-    *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
-  if (route->route == TABCL__ROUTE_DEVICE) return TABCL_OK;
+    return (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
+  const tabcl__target tg = tabcl__context_target(idx->ctx);
+  return tabcl__lookup_route(&tg, rows, bytes, idx->device_bytes);
+}
+
+tabcl_status tabcl__catindex_host_tables(tabcl_category_index *idx,
+                                         const tabcl__catindex_host **out) {
   tabcl__catindex_host *h = atomic_load_explicit(&idx->host, memory_order_acquire);
-  if (h) {
-    *out = h;
-    return TABCL_OK;
-  }
+  *out = h;
+  if (h) return TABCL_OK;
   tabcl_status st = TABCL_OK;
   pthread_mutex_lock(&idx->host_lock);
   h = atomic_load_explicit(&idx->host, memory_order_relaxed);
@@ -158,7 +157,6 @@ tabcl_status tabcl__catindex_host_plan(tabcl_category_index *idx, int64_t rows, 
   }
   pthread_mutex_unlock(&idx->host_lock);
   *out = h;
-  if (!h) *route = (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
   return st;
 }
 

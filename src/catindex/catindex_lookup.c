@@ -112,14 +112,14 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                           : serial    ? "catindex_lookup_serial"
                                       : "catindex_lookup_item";
       if (!*kp && (st = tabcl__kernel_create(ctx, "catindex",
-                                             tabcl__catindex_options(&ctx->tune, !serial), kname,
+                                             tabcl__catindex_options(&ctx->tune), kname,
                                              kp)))
         break;
       cl_kernel k = *kp;
       /* The plan's group size, lowered where the kernel allows fewer; the
-         slice follows the size used. */
+         plan's slices hold for a smaller group too (fewer work-items). */
       size_t wg = serial ? 1 : tabcl__wg_size(ctx, k, grouped ? lp.lanes : lp.item_wg);
-      int64_t step = grouped ? tabcl__slice_items_ctx(ctx, 0, wg) : lp.item_step;
+      int64_t step = grouped ? lp.group_step : lp.item_step;
       cl_mem cbuf = cand ? cand : idx->ranges;
       for (int64_t first = 0; first < grows && !st; first += step) {
         int64_t count = grows - first < step ? grows - first : step;
@@ -133,8 +133,8 @@ tabcl_status tabcl__catindex_lookup_dev(tabcl_category_index *idx, const tabcl__
                             TABCL_ARG(bufs[1][0]), TABCL_ARG(bufs[1][1]), TABCL_ARG(bufs[1][2]),
                             TABCL_ARG(bufs[1][3]), TABCL_ARG(bufs[2][0]), TABCL_ARG(bufs[2][1]),
                             TABCL_ARG(bufs[2][2]), TABCL_ARG(bufs[2][3]), TABCL_ARG(bufs[3][0]),
-                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]));
-        if (!st && serial) st = TABCL_SET_ARGS_AT(k, kname, 33, TABCL_ARG(lp.serial_run));
+                            TABCL_ARG(bufs[3][1]), TABCL_ARG(bufs[3][2]), TABCL_ARG(bufs[3][3]),
+                            TABCL_ARG(lp.serial_run));
         if (st) break;
         size_t global = grouped  ? (size_t)count * wg
                         : serial ? (size_t)((count + lp.serial_run - 1) / lp.serial_run)
@@ -222,42 +222,23 @@ static void scatter_codes(const void *src, size_t at, size_t n, void *arg) {
       memcpy(sc->codes[c], all + sc->off[c], (size_t)sc->queries[c].length * sizeof *all);
 }
 
-tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
-                                         const tabcl_strings_view *queries,
-                                         int32_t *const *codes) {
-  static const char fn[] = "tabcl_category_index_lookup";
-  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
-  if (st) return st;
-  if (!queries || !codes)
-    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
-  int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
-  if (!longest)
-    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
-                       ncols);
-  int64_t rows = 0, bytes = 0;
-  for (int c = 0; c < ncols && !st; c++) {
-    const tabcl_strings_view *v = &queries[c];
-    if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
-    if (v->length && !codes[c])
-      st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
-                       c, (long long)v->length);
-    rows += v->length;
-    if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
-  }
-  /* the route, from the plan: the calling thread, the worker pool, or the
-     device (catindex_host.c for the first two) */
-  tabcl__route_plan route = {TABCL__ROUTE_DEVICE, 0};
+/* The host route's executor: the index's mapped tables, then each
+   column on the calling thread or `threads` threads (catindex_host.c). */
+static tabcl_status lookup_on_host(tabcl_category_index *idx, int threads, int ncols,
+                                   const tabcl_strings_view *queries, int32_t *const *codes) {
   const tabcl__catindex_host *tables = NULL;
-  if (!st && rows) st = tabcl__catindex_host_plan(idx, rows, bytes, &route, &tables);
-  if (st || !rows || route.route != TABCL__ROUTE_DEVICE) {
-    /* not after a failed check: a rejected call writes no code */
-    for (int c = 0; !st && rows && c < ncols; c++)
-      tabcl__catindex_host_lookup_n(idx, tables, route.threads, c, &queries[c], codes[c]);
-    tabcl__free(longest);
-    if (!st) tabcl__clear_error();
-    return st;
-  }
-  tabcl__clear_error();
+  tabcl_status st = tabcl__catindex_host_tables(idx, &tables);
+  for (int c = 0; !st && c < ncols; c++)
+    tabcl__catindex_host_lookup_n(idx, tables, threads, c, &queries[c], codes[c]);
+  return st;
+}
+
+/* The device route's executor: the queries uploaded, hashed and looked up,
+   the codes read back into the caller's arrays once every step succeeded. */
+static tabcl_status lookup_on_device(tabcl_category_index *idx, int ncols,
+                                     const tabcl_strings_view *queries, const int64_t *longest,
+                                     int64_t rows, int32_t *const *codes, const char *fn) {
+  tabcl_status st = TABCL_OK;
   tabcl_context *ctx = idx->ctx;
   const tabcl_strings_view **views = tabcl__calloc((size_t)ncols, sizeof *views);
   cl_mem *outs = tabcl__calloc((size_t)ncols, sizeof *outs);
@@ -289,11 +270,46 @@ tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
   scatter_codes(host, 0, (size_t)rows * 4, (void *)&sc);
 done:
   tabcl__pool_put(ctx, out);
-  tabcl__free(longest);
   tabcl__free(views);
   tabcl__free(outs);
   tabcl__free(off);
   tabcl__free(host);
+  return st;
+}
+
+tabcl_status tabcl_category_index_lookup(tabcl_category_index *idx, int ncols,
+                                         const tabcl_strings_view *queries,
+                                         int32_t *const *codes) {
+  static const char fn[] = "tabcl_category_index_lookup";
+  tabcl_status st = tabcl__catindex_check(idx, ncols, fn);
+  if (st) return st;
+  if (!queries || !codes)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: %s is NULL", fn, !queries ? "queries" : "codes");
+  int64_t *longest = tabcl__calloc((size_t)ncols + 1, sizeof *longest);
+  if (!longest)
+    return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory for %d column records", fn,
+                       ncols);
+  int64_t rows = 0, bytes = 0;
+  for (int c = 0; c < ncols && !st; c++) {
+    const tabcl_strings_view *v = &queries[c];
+    if ((st = tabcl__strings_validate_on(idx->ctx, v, fn, c, &longest[c]))) break;
+    if (v->length && !codes[c])
+      st = tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: column %d: codes is NULL for %lld rows", fn,
+                       c, (long long)v->length);
+    rows += v->length;
+    if (v->length) bytes += v->offsets[v->length] - v->offsets[0];
+  }
+  /* the plan's route (the calling thread, the worker pool or the device),
+     then its executor; a rejected call writes no code */
+  if (!st && rows) {
+    const tabcl__route_plan route = tabcl__catindex_route(idx, rows, bytes);
+    if (route.route == TABCL__ROUTE_DEVICE)
+      st = lookup_on_device(idx, ncols, queries, longest, rows, codes, fn);
+    else
+      st = lookup_on_host(idx, route.threads, ncols, queries, codes);
+  }
+  tabcl__free(longest);
+  if (!st) tabcl__clear_error();
   return st;
 }
 

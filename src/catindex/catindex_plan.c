@@ -61,15 +61,11 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
   p->candidate_bytes = p->grouped ? (uint64_t)rows * 8 : 0;
 }
 
-/* Where lookups take the CPU kernel (lookup.serial > 0), the program is
-   built without the GPU lookup kernels, which a CPU driver would compile
-   for nothing on a cold start (bench/history/2026-11-to-12.md, Cold start). A lookup that
-   still takes them (rows past a loop limit) asks for the whole program,
-   which then builds once more. */
-const char *tabcl__catindex_options(const tabcl__tuning *tune, int gpu_kernels) {
-  return !gpu_kernels && tabcl__tuned(tune, TABCL__TUNE_LOOKUP_SERIAL) > 0
-             ? "-DCAT_SERIAL_ONLY=1"
-             : NULL;
+/* Where lookups take the CPU kernel (lookup.serial > 0), its build reads
+   queries as bytes (in place); it holds the GPU kernels too, for rows past
+   a loop limit, so that one build serves every lookup. */
+const char *tabcl__catindex_options(const tabcl__tuning *tune) {
+  return tabcl__tuned(tune, TABCL__TUNE_LOOKUP_SERIAL) > 0 ? "-DCAT_QUERY_BYTES=1" : NULL;
 }
 
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap) {
@@ -124,7 +120,7 @@ void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
   /* the calling thread's fit makes its tables with their contents, so it
      needs the labels in host memory and buffers that copy at creation (no
      staging area) */
-  const int staged = tabcl__tuned(t->tune, TABCL__TUNE_UPLOAD_STAGING) != 0;
+  const int staged = tabcl__tune_staged(t->tune);
   p->route = !from_device && !staged &&
                      labels <= tabcl__tuned(t->tune, TABCL__TUNE_FIT_HOST_LABELS) &&
                      p->vdata_bytes <= TABCL__FIT_HOST_BYTES

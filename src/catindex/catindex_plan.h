@@ -43,9 +43,9 @@ void tabcl__lookup_plan_make(const tabcl__target *t, int64_t rows, int64_t bytes
                              int64_t candidates, tabcl__lookup_plan *p);
 void tabcl__lookup_plan_print(const tabcl__lookup_plan *p, char *buf, size_t cap);
 
-/* Build options of the category program for a call that needs GPU lookup
-   kernels (gpu_kernels 1: catindex_lookup_item, _probe, _group) or not. */
-const char *tabcl__catindex_options(const tabcl__tuning *tune, int gpu_kernels);
+/* Build options of the category program: from the tuning alone (where
+   lookup.serial is on, queries read as bytes). */
+const char *tabcl__catindex_options(const tabcl__tuning *tune);
 /* The plan a lookup on ctx makes (catindex_lookup.c): under the device's
    loop limit, which is measured first where the CPU plan's work-items could
    loop past TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */

@@ -222,17 +222,18 @@ static tabcl_status upload_column(tabcl_context *ctx, int64_t length, const colu
                                   tabcl__dev_strings *t) {
   size_t padded = padded_bytes((int64_t)src->bytes);
   size_t obytes = ((size_t)length + 1) * sizeof(int64_t);
+  const size_t vbytes = ((size_t)length + 7) / 8;
   t->pool = ctx;
+  /* the buffers first, then their contents */
   tabcl_status s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, padded, &t->data, "label bytes");
-  if (!s) s = tabcl__upload(ctx, t->data, padded, fill_data, src, "label bytes");
   if (!s) s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, obytes, &t->offsets, "label offsets");
-  if (!s && src->validity) {
-    size_t vbytes = ((size_t)length + 7) / 8;
+  if (!s && src->validity)
     s = tabcl__pool_get(ctx, CL_MEM_READ_ONLY, vbytes, &t->validity, "validity bitmap");
-    if (!s) s = tabcl__upload_staged(ctx)
-                    ? tabcl__upload(ctx, t->validity, vbytes, fill_validity, src, "validity bitmap")
-                    : tabcl__write(ctx, t->validity, 0, vbytes, src->validity);
-  }
+  if (!s) s = tabcl__upload(ctx, t->data, padded, fill_data, src, "label bytes");
+  if (!s && src->validity)
+    s = tabcl__upload_staged(ctx)
+            ? tabcl__upload(ctx, t->validity, vbytes, fill_validity, src, "validity bitmap")
+            : tabcl__write(ctx, t->validity, 0, vbytes, src->validity);
   if (!s) s = tabcl__upload(ctx, t->offsets, obytes, fill_offsets, src, "label offsets");
   return s;
 }

@@ -4,8 +4,9 @@
 
 #include "hash/hash.h"
 
-/* Block-sum buffers up to this size are made from host zeros (see below). */
-#define SUMS_ZEROED_MAX ((size_t)64 << 10)
+/* Lists of huge labels up to this size are made from host zeros (see
+   tabcl__hash_column). */
+#define LIST_ZEROED_MAX ((size_t)64 << 10)
 /* The self-check's huge label: past the default hash.group_min. */
 #define CHECK_HUGE (8192 + 4321)
 
@@ -34,6 +35,16 @@ typedef struct hash_run {
   cl_uint mid_cap, huge_cap;
 } hash_run;
 
+/* Work-groups a looping kernel gets: enough for every item, at most
+   per_cu a compute unit (about 4096 work-items each, two waves on a large
+   GPU); the groups loop over what is left. */
+static size_t loop_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu) {
+  uint64_t cap = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * per_cu;
+  if (cap < 1) cap = 1;
+  if (items < 1) items = 1;
+  return (size_t)(items < cap ? items : cap);
+}
+
 static void run_release(hash_run *r) {
   tabcl__kernel_release(r->shortk);
   tabcl__kernel_release(r->team);
@@ -43,52 +54,46 @@ static void run_release(hash_run *r) {
   tabcl__buffer_release(r->counts);
 }
 
-/* A buffer the kernels fill for each other (lists, sums). A small one
-   (columns up to about 1 MiB) is still made from host zeros, which costs
-   little: oclgrind 21.10 took what a later call's kernels wrote into such
-   buffers as uninitialised (an enqueued fill made it worse). A large one
-   is left as it is: a host copy of its size would cost more than the
-   hashing. */
-static tabcl_status scratch_create(tabcl_context *ctx, int col, size_t bytes, cl_mem *m,
-                                const char *what) {
-  void *zeros = NULL;
-  if (bytes <= SUMS_ZEROED_MAX && !(zeros = tabcl__calloc(bytes, 1)))
-    return tabcl__fail(TABCL_OUT_OF_MEMORY,
-                       "tabcl__hash_column: column %d: out of host memory for %zu zero bytes of %s",
-                       col, bytes, what);
-  tabcl_status st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
-                                         bytes, zeros, m, what);
-  tabcl__free(zeros);
-  return st;
-}
-
-/* The CPU plan: hash_serial alone, one launch a slice. */
+/* The CPU plan: hash_serial, one launch a slice; or hash_serial_part,
+   p->parts launches a slice, its accumulators in a buffer of the pool. */
 static tabcl_status hash_serial(tabcl_context *ctx, const tabcl__dev_strings *s,
                                 const tabcl__hash_plan *p, uint64_t xseed, uint64_t mask,
                                 cl_mem out, size_t out_offset, cl_uint nwait,
                                 const cl_event *wait, cl_event *ev) {
   cl_kernel k = NULL;
+  cl_mem acc = NULL;
   tabcl_status st = tabcl__kernel_create(ctx, "hash", p->options, p->serial_kernel, &k);
+  if (!st && p->parts)
+    st = tabcl__pool_get(ctx, CL_MEM_READ_WRITE, (size_t)p->part_bytes, &acc, "hash accumulators");
   size_t wg = k ? tabcl__wg_size(ctx, k, p->wg_serial) : 1;
-  const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset;
+  const uint64_t nbytes = (uint64_t)s->bytes, out_off = out_offset, nb = p->part_blocks;
   const cl_uint run = p->serial_run;
+  const uint64_t parts = p->parts ? p->parts : 1;
   for (int64_t base = 0; !st && base < s->length; base += p->slice) {
     const int64_t n = s->length - base < p->slice ? s->length - base : p->slice;
     const uint64_t ubase = (uint64_t)base;
     const cl_uint count = (cl_uint)n;
-    const int first = base == 0, last = base + n >= s->length;
     st = TABCL_SET_ARGS(k, p->serial_kernel, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                         TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
-                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(run));
+                        TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
+    if (!st && !p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 9, TABCL_ARG(run));
+    if (!st && p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 9, TABCL_ARG(acc));
     size_t global = tabcl__round_up(((size_t)n + run - 1) / run, wg);
-    if (!st)
-      st = tabcl__launch(ctx, k, 1, &global, &wg, first ? nwait : 0, first ? wait : NULL,
-                         last ? ev : NULL, p->serial_kernel);
+    for (uint64_t part = 0; !st && part < parts; part++) {
+      const uint64_t b0 = part * nb;
+      const int first = base == 0 && part == 0, last = base + n >= s->length && part + 1 == parts;
+      if (p->parts) st = TABCL_SET_ARGS_AT(k, p->serial_kernel, 10, TABCL_ARG(b0), TABCL_ARG(nb));
+      if (!st)
+        st = tabcl__launch(ctx, k, 1, &global, &wg, first ? nwait : 0, first ? wait : NULL,
+                           last ? ev : NULL, p->serial_kernel);
+    }
   }
   if (st && ev && *ev) {
     clReleaseEvent(*ev);
     *ev = NULL;
   }
+  /* back to the pool once the launches that use it are done */
+  tabcl__pool_put(ctx, acc);
   tabcl__kernel_release(k);
   return st;
 }
@@ -153,15 +158,26 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
     st = tabcl__fail(TABCL_UNSUPPORTED, "tabcl__hash_column: %s allows work-groups of fewer than 8",
                      ctx->info.name);
   if (!st && lists) {
-    /* A short list of huge labels is zeroed at creation from the host (see
-       scratch_create). */
+    /* The list of huge labels, which the kernels fill for each other: a
+       small one (columns up to about 1 MiB) is made from host zeros, which
+       costs little: oclgrind 21.10 took what a later call's kernels wrote
+       into such buffers as uninitialised (an enqueued fill made it worse).
+       A large one is left as it is: a host copy of its size would cost
+       more than the hashing. */
     r.mid_cap = p.mid_cap;
     r.huge_cap = p.huge_cap;
-    if (!team_all)
+    const size_t huge_bytes = (size_t)p.huge_cap * sizeof(cl_uint);
+    void *zeros = huge_bytes <= LIST_ZEROED_MAX ? tabcl__calloc(huge_bytes, 1) : NULL;
+    if (!zeros && huge_bytes <= LIST_ZEROED_MAX)
+      st = tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl__hash_column: column %d: out of host memory "
+                       "for %zu zero bytes of the huge-label list", col, huge_bytes);
+    if (!st && !team_all)
       st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)p.mid_cap * sizeof(cl_uint), NULL,
                                 &r.mid, "long-label list");
     if (!st)
-      st = scratch_create(ctx, col, (size_t)p.huge_cap * sizeof(cl_uint), &r.huge, "huge-label list");
+      st = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE | (zeros ? CL_MEM_COPY_HOST_PTR : 0),
+                                huge_bytes, zeros, &r.huge, "huge-label list");
+    tabcl__free(zeros);
   }
   uint64_t gmin_arg = (uint64_t)gmin, nbytes = (uint64_t)s->bytes;
   cl_uint list_arg = (cl_uint)list_huge, direct_arg = (cl_uint)direct;
@@ -201,44 +217,43 @@ tabcl_status tabcl__hash_column(tabcl_context *ctx, const tabcl__dev_strings *s,
       st = TABCL_SET_ARGS(r.shortk, short_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes));
-    size_t global = tabcl__round_up((size_t)n, r.wg_short);
+    /* Each kernel's global size: the short kernel a work-item a label; the
+       team and block kernels loop over their labels (loop_groups). */
+    size_t global = tabcl__round_up((size_t)n, r.wg_short), g_team = 0, g_units = 0;
+    if (r.team) {
+      const size_t teams = r.wg_team / (team_all ? lanes : 4);
+      const uint64_t items = team_all ? (uint64_t)n : (uint64_t)r.mid_cap;
+      g_team = loop_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team) * r.wg_team;
+    }
+    if (r.units)
+      g_units = loop_groups(&ctx->info, direct ? (uint64_t)n : (uint64_t)r.huge_cap, 64) * r.wg_units;
     if (!st && !team_all)
       st = tabcl__launch(ctx, r.shortk, 1, &global, &r.wg_short, nw, wl,
                          last && !any_long ? ev : NULL, short_name);
     if (!st && team_all) {
-      size_t teams = r.wg_team / lanes;
-      size_t groups = tabcl__hash_groups(&ctx->info, ((uint64_t)n + teams - 1) / teams, 4096 / r.wg_team);
-      size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, team_name, TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(xseed), TABCL_ARG(mask),
                           TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(nbytes), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(gmin_arg), TABCL_ARG(list_arg),
                           TABCL_LOCAL((team_words * r.wg_team + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, nw, wl,
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g_team, &r.wg_team, nw, wl,
                                   last && !any_huge ? ev : NULL, team_name);
     } else if (!st && any_long) {
-      uint64_t items = (uint64_t)r.mid_cap;
-      size_t teams = r.wg_team / 4;
-      size_t groups = tabcl__hash_groups(&ctx->info, (items + teams - 1) / teams, 4096 / r.wg_team);
-      size_t g = groups * r.wg_team;
       st = TABCL_SET_ARGS(r.team, "hash_team", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(xseed), TABCL_ARG(mask), TABCL_ARG(out),
                           TABCL_ARG(out_off), TABCL_ARG(r.mid), TABCL_ARG(r.counts),
                           TABCL_LOCAL((r.wg_team + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.team, 1, &g, &r.wg_team, 0, NULL,
+      if (!st) st = tabcl__launch(ctx, r.team, 1, &g_team, &r.wg_team, 0, NULL,
                                   last && !any_huge ? ev : NULL, "hash_team");
     }
     if (!st && any_huge) {
-      /* One work-group a label, up to 64 a compute unit; groups loop over
-         the rest. */
-      uint64_t labels = direct ? (uint64_t)n : (uint64_t)r.huge_cap;
-      size_t g = tabcl__hash_groups(&ctx->info, labels, 64) * r.wg_units;
+      /* one work-group a label, up to 64 a compute unit (g_units) */
       st = TABCL_SET_ARGS(r.units, "hash_big", TABCL_ARG(s->data), TABCL_ARG(s->offsets),
                           TABCL_ARG(ubase), TABCL_ARG(count), TABCL_ARG(nbytes), TABCL_ARG(xseed),
                           TABCL_ARG(mask), TABCL_ARG(out), TABCL_ARG(out_off), TABCL_ARG(huge),
                           TABCL_ARG(counts), TABCL_ARG(direct_arg), TABCL_ARG(gmin_arg),
                           TABCL_LOCAL((2 * r.wg_units + 24) * sizeof(cl_ulong)));
-      if (!st) st = tabcl__launch(ctx, r.units, 1, &g, &r.wg_units, 0, NULL, last ? ev : NULL,
+      if (!st) st = tabcl__launch(ctx, r.units, 1, &g_units, &r.wg_units, 0, NULL, last ? ev : NULL,
                                   "hash_big");
     }
   }

@@ -72,13 +72,17 @@ typedef struct tabcl__hash_plan {
   const char *options;        /* the hash program's build options (NULL: none) */
   uint32_t serial_run;
   uint64_t serial_loops;      /* loop iterations a work-item runs, at most (a bound) */
+  /* hash_serial_part (labels too long for one work-item under the loop
+     limit): blocks a launch, launches a slice, bytes of accumulators. */
+  uint64_t part_blocks, parts, part_bytes;
   size_t wg_serial;
 } tabcl__hash_plan;
 
 /* The plan for a column of length labels, bytes bytes and a longest label
    of max_label bytes. Build options never depend on these: every GPU
-   kernel comes from the one "hash" program, and the CPU plan's from its
-   build of hash_serial alone (options). */
+   kernel comes from the one "hash" program, and the CPU plan's (every
+   column where hash.serial is on) from its build of the serial kernels
+   (options). */
 void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes,
                            int64_t max_label, tabcl__hash_plan *p);
 /* The plan a call on ctx makes (hash.c): under the device's loop limit,
@@ -86,9 +90,5 @@ void tabcl__hash_plan_make(const tabcl__target *t, int64_t length, int64_t bytes
    TABCL__LOOPS_UNCHECKED; the probe's failure is the only error. */
 tabcl_status tabcl__hash_plan_for(tabcl_context *ctx, int64_t length, int64_t bytes,
                                   int64_t max_label, tabcl__hash_plan *p);
-/* Work-groups a looping kernel gets: enough for every item, at most
-   per_cu a compute unit (about 4096 work-items each, two waves on a large
-   GPU); the groups loop over what is left. */
-size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu);
 void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap);
 #endif

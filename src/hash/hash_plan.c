@@ -19,6 +19,11 @@
    vector one (a trip a stripe, a trip a block) stays well inside them.
    A work-item adds SERIAL_ITEM_LOOPS (the keys derived from the seed). */
 #define SERIAL_ITEM_LOOPS 32
+/* The same count for each whole 1 KiB block of a long label (16 stripes). */
+#define SERIAL_BLOCK_LOOPS (19 * 16 + 12)
+/* Labels a launch of hash_serial_part at most: its accumulators, 64 bytes
+   a label, stay within 4 MiB. */
+#define SERIAL_PART_SLICE ((int64_t)1 << 16)
 static uint64_t serial_label_loops(int64_t len) {
   if (len <= 240) return 1 + 24;
   return 1 + 9 + 19 * ((uint64_t)len / 64 + 1) + 12 * ((uint64_t)len / 1024 + 1) + 48;
@@ -41,20 +46,34 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
     const int64_t n = length < p->slice ? length : p->slice;
     const int64_t items = (int64_t)(dev->compute_units ? dev->compute_units : 1) * serial;
     uint64_t run = (uint64_t)((n + items - 1) / items);
-    /* Under a device's loop limit, runs short enough for it; a label too
-       long for even a run of one goes to the GPU kernels (below), whose
-       block kernels split it. */
+    /* Under a device's loop limit, runs short enough for it. */
     const uint64_t per_label = serial_label_loops(max_label), budget = tabcl__loop_budget(dev);
     const uint64_t most = budget > SERIAL_ITEM_LOOPS ? (budget - SERIAL_ITEM_LOOPS) / per_label : 0;
+    p->options = "-DHASH_SERIAL_ONLY=1";
+    p->wg_serial = 1;
     if (most >= 1) {
       if (run > most) run = most;
       p->serial_kernel = "hash_serial";
-      p->options = "-DHASH_SERIAL_ONLY=1";
       p->serial_run = (uint32_t)run;
       p->serial_loops = SERIAL_ITEM_LOOPS + run * per_label;
-      p->wg_serial = 1;
       return;
     }
+    /* A label too long for even a run of one: hash_serial_part, a label a
+       work-item, as many 1 KiB blocks a launch as the limit allows, the
+       accumulators (64 bytes a label) kept between launches. The same
+       program, whatever the lengths. */
+    const uint64_t fixed = SERIAL_ITEM_LOOPS + serial_label_loops(1024);
+    const uint64_t blocks = (uint64_t)(max_label - 1) / 1024;
+    uint64_t nb = budget > fixed + SERIAL_BLOCK_LOOPS ? (budget - fixed) / SERIAL_BLOCK_LOOPS : 1;
+    if (nb > blocks) nb = blocks ? blocks : 1;
+    p->serial_kernel = "hash_serial_part";
+    p->serial_run = 1;
+    p->part_blocks = nb;
+    p->parts = blocks ? (blocks + nb - 1) / nb : 1;
+    if (p->slice > SERIAL_PART_SLICE) p->slice = SERIAL_PART_SLICE;
+    p->part_bytes = (uint64_t)(length < p->slice ? length : p->slice) * 64;
+    p->serial_loops = fixed + nb * SERIAL_BLOCK_LOOPS;
+    return;
   }
   p->group_min = tabcl__tuned(tune, TABCL__TUNE_HASH_GROUP_MIN);
   const int any_long = max_label > TABCL__HASH_SHORT_MAX;
@@ -119,16 +138,17 @@ void tabcl__hash_plan_make(const tabcl__target *tg, int64_t length, int64_t byte
   }
 }
 
-size_t tabcl__hash_groups(const tabcl__device_desc *dev, uint64_t items, size_t per_cu) {
-  uint64_t cap = (uint64_t)(dev->compute_units ? dev->compute_units : 1) * per_cu;
-  if (cap < 1) cap = 1;
-  if (items < 1) items = 1;
-  return (size_t)(items < cap ? items : cap);
-}
-
 void tabcl__hash_plan_print(const tabcl__hash_plan *p, char *buf, size_t cap) {
   if (p->length <= 0) {
     snprintf(buf, cap, "empty column: a marker only");
+    return;
+  }
+  if (p->parts) {
+    snprintf(buf, cap, "%lld labels, %lld bytes: %s (a label a work-item, %llu blocks of 1 KiB "
+             "a launch, %llu launches a slice); %lld labels a slice; build \"%s\"",
+             (long long)p->length, (long long)p->bytes, p->serial_kernel,
+             (unsigned long long)p->part_blocks, (unsigned long long)p->parts,
+             (long long)p->slice, p->options);
     return;
   }
   if (p->serial_kernel) {

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "catindex/catindex_plan.h"
 #include "hash/hash.h"
 #include "probe/variants.h"
 #include "sort/sort.h"
@@ -73,14 +74,23 @@ int tabcl__variants_collect(const tabcl__target *t, const tabcl__sdpa_facts *f,
     n = add(out, n, cap, &v);
   }
   /* The hash program as this device's plan builds it: on a CPU (hash.serial)
-     hash_serial alone; sizes never change the options. */
+     the serial kernels alone; sizes never change the options. */
   tabcl__hash_plan hp;
   tabcl__hash_plan_make(t, 1000, 64000, 64, &hp);
   if (hp.options) {
     memset(&v, 0, sizeof v);
     v.program = "hash";
     snprintf(v.options, sizeof v.options, "%s", hp.options);
-    snprintf(v.what, sizeof v.what, "hash, %s alone", hp.serial_kernel);
+    snprintf(v.what, sizeof v.what, "hash, the serial kernels");
+    n = add(out, n, cap, &v);
+  }
+  /* The category program's build where lookups take the CPU kernel. */
+  const char *cat = tabcl__catindex_options(t->tune);
+  if (cat) {
+    memset(&v, 0, sizeof v);
+    v.program = "catindex";
+    snprintf(v.options, sizeof v.options, "%s", cat);
+    snprintf(v.what, sizeof v.what, "catindex, queries read as bytes");
     n = add(out, n, cap, &v);
   }
   return n;

@@ -243,23 +243,17 @@ void tabcl__staging_destroy(tabcl_context *ctx) {
   pthread_mutex_destroy(&ctx->staging.lock);
 }
 
-int tabcl__upload_staged(tabcl_context *ctx) {
-  int force = ctx->staging.force;
-  /* oclgrind reports every device type at once: a GPU that is also a CPU
-     keeps the map, which oclgrind tracks (see above) */
-  return force > 0 || (force == 0 && ctx->info.is_gpu && !ctx->info.is_cpu);
-}
+int tabcl__upload_staged(tabcl_context *ctx) { return tabcl__tune_staged(&ctx->tune); }
 
 void tabcl__staging_configure(tabcl_context *ctx) {
-  /* upload.staging: 0 maps each buffer, 1 stages through an area of the
-     default size, a larger number through at most that many bytes; auto,
-     the device's own way (staging on GPUs). A changed cap takes effect at
+  /* upload.staging: 0 maps each buffer (CPUs, and oclgrind, which tracks
+     the map), 1 stages through an area of the default size, a larger
+     number through at most that many bytes. A changed cap takes effect at
      the next upload: the current area goes. */
   tabcl__staging *sg = &ctx->staging;
   const int64_t v = tabcl__tuned(&ctx->tune, TABCL__TUNE_UPLOAD_STAGING);
   pthread_mutex_lock(&sg->lock);
   staging_drop(ctx);
-  sg->force = v == TABCL__TUNE_AUTO ? 0 : v ? 1 : -1;
   sg->cap = v > 1 ? (v < 16 ? 16 : (size_t)v) : STAGING_DEFAULT_CAP;
   pthread_mutex_unlock(&sg->lock);
 }

@@ -36,8 +36,6 @@ typedef struct tabcl__staging {
   cl_event busy[2];           /* the last transfer still using each half, or NULL */
   size_t used[2];             /* bytes of each half taken since it was last free */
   int next;                   /* the half the next chunk goes into if it fits */
-  int force;                  /* test-only: 1 staged on any device, -1 never,
-                                 0 GPUs only (not oclgrind) */
   size_t cap;                 /* most bytes the area may grow to */
 } tabcl__staging;
 

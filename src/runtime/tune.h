@@ -167,6 +167,12 @@ void tabcl__tune_describe(const tabcl__tuning *t, tabcl__tune_key k, char *buf, 
 static inline int64_t tabcl__tuned(const tabcl__tuning *t, tabcl__tune_key k) {
   return t->value[k];
 }
+/* Whether uploads go through a staging area (upload.staging, which the
+   table sets on every device): the fit's plan and the transfers read it
+   here alike. */
+static inline int tabcl__tune_staged(const tabcl__tuning *t) {
+  return tabcl__tuned(t, TABCL__TUNE_UPLOAD_STAGING) != 0;
+}
 /* For the keys the table leaves to a rule (TABCL__TUNE_RULE_KEYS): the
    value set, else the rule's answer, which the planner computes. */
 static inline int64_t tabcl__tuned_rule(const tabcl__tuning *t, tabcl__tune_key k, int64_t rule) {
