@@ -285,11 +285,12 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
 }
 
 /* Rows a part of a threaded host lookup takes at least (labels up to
-   HOST_PART_ROWS_BYTES on average; part_rows): a part costs a lock and a
-   hand-over, about a microsecond where the threads are watching for work,
-   and a row 10 to 20 ns on one core (labels up to 64 B, PoCL's CPU,
-   bench/history/2026-11-to-12.md). Parts of 128 to 2,048 rows gave the same times. */
-#define HOST_PART_ROWS 256
+   HOST_PART_ROWS_BYTES on average; part_rows): 20 to 40 us of work on one
+   core (10 to 20 ns a row), which repays waking a sleeping thread, as the
+   workers are between an application's calls; smaller parts made lookups
+   of 1,000 rows 1.4-2.8x slower beside an H200 (bench/RESULTS.md, "The
+   worker pool"). */
+#define HOST_PART_ROWS 2048
 #define HOST_PART_ROWS_BYTES 64
 
 typedef struct host_part {
