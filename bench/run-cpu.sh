@@ -77,6 +77,17 @@ step lookup-peer "$PY" "$ROOT/bench/peers/lookup_host.py" --dump "$DUMP" --reps 
 step attention bench attention
 step attention-peer numpy "$ROOT/bench/peers/attention_numpy.py" --cases-from "$OUT/tabcl.jsonl" --reps "$REPS" \
   --jsonl "$OUT/peers.jsonl"
+# The current-package peers (pyarrow, polars, PyTorch's CPU attention):
+# PYTHON_CURRENT names their interpreter, e.g. BUILD/python-venv-current/bin/python
+# (tools/ci/python-current.sh); unset, or a package missing, they skip with a note.
+current() {
+  if [ -z "${PYTHON_CURRENT:-}" ]; then echo "skipped: PYTHON_CURRENT is not set"; return 0; fi
+  "$PYTHON_CURRENT" "$@"
+}
+step lookup-frames-peer current "$ROOT/bench/peers/lookup_frames.py" --dump "$DUMP" --reps "$REPS" \
+  --jsonl "$OUT/peers.jsonl"
+step attention-torch-cpu-peer current "$ROOT/bench/peers/attention_torch_cpu.py" \
+  --cases-from "$OUT/tabcl.jsonl" --reps "$REPS" --jsonl "$OUT/peers.jsonl"
 step report "$PY" "$ROOT/bench/report.py" --tabcl "$OUT/tabcl.jsonl" --peers "$OUT/peers.jsonl" \
   --probe "$OUT/probe.json" --bench-md "$OUT/tabcl-bench.md" --out "$OUT/report.md"
 if [ ${#FAILED[@]} -gt 0 ]; then log "failed: ${FAILED[*]}"; exit 1; fi
