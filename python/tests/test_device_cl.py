@@ -226,6 +226,7 @@ def test_bad_sdpa_arguments(app):
     check_refused(run(mask=cl_array.empty(q, (1, 1, 5, 5), np.int8)), "mask has dtype int8",
                   before, seen)
     check_refused(run(scale=0), "scale is 0", before, seen)
+    check_refused(run(q=dq[1:], k=dk[1:], v=dv[1:]), "q starts at offset", before, seen)
     foreign = cl_array.to_device(cl.CommandQueue(cl.Context(c.devices)), dv.get())
     check_refused(run(v=foreign), "v belongs to another OpenCL context", before, seen)
     check_refused(lambda: tabcl.sdpa_cl("ctx", dq, dk, dv), "ctx is str", before, seen)
