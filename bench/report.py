@@ -561,6 +561,13 @@ def fma_target(tab, peer, probe_path):
             verdict(known and 0.75 <= r <= 1.25, known))
 
 
+# lookup_frames.py's figures: (metric, what it times)
+FRAME_PEERS = (("arrow_index_in_ms", "pyarrow.compute.index_in"),
+               ("arrow_dict_encode_ms", "pyarrow.compute.dictionary_encode + index_in"),
+               ("polars_replace_ms", "polars replace_strict"),
+               ("polars_enum_ms", "polars cast to Enum"))
+
+
 def cpu_targets(tab, peer, probe_path=None):
     """The CPU issue's targets (issue 15), when its host peers ran: each
     (target, evidence, verdict)."""
@@ -589,6 +596,19 @@ def cpu_targets(tab, peer, probe_path=None):
     rows.append(("fit faster than pandas building its Index, every case (pandas/tabcl)", e, verdict(ok, known)))
     e, ok, known = versus(tab, peer, "align", "pandas_align_ms", "host_align_ms", lambda c: 1.0000001)
     rows.append(("align faster than the pandas re-coding, every case (pandas/tabcl)", e, verdict(ok, known)))
+    # the data-frame peers (peers/lookup_frames.py), where the current packages ran
+    for metric, what in FRAME_PEERS:
+        e, ok, known = versus(tab, peer, "lookup", metric, "host_lookup_ms", lambda c: 1.0000001)
+        if known:
+            rows.append(("lookup, the host call, faster than %s in every case (peer/tabcl)" % what, e,
+                         verdict(ok, known)))
+    for case in ("tab_b2000_l54_h8_d64_f32", "long_b1_h16_l1024_d64_f32"):
+        t, p, _ = pick_auto(tab, peer, "attention", case, "torch_cpu_ms")
+        if p:
+            r = ratio(t, p)[0] if t else None
+            rows.append(("attention %s at least as fast as PyTorch's CPU SDPA" % case,
+                         "tabcl %s, PyTorch %s: %sx" % (fig(t), fig(p), fmt(r)) if r is not None
+                         else "no figures from both", verdict(r is not None and r <= 1.0, r is not None)))
     for case in ("tab_b2000_l54_h8_d64_f32", "long_b1_h16_l1024_d64_f32"):
         t, p, _ = pick_auto(tab, peer, "attention", case, "numpy_ms")
         r = ratio(t, p)[0] if t and p else None

@@ -125,6 +125,17 @@ step sort-peer numpy "$ROOT/bench/peers/sort_numpy.py" --dump "$DUMP" --reps "$R
 step lookup-peer "$PY" "$ROOT/bench/peers/lookup_host.py" --dump "$DUMP" --reps "$REPS" --jsonl "$OUT/peers.jsonl"
 step attention-peer numpy "$ROOT/bench/peers/attention_numpy.py" --cases-from "$FIRST/tabcl.jsonl" --reps "$REPS" \
   --jsonl "$OUT/peers.jsonl"
+# The current-package peers (pyarrow, polars, PyTorch's CPU attention):
+# PYTHON_CURRENT names their interpreter, e.g. BUILD/python-venv-current/bin/python
+# (tools/ci/python-current.sh); unset, or a package missing, they skip with a note.
+current() {
+  if [ -z "${PYTHON_CURRENT:-}" ]; then echo "skipped: PYTHON_CURRENT is not set"; return 0; fi
+  "$PYTHON_CURRENT" "$@"
+}
+step lookup-frames-peer current "$ROOT/bench/peers/lookup_frames.py" --dump "$DUMP" --reps "$REPS" \
+  --jsonl "$OUT/peers.jsonl"
+step attention-torch-cpu-peer current "$ROOT/bench/peers/attention_torch_cpu.py" \
+  --cases-from "$FIRST/tabcl.jsonl" --reps "$REPS" --jsonl "$OUT/peers.jsonl"
 for dev in "${RAN[@]}"; do
   step "$dev-report" "$PY" "$ROOT/bench/report.py" --tabcl "$OUT/$dev/tabcl.jsonl" --peers "$OUT/peers.jsonl" \
     --probe "$OUT/$dev/probe.json" --bench-md "$OUT/$dev/tabcl-bench.md" --out "$OUT/$dev/report.md"

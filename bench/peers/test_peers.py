@@ -181,6 +181,108 @@ class PeersOnDumps(unittest.TestCase):
             self.assertEqual(len([r for r in recs if r["metric"] == "torch_ms"]), 1 - want_rc, out)
 
 
+def importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+def run_peer(script, jsonl, *args):
+    """(exit status, its JSON lines, its output) of one peer run."""
+    if os.path.exists(jsonl):
+        os.remove(jsonl)
+    r = subprocess.run([sys.executable, os.path.join(HERE, script), "--reps", "1", "--jsonl", jsonl]
+                       + list(args), capture_output=True, text=True)
+    recs = []
+    if os.path.exists(jsonl):
+        with open(jsonl) as f:
+            recs = [json.loads(line) for line in f]
+    return r.returncode, recs, r.stdout + r.stderr
+
+
+@unittest.skipUnless(importable("pyarrow") and importable("polars"),
+                     "pyarrow or polars not importable (Debian's packages)")
+class FramePeers(unittest.TestCase):
+    """lookup_frames.py on make_dump.py's cases: each of its four peers gives
+    tabcl's codes (the reference's here), and a tampered code fails it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="tabcl-frames-test-")
+        for sub, extra in (("text", []), ("binary", ["--binary"])):
+            subprocess.run([sys.executable, os.path.join(HERE, "make_dump.py"),
+                            os.path.join(cls.dir, sub), "--quick"] + extra,
+                           check=True, stdout=subprocess.DEVNULL)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def frames(self, dump):
+        return run_peer("lookup_frames.py", os.path.join(self.dir, "peers.jsonl"), "--quick",
+                        "--dump", dump)
+
+    def test_codes_match_on_text(self):
+        rc, recs, out = self.frames(os.path.join(self.dir, "text"))
+        self.assertEqual(rc, 0, out)
+        matches = {(r["case"], r["metric"]): r["value"] for r in recs if r["metric"].endswith("codes_match")}
+        peers = ("arrow_index_in", "arrow_dict_encode", "polars_replace", "polars_enum")
+        for case in ("v2000_q1000_len8-64", "v300_q500_len0-4"):
+            for p in peers:
+                self.assertEqual(matches.get((case, p + "_codes_match")), 1, out)
+        times = [r for r in recs if r["unit"] == "ms"]
+        self.assertEqual(len(times), 8, out)
+        self.assertTrue(all(r["vs"] == "host_lookup_ms" for r in times))
+
+    def test_binary_labels_skip_enum_only(self):
+        rc, recs, out = self.frames(os.path.join(self.dir, "binary"))
+        self.assertEqual(rc, 0, out)
+        metrics = {r["metric"] for r in recs}
+        self.assertIn("polars_replace_codes_match", metrics)
+        self.assertNotIn("polars_enum_ms", metrics)
+        self.assertIn("not all UTF-8", out)
+
+    def test_a_wrong_code_fails_every_peer(self):
+        bad = os.path.join(self.dir, "bad")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(os.path.join(self.dir, "text", "v300_q500_len0-4"), os.path.join(bad, "c"))
+        p = os.path.join(bad, "c", "codes_0.i32")
+        codes = np.fromfile(p, dtype="<i4")
+        codes[7] = codes[7] + 1
+        codes.tofile(p)
+        rc, recs, out = self.frames(bad)
+        self.assertNotEqual(rc, 0, out)
+        matches = [r["value"] for r in recs if r["metric"].endswith("codes_match")]
+        self.assertEqual(matches, [0, 0, 0, 0], out)
+
+
+@unittest.skipIf(torch is None, "torch not importable")
+class TorchCpuAttention(unittest.TestCase):
+    def test_cases_are_checked_and_recorded_as_torch_cpu(self):
+        d = tempfile.mkdtemp(prefix="tabcl-attn-cpu-test-")
+        try:
+            jsonl = os.path.join(d, "peers.jsonl")
+            rc, recs, out = run_peer("attention_torch_cpu.py", jsonl, "--cases",
+                                     "long_b1_h2_l16_d8_causal_f32,tab_b3_l5_h2_d8_bf16")
+            self.assertEqual(rc, 0, out)
+            ok = {r["case"]: r["value"] for r in recs if r["metric"] == "torch_cpu_output_ok"}
+            self.assertEqual(ok, {"long_b1_h2_l16_d8_causal_f32": 1, "tab_b3_l5_h2_d8_bf16": 1}, out)
+            self.assertTrue(all(r["peer"] == "torch_cpu" for r in recs))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_a_wrong_output_fails(self):
+        import attention_numpy as A
+        rng = np.random.default_rng(3)
+        q, k, v = (rng.standard_normal((1, 2, 6, 8)).astype(np.float32) for _ in range(3))
+        out = A.attention(q, k, v, True, 1)
+        self.assertTrue(A.check(q, k, v, True, out)[0])
+        out[0, :, :, 0] += 0.01
+        self.assertFalse(A.check(q, k, v, True, out)[0])
+
+
 class Report(unittest.TestCase):
     def test_fma_target_reads_probe_and_sgemm(self):
         import report
@@ -331,6 +433,33 @@ class Report(unittest.TestCase):
         self.assertTrue(row[2].startswith("met on device time"), row)
         self.assertIn("host call 0.6 ms (66.7x)", row[1])
         self.assertEqual(verdict(0.5, 0.6)[2], "**not met**")
+
+    def test_cpu_targets_judge_the_frame_and_torch_cpu_peers(self):
+        import report
+
+        def rec(bench, case, metric, value, vs=None, peer=None):
+            r = {"bench": bench, "case": case, "metric": metric, "value": value, "unit": "ms"}
+            r.update({k: x for k, x in (("vs", vs), ("peer", peer)) if x})
+            return r
+
+        attn = "tab_b2000_l54_h8_d64_f32"
+        tab = report.index([rec("lookup", "a", "host_lookup_ms", 1.0),
+                            rec("lookup", "b", "host_lookup_ms", 3.0),
+                            rec("attention", attn, "ms", 50.0)])
+        prec = [rec("lookup", "a", "polars_replace_ms", 2.0, "host_lookup_ms", "frames"),
+                rec("lookup", "b", "polars_replace_ms", 2.0, "host_lookup_ms", "frames"),
+                rec("lookup", "a", "arrow_index_in_ms", 5.0, "host_lookup_ms", "frames"),
+                rec("attention", attn, "torch_cpu_ms", 40.0, "ms", "torch_cpu"),
+                rec("attention", attn, "numpy_ms", 80.0, "ms", "numpy")]
+        rows = {r[0]: r for r in report.cpu_targets(tab, report.index(prec))}
+        polars = [r for k, r in rows.items() if "polars replace_strict" in k]
+        arrow = [r for k, r in rows.items() if "index_in" in k]
+        torch_row = [r for k, r in rows.items() if "PyTorch's CPU SDPA" in k]
+        self.assertEqual(polars[0][2], "**not met**")   # case b: tabcl 3 ms against 2
+        self.assertEqual(arrow[0][2], "met")
+        self.assertFalse([k for k in rows if "Enum" in k])   # no figures: no row
+        self.assertEqual(torch_row[0][2], "**not met**")
+        self.assertIn("1.25x", torch_row[0][1])
 
     def test_writes_markdown(self):
         d = tempfile.mkdtemp(prefix="tabcl-report-test-")

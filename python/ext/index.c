@@ -58,7 +58,7 @@ PyTypeObject tpy_index_type = {
     .tp_methods = index_methods,
 };
 
-static PyObject *wrap_index(PyObject *context, tabcl_category_index *idx) {
+PyObject *tpy_wrap_index(PyObject *context, tabcl_category_index *idx) {
   tpy_index *self = (tpy_index *)tpy_index_type.tp_alloc(&tpy_index_type, 0);
   if (!self) {
     tabcl_category_index_destroy(idx);
@@ -112,7 +112,7 @@ static PyObject *fit(PyObject *self, PyObject *args) {
   PyMem_Free(views);
   Py_DECREF(cols);
   if (st) return tpy_raise(st);
-  return wrap_index(ctx, idx);
+  return tpy_wrap_index(ctx, idx);
 }
 
 /* Writable C-contiguous int32 buffers, one per column, each of len rows. */
@@ -270,7 +270,7 @@ static PyObject *load(PyObject *self, PyObject *args) {
   st = tabcl_category_index_load(((tpy_context *)ctx)->ctx, path, &idx);
   TPY_END_NOGIL
   if (st) return tpy_raise(st);
-  return wrap_index(ctx, idx);
+  return tpy_wrap_index(ctx, idx);
 }
 
 PyMethodDef tpy_index_functions[] = {

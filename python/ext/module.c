@@ -160,7 +160,7 @@ PyMODINIT_FUNC PyInit__tabcl(void) {
     }
   }
   if (add_functions(m, tpy_index_functions) < 0 || add_functions(m, tpy_attention_functions) < 0 ||
-      add_functions(m, tpy_stream_functions) < 0) {
+      add_functions(m, tpy_stream_functions) < 0 || add_functions(m, tpy_device_functions) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -60,5 +60,8 @@ extern unsigned long tpy_nogil_calls;
 #define TPY_END_NOGIL Py_END_ALLOW_THREADS
 
 extern PyTypeObject tpy_context_type, tpy_strings_type, tpy_dictionary_type, tpy_index_type;
-extern PyMethodDef tpy_index_functions[], tpy_attention_functions[], tpy_stream_functions[];
+extern PyMethodDef tpy_index_functions[], tpy_attention_functions[], tpy_stream_functions[],
+    tpy_device_functions[];
+/* A new tabcl._tabcl.Index owning idx (destroyed on failure), on context. */
+PyObject *tpy_wrap_index(PyObject *context, tabcl_category_index *idx);
 #endif

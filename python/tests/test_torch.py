@@ -247,3 +247,15 @@ def test_bad_tensors_are_invalid_argument(gen, ctx):
         tt.category_lookup(idx, 3, off, data)
     with pytest.raises(tabcl.InvalidArgument, match="codes"):
         tt.category_align(idx, 0, off, data, None, torch.tensor([5]))
+
+
+def test_dropout_p_zero_only(gen):
+    """dropout_p in PyTorch's position: 0.0 (or 0) runs as without it, since
+    inference has no dropout; any other value is refused, naming it."""
+    q = bhld(gen, 2, 2, 3, 4)
+    want = tt.scaled_dot_product_attention(q, q, q)
+    torch.testing.assert_close(tt.scaled_dot_product_attention(q, q, q, None, 0.0), want)
+    torch.testing.assert_close(tt.scaled_dot_product_attention(q, q, q, dropout_p=0), want)
+    for p in (0.5, 1.0, -0.1):
+        with pytest.raises(tabcl.InvalidArgument, match="dropout_p"):
+            tt.scaled_dot_product_attention(q, q, q, None, p)

@@ -16,6 +16,7 @@ from ._errors import (BuildFailed, CorruptData, Error, InvalidArgument, IoError,
 _tabcl._register_errors(BY_STATUS)
 
 from ._attention import sdpa  # noqa: E402
+from ._device import DeviceStrings, sdpa_cl  # noqa: E402
 from ._index import CategoryIndex  # noqa: E402
 
 Context = _tabcl.Context
@@ -41,4 +42,4 @@ def __getattr__(name):
 
 __all__ = ["BuildFailed", "CategoryIndex", "Context", "CorruptData", "Device", "Error",
            "InvalidArgument", "IoError", "NoDevice", "OpenclError", "OutOfMemory",
-           "TypeMismatch", "Unsupported", "devices", "sdpa", "__version__"]
+           "TypeMismatch", "Unsupported", "devices", "sdpa", "__version__", "DeviceStrings", "sdpa_cl"]

@@ -113,6 +113,27 @@ class CategoryIndex:
         cols = [to_dictionary_chunks(c, i) for i, c in enumerate(_column_list(columns))]
         return _encode_chunks(self._h, cols, _tabcl.align)
 
+    @classmethod
+    def fit_cl(cls, ctx, columns, order="position", wait_for=None):
+        """fit from string columns in device buffers (a list of
+        tabcl.DeviceStrings, see tabcl_category_index_fit_cl), after the
+        events in wait_for. Returns (index, event); the event has completed."""
+        if order not in _ORDERS:
+            raise InvalidArgument("order must be 'position' or 'value', not %r" % (order,))
+        from ._device import fit_cl
+        h, ev = fit_cl(ctx, columns, _ORDERS[order], wait_for)
+        return cls(h), ev
+
+    def lookup_cl(self, columns, out=None, wait_for=None):
+        """Codes of string columns in device buffers (a list of
+        tabcl.DeviceStrings), enqueued after the events in wait_for and the
+        input Arrays' own, with no host copy. out: None (new int32 pyopencl
+        Arrays) or one int32 Array or Buffer per column. Returns (codes,
+        event): the outputs and the pyopencl Event of the work, which each
+        output Array also waits for (Array.events)."""
+        from ._device import lookup_cl
+        return lookup_cl(self._h, columns, out, wait_for)
+
     def save(self, path):
         _tabcl.save(self._h, os.fsencode(path))
 
