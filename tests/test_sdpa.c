@@ -514,11 +514,51 @@ static tabcl__sdpa_tiles tiles_in_use(tabcl_context *ctx, const tabcl_sdpa_desc 
   return p.tiles;
 }
 
+/* Relative norm distance of c's output from the output a of the same
+   inputs (the unsplit kernel's), within the dtype's tolerance. */
+static void expect_near(const sdpa_case *c, const void *a, const char *what) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < c->nq; i++) {
+    const double g = tabcl__load_elem(c->out, i, c->d.dtype), e = tabcl__load_elem(a, i, c->d.dtype);
+    num += (g - e) * (g - e), den += e * e;
+  }
+  const double err = den > 0 ? sqrt(num / den) : sqrt(num);
+  cr_expect(err <= tolerance(c->d.dtype), "%s: %.3g from the unsplit kernel (dtype %d)", what,
+            err, (int)c->d.dtype);
+}
+
+/* Runs d on `split` and on `whole` (one part), checks both against the
+   reference and each other, and that `split` made at least `launches`
+   launches. */
+static void split_against_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
+                                sdpa_case *c, int64_t launches, const char *what) {
+  const size_t bytes = c->nq * esize(c->d.dtype);
+  unsigned char *a = xalloc(bytes);
+  memset(a, 0x7F, bytes);
+  memset(c->out, 0x7F, bytes);
+  (void)r;
+  tt_assert_ok(tabcl__sdpa_host_path(whole, &c->d, c->q, c->k, c->v, c->mask, a,
+                                     TABCL__SDPA_FUSED));
+  tabcl_stats before, after;
+  tabcl_context_stats(split, &before);
+  tt_assert_ok(tabcl__sdpa_host_path(split, &c->d, c->q, c->k, c->v, c->mask, c->out,
+                                     TABCL__SDPA_FUSED));
+  tabcl_context_stats(split, &after);
+  cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), launches,
+                "%s: launches", what);
+  expect_near(c, a, what);
+  case_reference(c);
+  case_check(c, what);
+  free(a);
+}
+
 /* A context told its device ends loops early (a limit that holds two key
-   tiles a launch) splits the fused kernel's keys over launches: the result
-   equals the one-launch result bit for bit, in every dtype, with masks,
-   causal rows and grouped heads, and with a state small enough that each
-   launch takes one batch entry and a few query tiles. */
+   tiles a part) splits the fused kernel's keys into parts within it, in
+   every dtype, with masks, causal rows and grouped heads, and with a
+   scratch small enough that each launch takes one batch entry and a few
+   query tiles: equal to the one-part result within the tolerance (the
+   merge adds the parts' sums in another order), and with one part forced
+   on the same context, bit for bit. */
 static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
                                tabcl_sdpa_desc d, const char *what) {
   const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
@@ -526,22 +566,18 @@ static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rn
   tabcl__context_set_loop_limit(split, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2);
   sdpa_case c;
   case_fill(&c, &d, r);
+  /* a part and its merge a launch */
+  const int64_t parts = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
+  split_against_whole(whole, split, r, &c, parts > 1 ? 2 : 1, what);
   const size_t bytes = c.nq * esize(d.dtype);
   unsigned char *a = xalloc(bytes);
-  memset(a, 0x7F, bytes);
-  memset(c.out, 0x7F, bytes);
+  memcpy(a, c.out, bytes);
+  tabcl__context_set_loop_limit(split, 0);
+  tt_tune(split, "sdpa.split=1");
   tt_assert_ok(tabcl__sdpa_host_path(whole, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_FUSED));
-  tabcl_stats before, after;
-  tabcl_context_stats(split, &before);
-  tt_assert_ok(tabcl__sdpa_host_path(split, &d, c.q, c.k, c.v, c.mask, c.out,
-                                     TABCL__SDPA_FUSED));
-  tabcl_context_stats(split, &after);
-  const int64_t key_launches = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
-  cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), key_launches,
-                "%s: %lld keys in launches of %d", what, (long long)d.kv_len, 2 * t.bk);
-  cr_expect_eq(memcmp(a, c.out, bytes), 0, "%s: the split keys give another result", what);
-  case_reference(&c);
-  case_check(&c, what);
+  tt_assert_ok(tabcl__sdpa_host_path(split, &d, c.q, c.k, c.v, c.mask, c.out, TABCL__SDPA_FUSED));
+  cr_expect_eq(memcmp(a, c.out, bytes), 0, "%s: one part differs from the unsplit kernel", what);
+  tt_tune(split, "sdpa.split=auto");
   free(a);
   case_free(&c);
 }
@@ -549,6 +585,7 @@ static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rn
 Test(sdpa, split_keys_bit_for_bit) {
   tt_rng r = {tt_seed("sdpa.split_keys_bit_for_bit")};
   tabcl_context *whole = tt_context(), *split = tt_context();
+  tt_tune(whole, "sdpa.split=1");
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
     if (dt == TABCL_F64 && !has_fp64(whole)) continue;
     tabcl_sdpa_desc d = desc_of(3, 70, 301, 4, 2, 64, (tabcl_dtype)dt);
@@ -557,8 +594,8 @@ Test(sdpa, split_keys_bit_for_bit) {
     d.causal = dt == TABCL_F32;
     split_equals_whole(whole, split, &r, d, "split keys");
   }
-  /* a state buffer that holds a few work-groups: one batch entry and a
-     few query tiles a launch */
+  /* a scratch buffer that holds a few work-groups' parts: one batch entry
+     and a few query tiles a launch */
   tabcl_sdpa_desc d = desc_of(2, 200, 150, 3, 3, 16, TABCL_F32);
   d.causal = 1;   /* no mask: its buffer would not fit the small allocations */
   const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
@@ -570,12 +607,51 @@ Test(sdpa, split_keys_bit_for_bit) {
     tabcl__sdpa_facts f = {0, 0, 0, 0, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2};
     tabcl__sdpa_plan p;
     if (tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p) == TABCL_OK)
-      found = p.keys.key_step > 0 && p.keys.qtile_step < p.query_tiles && p.launch_step == 1;
+      found = p.keys.parts > 1 && p.keys.qtile_step < p.query_tiles && p.launch_step == 1;
     else tabcl__clear_error();
   }
-  cr_assert(found, "no allocation size gives a state of a few work-groups");
-  cr_log_info("a state of %llu bytes", (unsigned long long)split->info.max_mem_alloc_size / 4);
-  split_equals_whole(whole, split, &r, d, "split keys, small state");
+  cr_assert(found, "no allocation size gives a scratch of a few work-groups");
+  cr_log_info("a scratch of %llu bytes", (unsigned long long)split->info.max_mem_alloc_size / 4);
+  split_equals_whole(whole, split, &r, d, "split keys, small scratch");
+  tabcl_context_destroy(split);
+  tabcl_context_destroy(whole);
+}
+
+/* Key parts forced through the sdpa.split tuning (2, 3, 7, and more parts
+   than key tiles, which leaves parts empty) against one part, in every
+   dtype: boolean and additive masks with a row of every batch entry's
+   first head wholly masked, causal rows, grouped heads, key counts that
+   are multiples of neither the key tile nor the parts. */
+Test(sdpa, forced_key_parts_equal_one_part) {
+  tt_rng r = {tt_seed("sdpa.forced_key_parts_equal_one_part")};
+  tabcl_context *whole = tt_context(), *split = tt_context();
+  tt_tune(whole, "sdpa.split=1");
+  static const int parts[] = {2, 3, 7, 64};
+  for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
+    if (dt == TABCL_F64 && !has_fp64(whole)) continue;
+    for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
+      tt_tune(split, "sdpa.split=%d", parts[pi]);
+      const int mk = (int)(pi % 3);
+      tabcl_sdpa_desc d = desc_of(2, 37 + (int)tt_below(&r, 40), 90 + (int)tt_below(&r, 300),
+                                  4, pi % 2 ? 2 : 4, pi == 3 ? 40 : 64, (tabcl_dtype)dt);
+      d.mask = mk == 0 ? TABCL_MASK_NONE : mk == 1 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.causal = pi == 0 || pi == 3;
+      sdpa_case c;
+      case_fill(&c, &d, &r);
+      if (d.mask != TABCL_MASK_NONE)
+        for (int64_t b = 0; b < d.batch; b++)
+          for (int64_t j = 0; j < d.kv_len; j++) {
+            const size_t at = (size_t)((b * d.q_heads * d.q_len + 3) * d.kv_len + j);
+            if (d.mask == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0;
+            else tabcl__store_elem(c.mask, at, d.dtype, -INFINITY);
+          }
+      char what[96];
+      snprintf(what, sizeof what, "%d parts, dtype %d, %lld x %lld keys, mask %d, causal %d",
+               parts[pi], dt, (long long)d.q_len, (long long)d.kv_len, mk, d.causal);
+      split_against_whole(whole, split, &r, &c, 2, what);
+      case_free(&c);
+    }
+  }
   tabcl_context_destroy(split);
   tabcl_context_destroy(whole);
 }

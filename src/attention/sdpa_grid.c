@@ -7,7 +7,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
-                                     cl_mem state, int64_t b0, int64_t nb, cl_uint nwait,
+                                     cl_mem part, int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap) {
   cl_kernel k = NULL;
@@ -36,32 +36,54 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
                      TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   /* Heads and query tiles go in dims 1 and 2, which may be limited to
-     65535 groups: larger extents take several launches. A split key walk
-     takes its keys in launches one after another over the same groups, the
-     in-order queue keeping each after the one whose state it continues. */
+     65535 groups: larger extents take several launches. A split puts its
+     parts beside the query tiles in dim 2 and merges each launch's rows
+     into the output before the next launch, which reuses the scratch (the
+     queue is in order). */
   const cl_int most = (cl_int)tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  const cl_int qstep = ks ? (cl_int)ks->qtile_step : most;
-  const cl_int kstep = ks ? (cl_int)ks->key_step : lk > 0 ? lk : 1;
-  if (ks && !s) s = TABCL_SET_ARGS_AT(k, kname, 20, TABCL_ARG(state));
+  const cl_int parts = ks ? (cl_int)ks->parts : 1;
+  const cl_int qstep = parts > 1 ? (cl_int)ks->qtile_step : most;
+  if (ks && !s) {
+    const cl_int kpart = parts > 1 ? (cl_int)ks->part_keys : lk;
+    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(part));
+  }
+  cl_kernel m = NULL;
+  size_t mwg = 64;
+  if (parts > 1 && !s) s = tabcl__kernel_create(ctx, program, opts, "sdpa_merge", &m);
+  if (m && !s) {
+    size_t mmax = 0;
+    if (clGetKernelWorkGroupInfo(m, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof mmax, &mmax,
+                                 NULL) == CL_SUCCESS && mmax > 0 && mmax < mwg)
+      mwg = mmax;
+    s = TABCL_SET_ARGS(m, "sdpa_merge", TABCL_ARG(part), TABCL_ARG(b->out), TABCL_ARG(first),
+                       TABCL_ARG(lq), TABCL_ARG(hq), TABCL_ARG(hd));
+  }
   int first_launch = 1;
   for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += qstep)
-    for (cl_int h0 = 0; h0 < hq && !s; h0 += most)
-      for (cl_int k_lo = 0; (k_lo == 0 || k_lo < lk) && !s; k_lo += kstep) {
-        s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
-        if (ks && !s) {
-          const cl_int k_hi = lk - k_lo < kstep ? lk : k_lo + kstep;
-          s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(k_lo), TABCL_ARG(k_hi));
-        }
-        if (s) break;
-        size_t local[3] = {nt, 1, 1};
-        size_t global[3] = {nt * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
-                            (size_t)(nqt - qt0 < qstep ? nqt - qt0 : qstep)};
-        cl_event e = NULL;
-        s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
-                          first_launch ? wait : NULL, ev ? &e : NULL, kname);
-        first_launch = 0;
-        if (!s) tabcl__sdpa_track(ev, e);
-      }
+    for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
+      s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
+      if (s) break;
+      const cl_int nh = hq - h0 < most ? hq - h0 : most, nq = nqt - qt0 < qstep ? nqt - qt0 : qstep;
+      size_t local[3] = {nt, 1, 1};
+      size_t global[3] = {nt * (size_t)nb, (size_t)nh, (size_t)nq * (size_t)parts};
+      cl_event e = NULL;
+      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                        first_launch ? wait : NULL, ev ? &e : NULL, kname);
+      first_launch = 0;
+      if (!s) tabcl__sdpa_track(ev, e);
+      if (s || !m) continue;
+      /* the merge: one work-item per row of the launch's query tiles and
+         float4 column of the padded head dim */
+      const cl_long n = (cl_long)nb * nh * nq * (cl_long)ks->merge_rows * ks->merge_cols4;
+      s = TABCL_SET_ARGS_AT(m, "sdpa_merge", 6, TABCL_ARG(h0), TABCL_ARG(qt0), TABCL_ARG(nh),
+                            TABCL_ARG(nq), TABCL_ARG(parts), TABCL_ARG(n));
+      if (s) break;
+      size_t mg = ((size_t)n + mwg - 1) / mwg * mwg;
+      e = NULL;
+      s = tabcl__launch(ctx, m, 1, &mg, &mwg, 0, NULL, ev ? &e : NULL, "sdpa_merge");
+      if (!s) tabcl__sdpa_track(ev, e);
+    }
+  if (m) tabcl__kernel_release(m);
   tabcl__kernel_release(k);
   return s;
 }

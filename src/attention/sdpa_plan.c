@@ -29,7 +29,7 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
 
 /* CPUs (sdpa.cpu): rows in vector lanes, no local memory. Where the
    device ends long loops and this call's work-items could reach that, the
-   fused kernel (which splits its keys over launches) takes it. */
+   fused kernel (which splits its keys into parts within the limit) takes it. */
 static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const tabcl_sdpa_desc *d,
                     int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
   (void)st;
@@ -69,20 +69,19 @@ static int plan_fused(const tabcl__target *t, const tabcl__sdpa_facts *f,
                                               &p->keys);
   if (split == -1) {
     *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
-                      "iterations, too few for one key tile of the fused kernel (%d x %d)",
+                      "iterations, too few for one key tile of the fused kernel (%d x %d) or for "
+                      "merging its key parts",
                       t->dev->name, (unsigned long long)f->loop_limit, p->tiles.bq, p->tiles.bk);
     return -1;
   }
   if (split == -2) {
     *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
-                      "iterations, so the keys take several launches, and the state kept "
-                      "between them for %d heads does not fit a quarter of its %llu-byte "
-                      "allocations", t->dev->name, (unsigned long long)f->loop_limit,
-                      d->q_heads, (unsigned long long)t->dev->max_mem_alloc_size);
+                      "iterations, so the keys take several parts, and their partial rows "
+                      "for %d heads do not fit a quarter of its %llu-byte allocations",
+                      t->dev->name, (unsigned long long)f->loop_limit, d->q_heads, (unsigned long long)t->dev->max_mem_alloc_size);
     return -1;
   }
-  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->keys.key_step > 0, p->options,
-                            sizeof p->options);
+  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->options, sizeof p->options);
   return 1;
 }
 
@@ -181,13 +180,16 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
 }
 
 void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
-  char shape[224] = "";
+  char shape[400] = "";
   if (p->path == TABCL__SDPA_FUSED) {
-    char keys[96] = "";
-    if (p->keys.key_step > 0)
-      snprintf(keys, sizeof keys, ", %lld keys a launch (loops %llu in all), %lld query tiles at once",
-               (long long)p->keys.key_step, (unsigned long long)p->keys.loop_bound,
-               (long long)p->keys.qtile_step);
+    char keys[160] = "";
+    if (p->keys.parts > 1)
+      snprintf(keys, sizeof keys, "; keys: %lld parts of %lld (%s), merge launch, %lld query "
+               "tiles a launch, %llu B of partials", (long long)p->keys.parts,
+               (long long)p->keys.part_keys, p->keys.reason ? p->keys.reason : "",
+               (long long)p->keys.qtile_step, (unsigned long long)p->keys.part_bytes);
+    else
+      snprintf(keys, sizeof keys, "; keys: 1 part of %lld, no merge", (long long)p->keys.part_keys);
     snprintf(shape, sizeof shape, "%d x %d tiles, %d work-items (%d across S), chunks %d/%d%s%s",
              p->tiles.bq, p->tiles.bk, p->tiles.nt, p->tiles.tks, p->tiles.kc, p->tiles.vk,
              p->tiles.prefetch ? ", prefetch" : "", keys);

@@ -155,14 +155,6 @@ int tabcl__variants_build(tabcl_context *ctx, int shard, int shards,
     if (report) report(v, s, ms, from_cache, arg);
     /* A kernel that cannot run its shape's group is planned again within
        its own limit at run time (attention/sdpa_exec.c): build that too. */
-    if (!s && v->path == TABCL__SDPA_FUSED && loop_limit && n < MAX_VARIANTS &&
-        !strstr(v->options, "SDPA_SPLIT")) {
-      tabcl__variant w = *v;
-      const int no = snprintf(w.options, sizeof w.options, "%s -DSDPA_SPLIT=1", v->options);
-      if (snprintf(w.what, sizeof w.what, "%s, keys split", v->what) < 0) w.what[0] = 0;
-      if (no > 0 && (size_t)no < sizeof w.options) n = add(list, n, MAX_VARIANTS, &w);
-      if (n > MAX_VARIANTS) n = MAX_VARIANTS;
-    }
     if (!s && v->path == TABCL__SDPA_FUSED && n < MAX_VARIANTS) {
       const size_t kmax = kernel_limit(ctx, p, "sdpa_fused");
       if (kmax && kmax < v->group) {
