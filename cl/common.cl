@@ -105,3 +105,46 @@ inline ushort f32_to_bf16(float f) {
 // additive one's is added; SDPA_MASK_AT is that entry's index.
 #define SDPA_IN_RANGE(qi, kj) ((qi) < lq && (kj) < lk && (!causal || (kj) <= (qi)))
 #define SDPA_MASK_AT(qi, kj) (mbase + (long)(qi) * lk + (kj))
+
+// The merge of a split's key parts (sdpa.cl, sdpa_cpu.cl; the key split in
+// src/attention/sdpa_split.c): each group of the split launch left ROWS
+// maxima, ROWS sums and ROWS x COLS unnormalised outputs (type R) in
+// `part`, one block a group in the order of the groups' linear ids, the
+// parts of a query tile side by side. One work-item per output row and
+// four columns rescales the parts to the largest of their maxima and
+// divides by their rescaled sums, as the unsplit kernels divide by their
+// sum (a row that attends nothing has sum 0 and gets zeros). The launch's
+// groups were nb x nh x (nqt query tiles x nsplit parts). The including
+// file defines store_t, MULADD and store4(row, c0, d, vec, x).
+#define SDPA_MERGE_KERNEL(R, R4, ROWS, COLS)                                          \
+  __kernel void sdpa_merge(__global const R *part, __global store_t *out, long b0, int lq, \
+                           int hq, int d, int h0, int qt0, int nh, int nqt, int nsplit,   \
+                           long n) {                                                      \
+    const long w = (long)get_global_id(0);                                                \
+    if (w >= n) return;                                                                   \
+    const int c4 = (int)(w % (COLS / 4));                                                 \
+    const long row = w / (COLS / 4);                                                      \
+    const int r = (int)(row % (ROWS));                                                    \
+    const long gq = row / (ROWS);                                                         \
+    const int qtl = (int)(gq % nqt);                                                      \
+    const long bh = gq / nqt;                                                             \
+    const int h = h0 + (int)(bh % nh);                                                    \
+    const long b = b0 + bh / nh;                                                          \
+    const int qi = (qt0 + qtl) * (ROWS) + r;                                              \
+    if (qi >= lq || c4 * 4 >= d) return;                                                  \
+    const long blk = (long)(ROWS) * (2 + (COLS));                                         \
+    __global const R *p0 = part + gq * nsplit * blk;                                      \
+    R mx = -INFINITY;                                                                     \
+    for (int s = 0; s < nsplit; s++) mx = fmax(mx, p0[s * blk + r]);                      \
+    const R mu = mx == -INFINITY ? (R)0 : mx;                                             \
+    R l = 0;                                                                              \
+    R4 o = (R4)(0);                                                                       \
+    for (int s = 0; s < nsplit; s++) {                                                    \
+      __global const R *ps = p0 + s * blk;                                                \
+      const R a = exp2(ps[r] - mu);                                                       \
+      l = MULADD(ps[(ROWS) + r], a, l);                                                   \
+      o = MULADD((R4)(a), vload4(0, ps + 2 * (ROWS) + r * (COLS) + c4 * 4), o);           \
+    }                                                                                     \
+    const R li = l > 0 ? (R)1 / l : (R)0;                                                 \
+    store4(out + ((b * lq + qi) * hq + h) * (long)d, c4 * 4, d, (d & 3) == 0, o * li);     \
+  }

@@ -487,38 +487,4 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   }
 }
 
-// Merges the key parts of a split launch: one work-item per output row and
-// float4 column; the parts' outputs are rescaled to the largest of their
-// maxima and divided by their rescaled sums, as the unsplit kernel divides
-// by its sum (a row that attends nothing has sum 0 and gets zeros). Groups
-// of the launch: nb x nh x nqt query tiles (ids as in sdpa_fused).
-__kernel void sdpa_merge(__global const real *part, __global store_t *out, long b0, int lq,
-                         int hq, int d, int h0, int qt0, int nh, int nqt, int nsplit, long n) {
-  const long w = (long)get_global_id(0);
-  if (w >= n) return;
-  const int c4 = (int)(w % DP4);
-  const long row = w / DP4;
-  const int r = (int)(row % BQ);
-  const long gq = row / BQ;
-  const int qtl = (int)(gq % nqt);
-  const long bh = gq / nqt;
-  const int h = h0 + (int)(bh % nh);
-  const long b = b0 + bh / nh;
-  const int qi = (qt0 + qtl) * BQ + r;
-  if (qi >= lq || c4 * 4 >= d) return;
-  __global const real *p0 = PART_OF(part, gq * nsplit);
-  real mx = -INFINITY;
-  for (int s = 0; s < nsplit; s++) mx = fmax(mx, p0[(long)s * PART_BLOCK + r]);
-  const real mu = mx == -INFINITY ? (real)0 : mx;
-  real l = 0;
-  real4 o = (real4)(0);
-  for (int s = 0; s < nsplit; s++) {
-    __global const real *ps = p0 + (long)s * PART_BLOCK;
-    const real a = exp2(ps[r] - mu);
-    l = MULADD(ps[BQ + r], a, l);
-    o = MULADD((real4)(a), vload4(0, ps + 2 * BQ + r * DP + c4 * 4), o);
-  }
-  const real li = l > 0 ? (real)1 / l : (real)0;
-  const int vec = (d & 3) == 0;
-  store4(out + ((b * lq + qi) * hq + h) * (long)d, c4 * 4, d, vec, o * li);
-}
+SDPA_MERGE_KERNEL(real, real4, BQ, DP)

@@ -531,18 +531,16 @@ static void expect_near(const sdpa_case *c, const void *a, const char *what) {
    reference and each other, and that `split` made at least `launches`
    launches. */
 static void split_against_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
-                                sdpa_case *c, int64_t launches, const char *what) {
+                                sdpa_case *c, int64_t launches, int path, const char *what) {
   const size_t bytes = c->nq * esize(c->d.dtype);
   unsigned char *a = xalloc(bytes);
   memset(a, 0x7F, bytes);
   memset(c->out, 0x7F, bytes);
   (void)r;
-  tt_assert_ok(tabcl__sdpa_host_path(whole, &c->d, c->q, c->k, c->v, c->mask, a,
-                                     TABCL__SDPA_FUSED));
+  tt_assert_ok(tabcl__sdpa_host_path(whole, &c->d, c->q, c->k, c->v, c->mask, a, path));
   tabcl_stats before, after;
   tabcl_context_stats(split, &before);
-  tt_assert_ok(tabcl__sdpa_host_path(split, &c->d, c->q, c->k, c->v, c->mask, c->out,
-                                     TABCL__SDPA_FUSED));
+  tt_assert_ok(tabcl__sdpa_host_path(split, &c->d, c->q, c->k, c->v, c->mask, c->out, path));
   tabcl_context_stats(split, &after);
   cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), launches,
                 "%s: launches", what);
@@ -568,7 +566,7 @@ static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rn
   case_fill(&c, &d, r);
   /* a part and its merge a launch */
   const int64_t parts = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
-  split_against_whole(whole, split, r, &c, parts > 1 ? 2 : 1, what);
+  split_against_whole(whole, split, r, &c, parts > 1 ? 2 : 1, TABCL__SDPA_FUSED, what);
   const size_t bytes = c.nq * esize(d.dtype);
   unsigned char *a = xalloc(bytes);
   memcpy(a, c.out, bytes);
@@ -619,16 +617,16 @@ Test(sdpa, split_keys_bit_for_bit) {
 
 /* Key parts forced through the sdpa.split tuning (2, 3, 7, and more parts
    than key tiles, which leaves parts empty) against one part, in every
-   dtype: boolean and additive masks with a row of every batch entry's
-   first head wholly masked, causal rows, grouped heads, key counts that
-   are multiples of neither the key tile nor the parts. */
-Test(sdpa, forced_key_parts_equal_one_part) {
-  tt_rng r = {tt_seed("sdpa.forced_key_parts_equal_one_part")};
+   dtype the kernel runs: boolean and additive masks with a row of every
+   batch entry's first head wholly masked, causal rows, grouped heads, key
+   counts that are multiples of neither the key tile nor the parts. */
+static void forced_parts(const char *seed, int path) {
+  tt_rng r = {tt_seed(seed)};
   tabcl_context *whole = tt_context(), *split = tt_context();
   tt_tune(whole, "sdpa.split=1");
   static const int parts[] = {2, 3, 7, 64};
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
-    if (dt == TABCL_F64 && !has_fp64(whole)) continue;
+    if (dt == TABCL_F64 && (!has_fp64(whole) || path == TABCL__SDPA_CPU)) continue;
     for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
       tt_tune(split, "sdpa.split=%d", parts[pi]);
       const int mk = (int)(pi % 3);
@@ -648,12 +646,20 @@ Test(sdpa, forced_key_parts_equal_one_part) {
       char what[96];
       snprintf(what, sizeof what, "%d parts, dtype %d, %lld x %lld keys, mask %d, causal %d",
                parts[pi], dt, (long long)d.q_len, (long long)d.kv_len, mk, d.causal);
-      split_against_whole(whole, split, &r, &c, 2, what);
+      split_against_whole(whole, split, &r, &c, 2, path, what);
       case_free(&c);
     }
   }
   tabcl_context_destroy(split);
   tabcl_context_destroy(whole);
+}
+
+Test(sdpa, forced_key_parts_equal_one_part) {
+  forced_parts("sdpa.forced_key_parts_equal_one_part", TABCL__SDPA_FUSED);
+}
+/* The CPU kernel (forced, as everywhere in these tests) splits the same way. */
+Test(sdpa, forced_key_parts_cpu_kernel) {
+  forced_parts("sdpa.forced_key_parts_cpu_kernel", TABCL__SDPA_CPU);
 }
 
 Test(sdpa, two_hundred_shapes_build_nothing_new) {

@@ -56,6 +56,21 @@ uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys);
    two a unit; else enough parts to make them two a unit, but no part under
    min_keys keys (the sdpa.split.keys tuning). */
 int64_t tabcl__sdpa_split_rule(uint64_t units, int64_t groups, int64_t keys, int64_t min_keys);
+/* Pure: the parts the sdpa.split tuning or else the rule above asks for a
+   call of `groups` work-groups (at most sdpa.groups_yz), and *reason
+   ("fill", "tuning"; NULL for one part). */
+int64_t tabcl__sdpa_split_wanted(const tabcl__target *tg, const tabcl_sdpa_desc *d,
+                                 int64_t groups, const char **reason);
+/* Pure: the split of d into `parts` parts (none empty unless the tuning
+   forced the count) for a kernel of nqt query tiles of `rows` rows, key
+   blocks of bk and partial rows of `cols` columns: fills ks (one part
+   where parts <= 1, or where a split only for speed does not fit its
+   scratch) and lowers *launch_step so the scratch fits. 0; -1 when there
+   are more parts than sdpa.groups_yz; -2 when a split for the loop limit
+   does not fit one query tile of every head. */
+int tabcl__sdpa_split_fit(const tabcl__target *tg, const tabcl_sdpa_desc *d, int64_t nqt,
+                          int rows, int bk, int cols, int64_t parts, const char *reason,
+                          int64_t *launch_step, tabcl__sdpa_keysplit *ks);
 /* Pure: the key walk of d with shape t on target tg under loop_limit (0:
    none): the rule above or the sdpa.split tuning, raised so that each
    part's loops fit the limit; and the batch entries a launch may take
@@ -137,9 +152,15 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
 /* Work-groups along the queries: tiles of ROWS x TILES. */
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d);
 int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
+/* Pure: the CPU kernel's key split of d (loop_bound set; the rule of
+   tabcl__sdpa_split_wanted on its groups of ROWS x TILES queries, key
+   blocks of ROWS), lowering *launch_step so its scratch fits; 0. */
+int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                             int64_t *launch_step, tabcl__sdpa_keysplit *ks);
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
-                                    cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev);
+                                    const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
+                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                                    tabcl__sdpa_events *ev);
 
 /* ---- the GEMM path (sdpa_clblast.c) ---- */
 

@@ -209,34 +209,6 @@ static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t)
   return (d->q_len + t->bq - 1) / t->bq;
 }
 
-/* The partial rows a group of a split leaves for the merge: BQ maxima, BQ
-   sums and BQ x DP outputs, in real (cl/sdpa.cl, PART_BLOCK). */
-static uint64_t part_block_bytes(tabcl_dtype dt, const tabcl__sdpa_tiles *t) {
-  return (uint64_t)t->bq * (2 + (uint64_t)t->dp) * (dt == TABCL_F64 ? 8 : 4);
-}
-
-/* The most one launch's scratch may take: a quarter of an allocation, at
-   most 256 MiB (the same order as the tensors themselves). */
-static uint64_t scratch_cap(const tabcl__device_desc *dev) {
-  const uint64_t q = dev->max_mem_alloc_size / 4, most = (uint64_t)256 << 20;
-  return q < most ? q : most;
-}
-
-/* Two work-groups a compute unit: one waiting on memory while the other
-   computes (the issue 51 shape: 64 groups on 132 units ran at a tenth of
-   the tensor-core kernel's rate). */
-#define GROUPS_A_UNIT 2
-
-int64_t tabcl__sdpa_split_rule(uint64_t units, int64_t groups, int64_t keys, int64_t min_keys) {
-  if (groups <= 0 || keys <= 0 || units == 0) return 1;
-  const uint64_t want = GROUPS_A_UNIT * units;
-  if ((uint64_t)groups >= want) return 1;
-  int64_t parts = (int64_t)((want + (uint64_t)groups - 1) / (uint64_t)groups);
-  const int64_t most = min_keys > 0 ? keys / min_keys : keys;
-  if (parts > most) parts = most;
-  return parts > 1 ? parts : 1;
-}
-
 int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
                                const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t,
                                int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
@@ -248,14 +220,8 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
   ks->part_keys = d->kv_len;
   if (d->kv_len <= 0) return 0;
   const int64_t nqt = query_tiles(d, t), tiles = (d->kv_len + t->bk - 1) / t->bk;
-  const int64_t most = tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  const int64_t forced = tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_SPLIT);
-  int64_t parts = forced;
-  if (forced == TABCL__TUNE_AUTO)
-    parts = tabcl__sdpa_split_rule(tg->dev->compute_units, d->batch * d->q_heads * nqt,
-                                   d->kv_len, tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_SPLIT_KEYS));
-  if (parts > most) parts = most;
-  ks->reason = parts <= 1 ? NULL : forced == TABCL__TUNE_AUTO ? "fill" : "tuning";
+  const char *reason;
+  int64_t parts = tabcl__sdpa_split_wanted(tg, d, d->batch * d->q_heads * nqt, &reason);
   /* Half the limit: the count above is a bound by reading the kernel, and
      a driver may count its loops a little differently. */
   const uint64_t usable = loop_limit / 2;
@@ -263,47 +229,12 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
     if (usable <= fixed + per_tile) return -1;
     const int64_t step = (int64_t)((usable - fixed) / per_tile);
     parts = (tiles + step - 1) / step;
-    ks->reason = "loop limit";
-  }
-  const int64_t part_tiles = (tiles + parts - 1) / parts;
-  /* The rule's parts are all non-empty; a forced count may leave some
-     empty (their rows attend nothing and merge as zeros). */
-  if (forced == TABCL__TUNE_AUTO || (ks->reason && ks->reason[0] == 'l'))
-    parts = (tiles + part_tiles - 1) / part_tiles;
-  if (parts <= 1) {
-    ks->reason = NULL;
-    return 0;
+    reason = "loop limit";
   }
   /* The merge's work-items loop twice over the parts. */
-  if (loop_limit && 2 * loop((uint64_t)parts, 0) + 8 > usable) return -1;
-  if (parts > most) return -1;
-  ks->parts = parts;
-  ks->part_keys = part_tiles * t->bk;
-  ks->merge_rows = t->bq, ks->merge_cols4 = t->dp / 4;
-  const int64_t heads = d->q_heads < most ? d->q_heads : most;
-  const uint64_t per_group = part_block_bytes(d->dtype, t) * (uint64_t)parts;
-  const uint64_t groups = scratch_cap(tg->dev) / per_group;
-  /* Whole batch entries where the scratch of one fits, else one entry and
-     as many query tiles a launch as fit; dim 2 holds query tiles x parts. */
-  int64_t qt = nqt < most / parts ? nqt : most / parts;
-  if ((uint64_t)heads * (uint64_t)qt <= groups) {
-    const int64_t entries = (int64_t)(groups / ((uint64_t)heads * (uint64_t)qt));
-    if (entries < *launch_step) *launch_step = entries;
-  } else {
-    if ((uint64_t)heads > groups) {
-      if (ks->reason[0] == 'l') return -2;
-      /* a split only for speed is dropped rather than refused */
-      ks->parts = 1, ks->part_keys = d->kv_len, ks->reason = NULL;
-      return 0;
-    }
-    *launch_step = 1;
-    qt = (int64_t)(groups / (uint64_t)heads);
-  }
-  ks->qtile_step = qt;
-  ks->part_bytes = (uint64_t)*launch_step * (uint64_t)heads * (uint64_t)qt * per_group;
-  return 0;
+  if (loop_limit && parts > 1 && 2 * loop((uint64_t)parts, 0) + 8 > usable) return -1;
+  return tabcl__sdpa_split_fit(tg, d, nqt, t->bq, t->bk, t->dp, parts, reason, launch_step, ks);
 }
-
 
 int64_t tabcl__sdpa_fused_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,
                                 const tabcl__sdpa_tiles *t) {

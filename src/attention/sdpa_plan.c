@@ -41,7 +41,8 @@ static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->group = 1;
   p->query_tiles = tabcl__sdpa_cpu_groups(d);
   p->launch_step = tabcl__sdpa_cpu_slice(t, d);
-  p->keys.loop_bound = loops;
+  /* a split of more parts than sdpa.groups_yz leaves the call to the fused kernel */
+  if (tabcl__sdpa_cpu_keysplit(t, d, &p->launch_step, &p->keys) < 0) return 0;
   return 1;
 }
 
@@ -180,27 +181,29 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
 }
 
 void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
-  char shape[400] = "";
-  if (p->path == TABCL__SDPA_FUSED) {
-    char keys[160] = "";
-    if (p->keys.parts > 1)
-      snprintf(keys, sizeof keys, "; keys: %lld parts of %lld (%s), merge launch, %lld query "
-               "tiles a launch, %llu B of partials", (long long)p->keys.parts,
-               (long long)p->keys.part_keys, p->keys.reason ? p->keys.reason : "",
-               (long long)p->keys.qtile_step, (unsigned long long)p->keys.part_bytes);
-    else
-      snprintf(keys, sizeof keys, "; keys: 1 part of %lld, no merge", (long long)p->keys.part_keys);
+  char shape[400] = "", keys[160] = "";
+  if (p->keys.parts > 1)
+    snprintf(keys, sizeof keys, "; keys: %lld parts of %lld (%s), merge launch, %lld query "
+             "tiles a launch, %llu B of partials", (long long)p->keys.parts,
+             (long long)p->keys.part_keys, p->keys.reason ? p->keys.reason : "",
+             (long long)p->keys.qtile_step, (unsigned long long)p->keys.part_bytes);
+  else
+    snprintf(keys, sizeof keys, "; keys: 1 part of %lld, no merge", (long long)p->keys.part_keys);
+  if (p->path == TABCL__SDPA_FUSED)
     snprintf(shape, sizeof shape, "%d x %d tiles, %d work-items (%d across S), chunks %d/%d%s%s",
              p->tiles.bq, p->tiles.bk, p->tiles.nt, p->tiles.tks, p->tiles.kc, p->tiles.vk,
              p->tiles.prefetch ? ", prefetch" : "", keys);
-  }
   else if (p->path == TABCL__SDPA_CPU)
-    snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu",
-             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound);
+    snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu%s",
+             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound,
+             keys);
+  /* The tensor-core kernel (cl/sdpa_mma.c, NVIDIA inline PTX) has no key
+     split yet: its plan keeps one part. */
   else if (p->path == TABCL__SDPA_MMA)
-    snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, pipe %d, "
-             "P in %d parts", p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch,
-             p->mma.pipe, p->mma.psplit);
+    snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, "
+             "pipe %d, P in %d parts; keys: 1 part, no merge (no key split in this kernel)",
+             p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch, p->mma.pipe,
+             p->mma.psplit);
   else snprintf(shape, sizeof shape, "softmax groups of %zu", p->group);
   snprintf(buf, cap,
            "%s (%s): %lld query tiles, %lld batch entries a launch, %lld an upload "
