@@ -113,26 +113,24 @@ inline ushort f32_to_bf16(float f) {
 // parts of a query tile side by side. One work-item per output row and
 // four columns rescales the parts to the largest of their maxima and
 // divides by their rescaled sums, as the unsplit kernels divide by their
-// sum (a row that attends nothing has sum 0 and gets zeros). The launch's
-// groups were nb x nh x (nqt query tiles x nsplit parts). The including
-// file defines store_t, MULADD and store4(row, c0, d, vec, x).
+// sum (a row that attends nothing has sum 0 and gets zeros). The split
+// launch's groups were nb x nh x (query tiles x nsplit parts); the merge's
+// grid is (nb x ROWS x COLS / 4, nh, query tiles), exactly, so that no
+// index needs a division by a size. The including file defines store_t,
+// MULADD and store4(row, c0, d, vec, x).
 #define SDPA_MERGE_KERNEL(R, R4, ROWS, COLS)                                          \
   __kernel void sdpa_merge(__global const R *part, __global store_t *out, long b0, int lq, \
-                           int hq, int d, int h0, int qt0, int nh, int nqt, int nsplit,   \
-                           long n) {                                                      \
-    const long w = (long)get_global_id(0);                                                \
-    if (w >= n) return;                                                                   \
-    const int c4 = (int)(w % (COLS / 4));                                                 \
-    const long row = w / (COLS / 4);                                                      \
-    const int r = (int)(row % (ROWS));                                                    \
-    const long gq = row / (ROWS);                                                         \
-    const int qtl = (int)(gq % nqt);                                                      \
-    const long bh = gq / nqt;                                                             \
-    const int h = h0 + (int)(bh % nh);                                                    \
-    const long b = b0 + bh / nh;                                                          \
+                           int hq, int d, int h0, int qt0, int nsplit) {                 \
+    const int per = (ROWS) * ((COLS) / 4);                                                \
+    const int x = (int)get_global_id(0), bl = x / per, rc = x - bl * per;                \
+    const int r = rc / ((COLS) / 4), c4 = rc - r * ((COLS) / 4);                         \
+    const int hl = (int)get_global_id(1), qtl = (int)get_global_id(2);                   \
     const int qi = (qt0 + qtl) * (ROWS) + r;                                              \
     if (qi >= lq || c4 * 4 >= d) return;                                                  \
+    const long b = b0 + bl;                                                               \
+    const int h = h0 + hl;                                                                \
     const long blk = (long)(ROWS) * (2 + (COLS));                                         \
+    const long gq = ((long)bl * get_global_size(1) + hl) * get_global_size(2) + qtl;      \
     __global const R *p0 = part + gq * nsplit * blk;                                      \
     R mx = -INFINITY;                                                                     \
     for (int s = 0; s < nsplit; s++) mx = fmax(mx, p0[s * blk + r]);                      \

@@ -257,6 +257,10 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 // With nsplit 1 the group writes its rows to out, else to part.
 #undef SDPA_GID
 #define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
+// The group's key part: dim 2's id less its query tile's first; written
+// so, not as a remainder beside the division above (oclgrind cannot follow
+// the `freeze` LLVM adds to such a pair).
+#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,
@@ -292,7 +296,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
-  const int k_first = (int)(get_group_id(2) % (uint)nsplit) * kpart;
+  const int k_first = SDPA_PART * kpart;
   const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
 
   // Unless SDPA_NOPRE, K and V chunks are read from global memory into

@@ -133,6 +133,10 @@ inline void store4(__global store_t *row, int c0, int d, int vec, float4 x) {
 // A key split (sdpa.cl says how): part g % nsplit of query tile g / nsplit.
 #undef SDPA_GID
 #define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
+// The group's key part: dim 2's id less its query tile's first; written
+// so, not as a remainder beside the division above (oclgrind cannot follow
+// the `freeze` LLVM adds to such a pair).
+#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
 
 // One work-item per (batch entry, head, CPU_TILES tiles of W queries, key
 // part): SDPA_GROUP_SETUP with groups of one. The arguments are the fused
@@ -179,7 +183,7 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
   float16 m = (float16)(-INFINITY), l = (float16)(0.0f);
   const int16 qi = (int16)(q0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 
-  const int k_first = (int)(get_group_id(2) % (uint)nsplit) * kpart;
+  const int k_first = SDPA_PART * kpart;
   const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
   for (int j0 = k_first; j0 < kv_end; j0 += W) {
     const int jn = min(W, kv_end - j0);

@@ -1030,6 +1030,25 @@ Test(oclgrind_sdpa, fused_variants) {
   tabcl_context_destroy(ctx);
 }
 
+/* Key parts and their merge (sdpa.split=3), on both kernels that split:
+   masks of both kinds, a causal call and grouped heads. */
+Test(oclgrind_sdpa, key_split) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.key_split")};
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "sdpa.split=3");
+  for (int dt = 0; dt < 4; dt++) {
+    if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
+    tabcl_sdpa_desc d = desc_of(1, 3, 150, 2, 1, dt == 1 ? 20 : 16, (tabcl_dtype)dt);
+    d.mask = dt == 0 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+    d.causal = dt == 3;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind fused, key parts"));
+    if (dt == TABCL_F64) continue;
+    d.q_len = 5, d.kv_len = 70;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_CPU, "oclgrind CPU kernel, key parts"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
 /* The CPU kernel (cl/sdpa_cpu.cl), forced, on every device (it is plain
    OpenCL C; the automatic choice takes it on CPUs only): every dtype it
    runs, head dims on and off its 16- and 4-element fast paths, masks of

@@ -48,16 +48,10 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
     s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(part));
   }
   cl_kernel m = NULL;
-  size_t mwg = 64;
   if (parts > 1 && !s) s = tabcl__kernel_create(ctx, program, opts, "sdpa_merge", &m);
-  if (m && !s) {
-    size_t mmax = 0;
-    if (clGetKernelWorkGroupInfo(m, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof mmax, &mmax,
-                                 NULL) == CL_SUCCESS && mmax > 0 && mmax < mwg)
-      mwg = mmax;
+  if (m && !s)
     s = TABCL_SET_ARGS(m, "sdpa_merge", TABCL_ARG(part), TABCL_ARG(b->out), TABCL_ARG(first),
                        TABCL_ARG(lq), TABCL_ARG(hq), TABCL_ARG(hd));
-  }
   int first_launch = 1;
   for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += qstep)
     for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
@@ -73,14 +67,14 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
       if (!s) tabcl__sdpa_track(ev, e);
       if (s || !m) continue;
       /* the merge: one work-item per row of the launch's query tiles and
-         float4 column of the padded head dim */
-      const cl_long n = (cl_long)nb * nh * nq * (cl_long)ks->merge_rows * ks->merge_cols4;
-      s = TABCL_SET_ARGS_AT(m, "sdpa_merge", 6, TABCL_ARG(h0), TABCL_ARG(qt0), TABCL_ARG(nh),
-                            TABCL_ARG(nq), TABCL_ARG(parts), TABCL_ARG(n));
+         float4 column of the padded head dim, in groups the driver picks
+         (the grid is exact: cl/common.cl, SDPA_MERGE_KERNEL) */
+      s = TABCL_SET_ARGS_AT(m, "sdpa_merge", 6, TABCL_ARG(h0), TABCL_ARG(qt0), TABCL_ARG(parts));
       if (s) break;
-      size_t mg = ((size_t)n + mwg - 1) / mwg * mwg;
+      size_t mg[3] = {(size_t)nb * (size_t)ks->merge_rows * (size_t)ks->merge_cols4, (size_t)nh,
+                      (size_t)nq};
       e = NULL;
-      s = tabcl__launch(ctx, m, 1, &mg, &mwg, 0, NULL, ev ? &e : NULL, "sdpa_merge");
+      s = tabcl__launch(ctx, m, 3, mg, NULL, 0, NULL, ev ? &e : NULL, "sdpa_merge");
       if (!s) tabcl__sdpa_track(ev, e);
     }
   if (m) tabcl__kernel_release(m);
