@@ -53,12 +53,17 @@ inline ushort f32_to_bf16(float f) {
 // query may attend; sdpa_gemm.cl's softmax applies the same mask. These
 // macros are that one definition. They expand inside the kernels and use
 // the kernels' own names: the arguments b0, h0, qt0, q, k, v, lq, lk, hq,
-// hkv, d, causal, mask_kind (0 none, 1 bool, 2 additive), mask_bb, mask_hb
-// and the tile sizes BQ (queries) and BK (keys).
+// hkv, d, causal, mask_kind (0 none, 1 bool, 2 additive), mask_bb (the
+// mask's batch extent is 1), mask_hb (bit 0: its head extent is 1; bit 1:
+// its query extent is 1, a runtime flag folded here so that the kernels'
+// arguments stay as they are) and the tile sizes BQ (queries) and BK (keys).
 
-// Where (batch entry b, query head h) starts in a mask [B or 1, Hq or 1, Lq, Lk].
-#define SDPA_MASK_BASE(b, h) \
-  (((mask_bb ? 0 : (b)) * (mask_hb ? 1 : hq) + (mask_hb ? 0 : (h))) * (long)lq * lk)
+// Elements between the query rows of a mask: 0 when one row serves all.
+#define SDPA_MASK_QSTRIDE ((mask_hb & 2) ? 0L : (long)lk)
+// Where (batch entry b, query head h) starts in a mask [B or 1, Hq or 1, Lq or 1, Lk].
+#define SDPA_MASK_BASE(b, h)                                                      \
+  (((mask_bb ? 0 : (b)) * ((mask_hb & 1) ? 1 : hq) + ((mask_hb & 1) ? 0 : (h))) * \
+   ((mask_hb & 2) ? 1L : (long)lq) * lk)
 
 // Declares the work-group's place in the grid. Dims 0, 1 and 2 are batch
 // entries, heads and query tiles, from b0, h0 and qt0 (the batch, the only
@@ -70,7 +75,7 @@ inline ushort f32_to_bf16(float f) {
 // elements between rows of Q and of K/V; vec, whether d is a multiple of VW
 // (rows can move VW elements at a time); qb, kb and vb, the tile's rows of
 // Q and the head's of K and V (elements of type T); mbase, SDPA_MASK_BASE
-// of (b, h) when there is a mask.
+// of (b, h) when there is a mask, and mqs, SDPA_MASK_QSTRIDE.
 #define SDPA_GROUP_SETUP(T, VW)                                        \
   const long b = b0 + (long)SDPA_GID(0);                               \
   const int h = h0 + (int)SDPA_GID(1);                                 \
@@ -83,6 +88,7 @@ inline ushort f32_to_bf16(float f) {
   __global const T *qb = q + ((b * lq + q0) * hq + h) * (long)d;       \
   __global const T *kb = k + (b * lk * hkv + kh) * (long)d;            \
   __global const T *vb = v + (b * lk * hkv + kh) * (long)d;            \
+  const long mqs = SDPA_MASK_QSTRIDE;                                  \
   long mbase = 0;                                                      \
   if (mask_kind) mbase = SDPA_MASK_BASE(b, h)
 
@@ -102,9 +108,10 @@ inline ushort f32_to_bf16(float f) {
   (mask_kind == 0 && (k0) + BK <= lk && q0 + BQ <= lq && (!causal || (k0) + BK <= q0 + 1))
 // Whether query qi may see key kj before the mask: inside both lengths and
 // not past the causal diagonal. Then a boolean mask's entry decides, and an
-// additive one's is added; SDPA_MASK_AT is that entry's index.
+// additive one's is added; SDPA_MASK_AT is that entry's index (mbase and
+// mqs as SDPA_GROUP_SETUP declares them).
 #define SDPA_IN_RANGE(qi, kj) ((qi) < lq && (kj) < lk && (!causal || (kj) <= (qi)))
-#define SDPA_MASK_AT(qi, kj) (mbase + (long)(qi) * lk + (kj))
+#define SDPA_MASK_AT(qi, kj) (mbase + (long)(qi) * mqs + (kj))
 
 // The merge of a split's key parts (sdpa.cl, sdpa_cpu.cl; the key split in
 // src/attention/sdpa_split.c): each group of the split launch left ROWS

@@ -468,7 +468,7 @@ Test(plan, attention_plans) {
           for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
             tabcl__sdpa_facts f = {cl, 1, 1, 0, 0};
             tabcl_sdpa_desc d = {batches[bi], 54, 54, 8, 2, dims[di], (tabcl_dtype)dt,
-                                 0, 1, TABCL_MASK_BOOL, 1, 0};
+                                 0, 1, TABCL_MASK_BOOL, 1, 0, 0};
             tabcl__sdpa_plan p;
             tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
             if (dt == TABCL_F64 && !dev->has_fp64) {
@@ -519,7 +519,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   tabcl__target tg = {dev, &tune, 0, 0};
   for (int dim = 16; dim <= 256; dim += 16) {
     tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
-    tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+    tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
     tabcl__sdpa_plan p;
     cr_assert_eq(tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
     if (dim <= 128) cr_expect_eq(p.path, TABCL__SDPA_FUSED, "head dim %d: %s", dim, p.backend);
@@ -529,7 +529,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   tabcl__tuning forced = tuning_for(dev, "sdpa.cpu=0;sdpa.fused.d64=64x32/2");
   tabcl__target tf = {dev, &forced, 0, 0};
   const tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
-  const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   expect_refused(&tf, &f, &d, TABCL_INVALID_ARGUMENT, "sdpa.fused.d64");
 }
 
@@ -556,7 +556,7 @@ Test(plan, loop_limit_splits_the_keys) {
           for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
             tabcl__sdpa_facts f = {0, 0, 0, 0, limits[li]};
             tabcl_sdpa_desc d = {3, 8, keys[ki], 4, 2, dims[di], TABCL_F32, 0, causal,
-                                 TABCL_MASK_NONE, 0, 0};
+                                 TABCL_MASK_NONE, 0, 0, 0};
             tabcl__sdpa_plan p;
             tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p);
             if (s == TABCL_UNSUPPORTED) {
@@ -602,7 +602,7 @@ Test(plan, loop_limit_splits_the_keys) {
   tabcl__tuning tc = tuning_for(cpu, NULL);
   tabcl__target gc = {cpu, &tc, 0, 0};
   const tabcl__sdpa_facts f = {0, 0, 0, 0, 64};
-  const tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  const tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   expect_refused(&gc, &f, &d, TABCL_UNSUPPORTED, "loops");
 }
 
@@ -627,7 +627,7 @@ Test(plan, key_split_fills_the_compute_units) {
   const tabcl__sdpa_facts f = {0, 0, 0, 0, 0};
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
     const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, (tabcl_dtype)dt, 0, 0,
-                               TABCL_MASK_BOOL, 1, 0};
+                               TABCL_MASK_BOOL, 1, 0, 0};
     tabcl__tuning tg_t = tuning_for(gpu, NULL);
     tabcl__target tg = {gpu, &tg_t, 0, 0};
     tabcl__sdpa_plan p, whole;
@@ -671,7 +671,7 @@ Test(plan, key_split_fills_the_compute_units) {
     snprintf(entry, sizeof entry, "sdpa.split=%lld", (long long)forced[i]);
     tabcl__tuning t = tuning_for(cpu, entry);
     tabcl__target tc = {cpu, &t, 0, 0};
-    const tabcl_sdpa_desc d = {2, 70, 301, 4, 2, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+    const tabcl_sdpa_desc d = {2, 70, 301, 4, 2, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
     tabcl__sdpa_plan p;
     cr_assert_eq(tabcl__sdpa_plan_make(&tc, &f, &d, TABCL__SDPA_FUSED, &p), TABCL_OK);
     cr_expect_eq(p.keys.parts, forced[i], "%s", entry);
@@ -683,7 +683,7 @@ Test(plan, key_split_fills_the_compute_units) {
   tabcl__tuning lt = tuning_for(cpu, "sdpa.cpu=0");
   tabcl__target tl = {cpu, &lt, 0, 0};
   const tabcl__sdpa_facts lim = {0, 0, 0, 0, 65535};
-  const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   tabcl__sdpa_plan p;
   cr_assert_eq(tabcl__sdpa_plan_make(&tl, &lim, &d, TABCL__SDPA_AUTO, &p), TABCL_OK, "%s",
                tabcl_last_error());
@@ -709,7 +709,7 @@ Test(plan, tensor_core_f32_rows_are_bounded) {
   static const int64_t keys[] = {1, 1024, 1025, 200000};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     for (int dt = TABCL_F32; dt <= TABCL_F16; dt++) {
-      tabcl_sdpa_desc d = {1, 8, keys[i], 2, 1, 64, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+      tabcl_sdpa_desc d = {1, 8, keys[i], 2, 1, 64, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
       tabcl__sdpa_plan p;
       cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
       const int mma = dt == TABCL_F16 || keys[i] <= TABCL__SDPA_MMA_F32_KEYS;
@@ -727,7 +727,7 @@ Test(plan, backend_table_order) {
   const tabcl__device_desc *nv = &devs[0].d, *cpu = &devs[3].d;
   tabcl__tuning tn = tuning_for(nv, NULL), tc = tuning_for(cpu, NULL);
   tabcl__target gn = {nv, &tn, 0, 0}, gc = {cpu, &tc, 0, 0};
-  tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   tabcl__sdpa_plan p;
   tabcl__sdpa_facts passed = {1, 1, 1, 0, 0}, unchecked = {1, 1, 0, 0, 0}, off = {1, 0, 1, 0, 0};
   cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);

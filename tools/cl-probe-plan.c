@@ -101,7 +101,7 @@ void probe_plans(tabcl_context *ctx) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
       tabcl_sdpa_desc d = {shapes[i].b, shapes[i].lq, shapes[i].lk, shapes[i].hq, shapes[i].hkv,
-                           shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+                           shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
       tabcl_status s = tabcl__tools_sdpa_plan(ctx, &d, text, sizeof text);
       char name[64];
       snprintf(name, sizeof name, "attention %s %s", shapes[i].name, dtn[dt]);

@@ -31,7 +31,7 @@ static PyObject *sdpa(PyObject *self, PyObject *args) {
     return NULL;
   if (dtype < 0 || dtype > 3) return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "dtype %d", dtype);
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
-                       (tabcl_mask_kind)mask_kind, mb, mh};
+                       (tabcl_mask_kind)mask_kind, mb, mh, 0};
   int es = elem_size[dtype];
   long long qn = product(product(product(B, Lq), Hq), D);
   long long kn = product(product(product(B, Lk), Hkv), D);
@@ -92,7 +92,7 @@ static PyObject *sdpa_at(PyObject *self, PyObject *args) {
     return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "sdpa_at: mask kind %d with mask address %llu",
                          mask_kind, ma);
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
-                       (tabcl_mask_kind)mask_kind, mb, mh};
+                       (tabcl_mask_kind)mask_kind, mb, mh, 0};
   tabcl_status st;
   TPY_BEGIN_NOGIL
   st = tabcl_sdpa_host(((tpy_context *)ctx)->ctx, &d, (const void *)(uintptr_t)qa,

@@ -28,7 +28,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
   const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
                hkv = d->kv_heads, hd = d->head_dim, causal = d->causal != 0,
                mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
-               mhb = d->mask_head_broadcast != 0;
+               mhb = tabcl__sdpa_mask_hb(d);
   cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
   tabcl__arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale2) : TABCL_ARG(scale2f);
   s = TABCL_SET_ARGS(k, kname, TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),

@@ -120,7 +120,8 @@ static void plan_host(const tabcl__target *t, const tabcl_sdpa_desc *d, tabcl__s
   const int has_mask = d->mask != TABCL_MASK_NONE && d->kv_len > 0;
   const uint64_t mes = d->mask == TABCL_MASK_BOOL ? 1 : es;
   const uint64_t one = has_mask ? (uint64_t)(d->mask_head_broadcast ? 1 : d->q_heads) *
-                                      (uint64_t)d->q_len * (uint64_t)d->kv_len * mes
+                                      (uint64_t)(d->mask_query_broadcast ? 1 : d->q_len) *
+                                      (uint64_t)d->kv_len * mes
                                 : 0;
   const uint64_t mask = d->mask_batch_broadcast ? 0 : one;
   /* Uploads are split only where a tensor exceeds one allocation; the

@@ -23,7 +23,7 @@ static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64"};
 static int attention_variant(const tabcl__target *t, const tabcl__sdpa_facts *f, int dt,
                              int head_dim, int path, tabcl__variant *v) {
   /* Sizes never change the options: a small call stands for every call. */
-  tabcl_sdpa_desc d = {1, 64, 64, 1, 1, head_dim, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {1, 64, 64, 1, 1, head_dim, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(t, f, &d, path, &p) != TABCL_OK) {
     tabcl__clear_error();   /* a backend that does not take it is no failure here */
