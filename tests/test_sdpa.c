@@ -28,7 +28,8 @@ typedef struct sdpa_case {
 static size_t mask_elems(const tabcl_sdpa_desc *d) {
   if (d->mask == TABCL_MASK_NONE) return 0;
   return (size_t)(d->mask_batch_broadcast ? 1 : d->batch) *
-         (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) * (size_t)d->q_len * (size_t)d->kv_len;
+         (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) *
+         (size_t)(d->mask_query_broadcast ? 1 : d->q_len) * (size_t)d->kv_len;
 }
 
 static void *xalloc(size_t n) {
@@ -108,10 +109,10 @@ static void case_check(const sdpa_case *c, const char *what) {
   double err = den > 0 ? sqrt(num / den) : sqrt(num);
   cr_expect(err <= tolerance(d->dtype),
             "%s: relative error %.3g over %g (B=%lld Lq=%lld Lk=%lld Hq=%d Hkv=%d D=%d dtype=%d "
-            "causal=%d mask=%d bb=%d hb=%d)", what, err, tolerance(d->dtype),
+            "causal=%d mask=%d bb=%d hb=%d qb=%d)", what, err, tolerance(d->dtype),
             (long long)d->batch, (long long)d->q_len, (long long)d->kv_len, d->q_heads,
             d->kv_heads, d->head_dim, (int)d->dtype, d->causal, (int)d->mask,
-            d->mask_batch_broadcast, d->mask_head_broadcast);
+            d->mask_batch_broadcast, d->mask_head_broadcast, d->mask_query_broadcast);
 }
 
 static tabcl_sdpa_desc desc_of(int64_t b, int64_t lq, int64_t lk, int hq, int hkv, int dim,
@@ -920,6 +921,8 @@ Test(sdpa, invalid_descriptors) {
   BAD("dtype", d->dtype = (tabcl_dtype)9, 0);
   BAD("mask kind", d->mask = (tabcl_mask_kind)7, 0);
   BAD("scale", d->scale = NAN, 0);
+  BAD("mask_query_broadcast", (d->mask = TABCL_MASK_BOOL, d->mask_query_broadcast = 2), 0);
+  BAD("mask_query_broadcast", d->mask_query_broadcast = -1, 0);
   BAD("q is NULL", (void)0, 1);
   BAD("k is NULL", (void)0, 2);
   BAD("v is NULL", (void)0, 3);
@@ -1360,5 +1363,148 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
     free(a), free(b);
     case_free(&c);
   }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- masks whose query extent is 1 (mask_query_broadcast) ---- */
+
+/* c's mask [Bm, Hm, 1, Lk] repeated for every query, and c's descriptor
+   without the flag: the call a query-broadcast one must equal. */
+static void expand_query_mask(sdpa_case *c) {
+  tabcl_sdpa_desc *d = &c->d;
+  const size_t row = (size_t)d->kv_len * (d->mask == TABCL_MASK_BOOL ? 1 : esize(d->dtype));
+  const size_t rows = c->nm / (size_t)d->kv_len, lq = (size_t)d->q_len;
+  unsigned char *full = xalloc(rows * lq * row);
+  for (size_t m = 0; m < rows; m++)
+    for (size_t i = 0; i < lq; i++)
+      memcpy(full + (m * lq + i) * row, (const unsigned char *)c->mask + m * row, row);
+  free(c->mask);
+  c->mask = full, c->nm = rows * lq * (size_t)d->kv_len;
+  d->mask_query_broadcast = 0;
+}
+
+/* d (with mask_query_broadcast set) on `path` against the reference of the
+   same call with the mask expanded over the queries; dead_bh >= 0 masks out
+   every key of batch entry 1's mask row for head dead_bh (its rows must be
+   zeros). Returns the path's status. */
+static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d,
+                                        int path, int dead_bh, const char *what) {
+  sdpa_case c;
+  case_fill(&c, d, r);
+  const size_t lk = (size_t)d->kv_len, hm = d->mask_head_broadcast ? 1 : (size_t)d->q_heads;
+  if (dead_bh >= 0)
+    for (size_t j = 0; j < lk; j++) {
+      const size_t at = ((d->mask_batch_broadcast ? 0 : hm) +
+                         (d->mask_head_broadcast ? 0 : (size_t)dead_bh)) * lk + j;
+      if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0;
+      else tabcl__store_elem(c.mask, at, d->dtype, -INFINITY);
+    }
+  memset(c.out, 0x7F, c.nq * esize(d->dtype));
+  const tabcl_status s = tabcl__sdpa_host_path(ctx, d, c.q, c.k, c.v, c.mask, c.out, path);
+  if (s == TABCL_OK) {
+    /* the reference reads the flag too: equal to its expanded call */
+    double *own = xalloc(c.nq * 8);
+    tt_sdpa_reference(d, c.q, c.k, c.v, c.mask, own, c.dead);
+    expand_query_mask(&c);
+    case_reference(&c);
+    case_check(&c, what);
+    cr_expect_eq(memcmp(own, c.ref, c.nq * 8), 0, "%s: the reference differs with the flag",
+                 what);
+    free(own);
+    if (dead_bh >= 0 && d->batch > 1) {
+      const size_t hq = (size_t)d->q_heads, D = (size_t)d->head_dim;
+      for (size_t i = 0; i < (size_t)d->q_len; i++)
+        for (size_t h = 0; h < hq; h++) {
+          if (!d->mask_head_broadcast && h != (size_t)dead_bh) continue;
+          const size_t o = ((1 * (size_t)d->q_len + i) * hq + h) * D;
+          for (size_t e = 0; e < D; e++)
+            if (tabcl__load_elem(c.out, o + e, d->dtype) != 0) {
+              cr_expect_fail("%s: row %zu of head %zu attends nothing but is not 0", what, i, h);
+              i = (size_t)d->q_len, h = hq;
+              break;
+            }
+        }
+    }
+  }
+  case_free(&c);
+  return s;
+}
+
+/* The paths the CPU device runs: the automatic choice, the fused kernel,
+   the CPU kernel, the CLBlast pair. */
+static const int qb_paths[] = {TABCL__SDPA_AUTO, TABCL__SDPA_FUSED, TABCL__SDPA_CPU,
+                               TABCL__SDPA_CLBLAST};
+static const char *const qb_path_names[] = {"auto", "fused", "CPU kernel", "CLBlast"};
+
+/* Whether `path` may refuse d here: the CPU kernel where the driver ends
+   loops early (llvmpipe), as in cpu_kernel_cases. */
+static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                 tabcl_status s) {
+  if (s != TABCL_UNSUPPORTED || path != TABCL__SDPA_CPU) return 0;
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  return limit > 0 && tabcl__sdpa_cpu_loops(d) > limit / 2;
+}
+
+Test(sdpa, query_broadcast_masks_every_path) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_every_path")};
+  tabcl_context *ctx = tt_context();
+  for (size_t p = 0; p < sizeof qb_paths / sizeof qb_paths[0]; p++) {
+    if (qb_paths[p] == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+    for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+      for (int bits = 0; bits < 8; bits++) {
+        /* grouped heads (4 over 2); batch and head broadcast, causality */
+        tabcl_sdpa_desc d = desc_of(3, 33, 47, 4, 2, 64, TABCL_F32);
+        d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1;
+        d.mask_batch_broadcast = bits & 1, d.mask_head_broadcast = (bits >> 1) & 1;
+        d.causal = bits >> 2;
+        char what[96];
+        snprintf(what, sizeof what, "query broadcast, %s, mask %d, bb %d hb %d causal %d",
+                 qb_path_names[p], kind, bits & 1, (bits >> 1) & 1, bits >> 2);
+        const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], bits == 6 ? 1 : -1,
+                                                   what);
+        if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
+      }
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* 16-bit types and another head dim, a single query, keys past a tile. */
+Test(sdpa, query_broadcast_masks_sixteen_bit) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_sixteen_bit")};
+  tabcl_context *ctx = tt_context();
+  for (size_t p = 0; p < sizeof qb_paths / sizeof qb_paths[0]; p++) {
+    if (qb_paths[p] == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+    for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++) {
+      const int lq = dt == TABCL_F16 ? 1 : 20 + (int)tt_below(&r, 30);
+      tabcl_sdpa_desc d = desc_of(2, lq, 70 + (int)tt_below(&r, 200), 2, 1, 32, (tabcl_dtype)dt);
+      d.mask = dt == TABCL_F16 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.mask_query_broadcast = 1, d.causal = p == 1;
+      char what[96];
+      snprintf(what, sizeof what, "query broadcast, %s, dtype %d, %d x %lld", qb_path_names[p],
+               dt, lq, (long long)d.kv_len);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], 0, what);
+      if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
+    }
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* The key split and its merge read the same mask rows. */
+Test(sdpa, query_broadcast_masks_split_keys) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_split_keys")};
+  tabcl_context *ctx = tt_context();
+  static const int paths[] = {TABCL__SDPA_FUSED, TABCL__SDPA_CPU};
+  for (int p = 0; p < 2; p++)
+    for (int parts = 2; parts <= 3; parts++) {
+      tt_tune(ctx, "sdpa.split=%d", parts);
+      tabcl_sdpa_desc d = desc_of(2, 37, 150 + (int)tt_below(&r, 200), 4, 2, 64, TABCL_F32);
+      d.mask = parts == 2 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.mask_query_broadcast = 1, d.causal = p;
+      char what[96];
+      snprintf(what, sizeof what, "query broadcast, %d key parts, path %d", parts, paths[p]);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, paths[p], 2, what);
+      if (!refused_by_loop_limit(ctx, &d, paths[p], s)) tt_assert_ok(s);
+    }
   tabcl_context_destroy(ctx);
 }
