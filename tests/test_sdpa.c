@@ -474,7 +474,8 @@ Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
 /* Long key rows: the fused kernel's work-items loop over every key. Mesa
    22.3's llvmpipe ends a work-item's loops after 65,535 iterations, which
    gave a worst error of 0.012 at 4,096 keys (f32, head dim 64) before the
-   keys were split over launches there. */
+   keys were split there. On a device of few compute units these calls
+   (2 heads of 8 queries) also split to fill them. */
 Test(sdpa, long_key_rows) {
   tt_rng r = {tt_seed("sdpa.long_key_rows")};
   tabcl_context *ctx = tt_context();
@@ -949,7 +950,7 @@ Test(sdpa, invalid_descriptors) {
 
 #ifdef TABCL_FAULT_INJECTION
 /* split: allocations hold two batch entries, so uploads come in slices;
-   2: and the keys take launches of one key tile (a forced loop limit). */
+   2: and the keys take parts of one key tile (a forced loop limit). */
 static void sweep_sdpa(int which, int path, int split) {
   tt_rng r = {tt_seed("sdpa.sweep")};
   tabcl_options o = {0};
@@ -1172,7 +1173,7 @@ Test(oclgrind_sdpa, chunked_tiles) {
   tabcl_context_destroy(ctx);
 }
 
-/* The split key walk on a tiny shape: the state between launches. */
+/* The key split for a loop limit on a tiny shape: the parts and their merge. */
 Test(oclgrind_sdpa, split_keys) {
   tt_rng r = {tt_seed("oclgrind_sdpa.split_keys")};
   tabcl_context *whole = tt_context(), *split = tt_context();
