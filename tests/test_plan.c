@@ -534,10 +534,10 @@ Test(plan, kernel_limit_bounds_the_group) {
 }
 
 /* A device that ends a work-item's loops after `limit` iterations (Mesa
-   22.3's llvmpipe: 65,535) gets the fused kernel's keys split over launches
-   whose loops stay within half of it, the launches covering the keys once
-   in whole key tiles, their state within a quarter of an allocation, and
-   one build (the split one) whatever the key count; no limit, no split. */
+   22.3's llvmpipe: 65,535) gets the fused kernel's keys split into parts
+   whose loops stay within half of it, the parts covering the keys once in
+   whole key tiles with none empty, their scratch within a quarter of an
+   allocation, and one build whatever the key count; no limit, no split. */
 Test(plan, loop_limit_splits_the_keys) {
   dev_case devs[8];
   int nd = make_devices(devs);

@@ -28,8 +28,8 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   }
   /* The fused and CPU kernels loop over every key in each work-item:
      where the plan could run long, the device's loop limit decides whether
-     the fused kernel splits the keys over launches, or takes the call from
-     the CPU kernel. */
+     the fused kernel splits the keys into parts within it, or takes the
+     call from the CPU kernel. */
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(&tg, f, d, forced, &p) != TABCL_OK) {

@@ -75,7 +75,9 @@ int tabcl__sdpa_split_fit(const tabcl__target *tg, const tabcl_sdpa_desc *d, int
   ks->part_keys = part_tiles * bk;
   ks->reason = reason;
   ks->qtile_step = qt;
-  ks->part_bytes = (uint64_t)step * (uint64_t)heads * (uint64_t)qt * per_group;
+  /* sized for the entries a launch takes, not the most it could */
+  const int64_t used = step < d->batch ? step : d->batch;
+  ks->part_bytes = (uint64_t)used * (uint64_t)heads * (uint64_t)qt * per_group;
   ks->merge_rows = rows, ks->merge_cols4 = cols / 4;
   return 0;
 }

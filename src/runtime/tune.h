@@ -87,7 +87,7 @@ struct tabcl__device_desc;
   X(SDPA_CPU, "sdpa.cpu", INT, 0, 1,                                                            \
     "1: attention takes the CPU kernel (rows in vector lanes) where it can; 0: the fused kernel") \
   X(SDPA_SPLIT, "sdpa.split", INT, 1, 65535,                                                    \
-    "key parts of each query tile of fused attention (auto: to fill the compute units)")        \
+    "key parts of each query tile of fused and CPU attention (auto: fill the compute units)")   \
   X(SDPA_SPLIT_KEYS, "sdpa.split.keys", INT, 1, 1073741824,                                     \
     "fewest keys a part when fused attention splits its keys to fill the compute units")       \
   X(SDPA_FUSED_D16, "sdpa.fused.d16", TILES, 16, 16, "fused attention tiles, head dims 1-16")    \
