@@ -242,7 +242,8 @@ def bench_tables(tab, peer):
                             "" if r is None else ("tabcl" if tabcl_faster else "peer")))
             checks = [(c, p) for c in pcases for p in peer[(bench, c)].values() if p.get("unit") == "bool"]
             if checks:
-                out.append("\nChecks (the peer's codes equal tabcl's; the sort came out right):\n")
+                out.append("\nChecks (the peer's codes equal tabcl's; the sort came out right; the attention "
+                           "output matches float64):\n")
                 out.append("| case | check | result |")
                 out.append("|---|---|---|")
                 for c, p in checks:
@@ -395,7 +396,85 @@ def targets(tab, peer):
         ev.append(text)
     rows.append(("attention, long sequences f32: >= 70% of PyTorch's throughput", "; ".join(ev) or "no data",
                  verdict(ok, known)))
+    rows += ctx_targets(tab, peer)
     return rows
+
+
+def ctx_cases(tab, peer):
+    """The context cases (issue 51) either side ran, in tabcl-bench's order."""
+    keys = list(tab) + [k for k in peer if k not in tab]
+    return [c for b, c in keys if b == "attention" and c.startswith("ctx_")]
+
+
+def ctx_targets(tab, peer, peer_metric="torch_ms"):
+    """Issue 51's targets on the context cases: f16 and bf16 at least
+    PyTorch's throughput (the library's pick: tensor cores on NVIDIA), and
+    the portable kernel at >= 50% of the fp32 FMA peak in f32."""
+    rows = []
+    ev, ok, known = [], True, False
+    for c in ctx_cases(tab, peer):
+        if not (c.endswith("_f16") or c.endswith("_bf16")):
+            continue
+        t, p, _ = pick_auto(tab, peer, "attention", c, peer_metric)
+        if not t or not p or not as_ms(t):
+            continue
+        known = True
+        share = as_ms(p) / as_ms(t)   # tabcl throughput / PyTorch's: same FLOPs
+        ok = ok and share >= 1.0
+        ev.append("%s: %s%% (%s)" % (c, fmt(100 * share), t["metric"]))
+    rows.append(("attention, context cases f16 and bf16: >= 100% of PyTorch's throughput",
+                 "; ".join(ev) or "no data", verdict(ok, known)))
+    ev, ok, known = [], True, False
+    for c in ctx_cases(tab, peer):
+        r = tab.get(("attention", c), {}).get("peak_fraction")
+        if not c.endswith("_f32") or r is None:
+            continue
+        known = True
+        ok = ok and float(r["value"]) >= 0.5
+        ev.append("%s: %s%%" % (c, fmt(100 * float(r["value"]))))
+    rows.append(("attention, context cases f32: the portable kernel >= 50% of the fp32 FMA peak",
+                 "; ".join(ev) or "no data", verdict(ok, known)))
+    return rows
+
+
+def ctx_table(tab, peer):
+    """The context cases beside each peer that ran them, with TFLOP/s and
+    the throughput ratio; [] when none ran."""
+    cases = ctx_cases(tab, peer)
+    if not cases:
+        return []
+    out = ["## Context attention (issue 51)", "",
+           "Each batch entry's queries over its cached context rows (ctx_b<B>_q<Lq>_kv<Lk>_h<H>_d<D>: "
+           "512 queries over 10,000 or 40,000 keys in the full run), with a boolean key-padding "
+           "mask hiding the last 7.5% to 12.5% of each entry's keys. "
+           "FLOPs = 4 * B * H * Lq * Lk * D a call, masked keys included, for tabcl and its peers "
+           "alike. tabcl: the path the library picks (tensor cores on an NVIDIA GPU, the CPU kernel "
+           "on a CPU, else the portable kernel), and the portable kernel beside it. Throughput "
+           "tabcl/peer above 1: tabcl is the faster.", "",
+           "| case | tabcl path | tabcl ms | tabcl TFLOP/s | portable TFLOP/s (of fp32 peak) | peer | "
+           "peer ms | peer TFLOP/s | throughput tabcl/peer |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for c in cases:
+        tm = tab.get(("attention", c), OrderedDict())
+        pm = peer.get(("attention", c), OrderedDict())
+        ptimes = [p for p in pm.values() if p.get("vs") == "ms" and as_ms(p)] or [None]
+        for p in ptimes:
+            t = None
+            for prefix in ("mma_", "cpu_", ""):
+                if t is None and (prefix + "ms") in tm:
+                    t = tm[prefix + "ms"]
+            pre = t["metric"][:-2] if t else ""
+            tf = tm.get(pre + "tflops")
+            port, pf = tm.get("tflops"), tm.get("peak_fraction")
+            ptf = pm.get(p["metric"][:-2] + "tflops") if p else None
+            share = as_ms(p) / as_ms(t) if p and t and as_ms(t) else None
+            out.append("| %s | %s | %s | %s | %s%s | %s | %s | %s | %s |" % (
+                c, {"mma_": "tensor cores", "cpu_": "CPU kernel", "": "portable"}[pre] if t else "(none)",
+                fmt(t["value"]) if t else "", fmt(tf["value"]) if tf else "",
+                fmt(port["value"]) if port else "", " (%s%%)" % fmt(100 * float(pf["value"])) if pf else "",
+                p.get("peer", "") if p else "(none)", fmt(p["value"]) if p else "",
+                fmt(ptf["value"]) if ptf else "", fmt(share) if share is not None else ""))
+    return out + [""]
 
 
 def label_bytes(case):
@@ -511,6 +590,15 @@ def cpu_targets(tab, peer, probe_path=None):
         rows.append(("attention %s at least as fast as numpy/BLAS" % case,
                      "tabcl %s, numpy %s: %sx" % (fig(t), fig(p), fmt(r)) if r is not None else "no figures from both",
                      verdict(r is not None and r <= 1.0, r is not None)))
+    ev, ok, known = [], True, False
+    for c in ctx_cases(tab, peer):
+        t, p, _ = pick_auto(tab, peer, "attention", c, "torch_ms")
+        if t and p and as_ms(t):
+            known = True
+            ok = ok and as_ms(t) <= as_ms(p)
+            ev.append("%s: tabcl %s (%s), torch %s" % (c, fig(t), t["metric"], fig(p)))
+    rows.append(("attention, context cases: the CPU kernel at least as fast as PyTorch's CPU SDPA",
+                 "; ".join(ev) or "no PyTorch figures on the context cases", verdict(ok, known)))
     t, p = pick(tab, peer, "sort", "2^20", "numpy_sort_ms")
     r = ratio(t, p)[0] if t and p else None
     rows.append(("sort of 2^20 pairs within 3x numpy's stable argsort + gather",
@@ -602,6 +690,7 @@ def report_text(a):
         cpu = a.targets == "cpu"
     for t, e, v in (cpu_targets(tab, peer, a.probe) if cpu else targets(tab, peer)) + fresh_rows(tab, peer):
         body.append("| %s | %s | %s |" % (t, e, v))
+    body += [""] + ctx_table(tab, peer)
     if a.section:
         # one level down, under the section's own heading
         out += ["#" + line if line.startswith("## ") else line for line in body]

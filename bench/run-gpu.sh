@@ -6,10 +6,13 @@
 # From the repository root on the GPU machine: builds tabcl in Release in a
 # fresh folder, runs cl-probe --json, tabcl-bench (copy, hash, sort, lookup,
 # attention; it dumps its sort and lookup inputs) and the peers in
-# bench/peers/ on the same inputs and shapes, then bench/report.py. Leaves
+# bench/peers/ on the same inputs and shapes, then bench/report.py. The
+# attention runs twice: the tabular and long cases, then the context cases
+# (ctx_..., issue 51: 512 queries over 10,000 or 40,000 keys with a key-
+# padding mask), each followed by PyTorch's SDPA on the same cases. Leaves
 # exactly: OUT/probe.json, tabcl-bench.md, tabcl.jsonl, peers.jsonl,
 # report.md, run.log. Every step has a time limit under one overall budget
-# (RUN_GPU_BUDGET_S, 450 s by default: the whole run stays under 8 minutes);
+# (RUN_GPU_BUDGET_S, 540 s by default: the whole run stays under 9.5 minutes);
 # a step that fails or runs out of time is logged and the run goes on.
 # --quick passes --quick everywhere: a smoke run on a CPU (PoCL, and torch
 # without CUDA), with a budget of 900 s by default.
@@ -38,7 +41,7 @@ LOG=$OUT/run.log
 rm -f "$OUT"/probe.json "$OUT"/tabcl-bench.md "$OUT"/tabcl.jsonl "$OUT"/peers.jsonl "$OUT"/report.md
 : > "$LOG"
 START=$(date +%s)
-if [ -n "$QUICK" ]; then BUDGET=${RUN_GPU_BUDGET_S:-900}; else BUDGET=${RUN_GPU_BUDGET_S:-450}; fi
+if [ -n "$QUICK" ]; then BUDGET=${RUN_GPU_BUDGET_S:-900}; else BUDGET=${RUN_GPU_BUDGET_S:-540}; fi
 RESERVE=15 # kept back for the report
 BUILD=${TABCL_BENCH_BUILD:-$(mktemp -d /tmp/tabcl-bench-build.XXXXXX)}
 DUMP=${TABCL_BENCH_DUMP:-/tmp/tabcl-dump}
@@ -136,8 +139,9 @@ step probe 90 '"$PROBE" --json $QUICK >"$OUT/probe.json" 2>>"$LOG"'
 rm -rf "$DUMP" && mkdir -p "$DUMP"
 # One tabcl-bench process per family, so one that hangs or fails costs only
 # its own figures; each family is followed by its peers.
+# tabcl_bench FAMILY LIMIT [ARGS]: ARGS (e.g. --cases ctx) go before the family.
 tabcl_bench() {
-  step "tabcl-bench $1" "$2" '"$BENCH" $QUICK --jsonl "$OUT/tabcl.jsonl" --dump "$DUMP" '"$1"' >>"$OUT/tabcl-bench.md" 2>>"$LOG"'
+  step "tabcl-bench $1${3:+ $3}" "$2" '"$BENCH" $QUICK --jsonl "$OUT/tabcl.jsonl" --dump "$DUMP" '"${3:-}"' '"$1"' >>"$OUT/tabcl-bench.md" 2>>"$LOG"'
 }
 peer() {
   # a peer starts no new case after 3/4 of its limit, so it ends on its own
@@ -151,8 +155,10 @@ peer sort_torch.py 60 '--dump "$DUMP"'
 tabcl_bench lookup 120
 peer lookup_torch.py 90 '--dump "$DUMP"'
 peer lookup_host.py 90 '--dump "$DUMP"'
-tabcl_bench attention 150
-peer attention_torch.py 120 '--cases-from "$OUT/tabcl.jsonl"'
+tabcl_bench attention 150 '--cases tab_,long_'
+peer attention_torch.py 120 '--cases-from "$OUT/tabcl.jsonl" --only tab_,long_'
+tabcl_bench attention 180 '--cases ctx'
+peer attention_torch.py 120 '--cases-from "$OUT/tabcl.jsonl" --only ctx_'
 
 if [ ${#FAILED[@]} -eq 0 ]; then
   SUMMARY="every step ran"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The CPU attention peer: numpy with its BLAS (Debian's OpenBLAS) as a
 batched matmul, a softmax and a second batched matmul, in f32, on the
-shapes tabcl-bench ran on a CPU device.
+shapes tabcl-bench ran on a CPU device. The context cases (ctx_...) get
+tabcl-bench's key-padding mask (attention_torch.ctx_kept): the padded keys'
+scores are set to -inf, as a boolean mask does.
 
 Inputs are made in the (B, H, L, D) layout numpy's matmul wants (tabcl
 reads [B, L, H, D]; a copy into numpy's layout would only slow the peer,
@@ -35,15 +37,16 @@ import time
 
 import numpy as np
 
-from attention_torch import cases_from_jsonl, parse_case
+from attention_torch import cases_from_jsonl, ctx_kept, jsonl_kept, parse_case
 from common import Budget, Recorder, table
 
 CPU_CASES = ["tab_b2000_l54_h8_d64_f32", "tab_b2000_l54_h8_d32_f32",
              "long_b1_h16_l1024_d64_f32", "long_b1_h16_l1024_d64_causal_f32"]
 
 
-def attention(q, k, v, causal, chunk):
-    """softmax(q k^T / sqrt(d)) v over (B, H, L, D) f32 arrays, batch in chunks."""
+def attention(q, k, v, causal, chunk, kept=None):
+    """softmax(q k^T / sqrt(d)) v over (B, H, L, D) f32 arrays, batch in chunks;
+    kept: the keys each batch entry attends (the rest are padding), or None."""
     b, h, lq, d = q.shape
     lk = k.shape[2]
     scale = np.float32(d ** -0.5)
@@ -56,6 +59,8 @@ def attention(q, k, v, causal, chunk):
         s *= scale
         if mask is not None:
             s[..., mask] = -np.inf
+        for j in range(s.shape[0]) if kept is not None else ():
+            s[j, ..., kept[i + j]:] = -np.inf
         s -= s.max(axis=-1, keepdims=True)
         np.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
@@ -85,7 +90,7 @@ def sgemm_gflops(n, reps):
     return 2.0 * n ** 3 / best * 1e-9, worst < 1e-5, "worst error %.2g of |a||b|" % worst
 
 
-def check(q, k, v, causal, out, rows=8):
+def check(q, k, v, causal, out, rows=8, kept=None):
     """(ok, message): a few (batch, head, query) rows against float64, the
     error relative to the row's largest output (an output near zero has no
     meaningful relative error of its own in f32)."""
@@ -98,6 +103,8 @@ def check(q, k, v, causal, out, rows=8):
         s = k[bi, hi].astype(np.float64) @ q[bi, hi, qi].astype(np.float64) / np.sqrt(d)
         if causal:
             s[qi + 1:] = -np.inf
+        if kept is not None:
+            s[kept[bi]:] = -np.inf
         w = np.exp(s - s.max())
         w /= w.sum()
         want = w @ v[bi, hi].astype(np.float64)
@@ -137,6 +144,7 @@ def main():
     print("# numpy attention (matmul, softmax, matmul) on %s; %s" % (dev, env))
     rec = Recorder(a.jsonl, "numpy", dev)
     rows, failed = [], 0
+    kept_in_jsonl = jsonl_kept(a.cases_from) if a.cases_from else {}
     budget = Budget(a.budget_s)
     for name in names:
         if not budget.allows(name):
@@ -147,13 +155,18 @@ def main():
             continue
         b, lq, lk, h, d, causal = shp["b"], shp["lq"], shp["lk"], shp["h"], shp["d"], shp["causal"]
         flops = 4.0 * b * h * lq * lk * d * (0.5 if causal else 1.0)
+        kept = ctx_kept(b, lk) if shp.get("padded") else None
+        if kept is not None and kept_in_jsonl.get(name, kept) != kept:
+            rows.append((name, "failed", "", "tabcl-bench's kv_kept differ from ctx_kept's"))
+            failed += 1
+            continue
         rng = np.random.default_rng(1)
         q = rng.standard_normal((b, h, lq, d), dtype=np.float32)
         k = rng.standard_normal((b, h, lk, d), dtype=np.float32)
         v = rng.standard_normal((b, h, lk, d), dtype=np.float32)
         chunk = max(1, int(a.chunk_mib * 2 ** 20 // (h * lq * lk * 4)))
-        out = attention(q, k, v, causal, chunk)   # the warm-up, also checked
-        ok, msg = check(q, k, v, causal, out)
+        out = attention(q, k, v, causal, chunk, kept)   # the warm-up, also checked
+        ok, msg = check(q, k, v, causal, out, kept=kept)
         if not ok:
             rows.append((name, "failed", "", msg))
             failed += 1
@@ -161,11 +174,12 @@ def main():
         times = []
         for _ in range(a.reps):
             t0 = time.perf_counter()
-            attention(q, k, v, causal, chunk)
+            attention(q, k, v, causal, chunk, kept)
             times.append((time.perf_counter() - t0) * 1e3)
         ms = float(np.median(times))
         tflops = flops / (ms * 1e-3) * 1e-12
-        note = "batch chunks of %d" % chunk if chunk < b else None
+        note = "; ".join(x for x in ("batch chunks of %d" % chunk if chunk < b else "",
+                                     "key-padding mask" if kept is not None else "") if x) or None
         rec("attention", name, "numpy_ms", ms, "ms", vs="ms", note=note)
         rec("attention", name, "numpy_tflops", tflops, "TFLOP/s", vs="tflops", note=note)
         rows.append((name, "%.3f" % ms, "%.4f" % tflops, msg + ("; " + note if note else "")))

@@ -159,6 +159,27 @@ class PeersOnDumps(unittest.TestCase):
         flops = 4.0 * 1 * 2 * 16 * 16 * 8 * 0.5
         self.assertAlmostEqual(tf["value"], flops / (ms["value"] * 1e-3) * 1e-12, delta=1e-12)
 
+    def test_attention_peer_context_cases(self):
+        """A ctx_ case runs with its mask and passes its float64 check; a
+        tabcl-bench row listing other kept keys (another mask) fails it."""
+        name = "ctx_b3_q5_kv40_h2_d8_f32"
+        rc, recs, out = self.peer("attention_torch.py", "--cases", name)
+        self.assertEqual(rc, 0, out)
+        self.assertEqual([r["value"] for r in recs if r["metric"] == "torch_matches_f64"], [1], out)
+        tf = [r for r in recs if r["metric"] == "torch_tflops"][0]
+        ms = [r for r in recs if r["metric"] == "torch_ms"][0]
+        self.assertAlmostEqual(tf["value"], 4.0 * 3 * 2 * 5 * 40 * 8 / (ms["value"] * 1e-3) * 1e-12,
+                               delta=1e-12)
+        from attention_torch import ctx_kept
+        rows = os.path.join(self.dir, "tabcl-ctx.jsonl")
+        for kept, want_rc in ((ctx_kept(3, 40), 0), ([40, 40, 40], 1)):
+            with open(rows, "w") as f:
+                f.write(json.dumps({"bench": "attention", "case": name, "metric": "flops", "value": 1,
+                                    "unit": "FLOP", "mask": "key_padding", "kv_kept": kept}) + "\n")
+            rc, recs, out = self.peer("attention_torch.py", "--cases-from", rows)
+            self.assertEqual(rc != 0, bool(want_rc), out)
+            self.assertEqual(len([r for r in recs if r["metric"] == "torch_ms"]), 1 - want_rc, out)
+
 
 class Report(unittest.TestCase):
     def test_fma_target_reads_probe_and_sgemm(self):
@@ -295,6 +316,88 @@ class Report(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_context_cases_table_and_targets(self):
+        import report
+        f16, f32 = "ctx_b1_q512_kv10000_h8_d64_f16", "ctx_b1_q512_kv10000_h8_d64_f32"
+        tab = report.index([
+            {"bench": "attention", "case": f16, "metric": "ms", "value": 8, "unit": "ms"},
+            {"bench": "attention", "case": f16, "metric": "tflops", "value": 1.3, "unit": "TFLOP/s"},
+            {"bench": "attention", "case": f16, "metric": "peak_fraction", "value": 0.2, "unit": "ratio"},
+            {"bench": "attention", "case": f16, "metric": "mma_ms", "value": 2, "unit": "ms"},
+            {"bench": "attention", "case": f16, "metric": "mma_tflops", "value": 5.2, "unit": "TFLOP/s"},
+            {"bench": "attention", "case": f32, "metric": "ms", "value": 4, "unit": "ms"},
+            {"bench": "attention", "case": f32, "metric": "peak_fraction", "value": 0.6, "unit": "ratio"},
+        ])
+        peer = report.index([
+            {"bench": "attention", "case": f16, "metric": "torch_ms", "value": 4, "unit": "ms", "vs": "ms",
+             "peer": "torch"},
+            {"bench": "attention", "case": f16, "metric": "torch_tflops", "value": 2.6, "unit": "TFLOP/s",
+             "vs": "tflops", "peer": "torch"},
+        ])
+        lines = report.ctx_table(tab, peer)
+        self.assertIn("FLOPs = 4 * B * H * Lq * Lk * D", "\n".join(lines))
+        # the library's pick (tensor cores) beside torch: twice its throughput
+        self.assertIn("| %s | tensor cores | 2 | 5.2 | 1.3 (20.0%%) | torch | 4 | 2.6 | 2 |" % f16, lines)
+        self.assertIn("| %s | portable | 4 |  |  (60.0%%) | (none) |  |  |  |" % f32, lines)
+        got = {t: (e, v) for t, e, v in report.ctx_targets(tab, peer)}
+        e, v = got["attention, context cases f16 and bf16: >= 100% of PyTorch's throughput"]
+        self.assertEqual(v, "met")
+        self.assertIn("%s: 200.0%% (mma_ms)" % f16, e)
+        e, v = got["attention, context cases f32: the portable kernel >= 50% of the fp32 FMA peak"]
+        self.assertEqual((e, v), ("%s: 60.0%%" % f32, "met"))
+        slow = report.index([{"bench": "attention", "case": f16, "metric": "torch_ms", "value": 1,
+                              "unit": "ms", "vs": "ms", "peer": "torch"}])
+        self.assertEqual(report.ctx_targets(tab, slow)[0][2], "**not met**")
+
+
+@unittest.skipIf(torch is None, "torch not importable")
+class TorchContextAttention(unittest.TestCase):
+    """The context cases' mask and SDPA call (attention_torch.py) against
+    float64, on the CPU."""
+
+    def test_names_and_kept_keys(self):
+        from attention_torch import ctx_kept, parse_case
+        self.assertEqual(parse_case("ctx_b1_q512_kv40000_h8_d64_f16"),
+                         {"b": 1, "lq": 512, "lk": 40000, "h": 8, "d": 64, "causal": False,
+                          "dtype": "f16", "padded": True})
+        self.assertEqual(ctx_kept(1, 10000), [9000])
+        # what tabcl-bench's ctx_kept (tools/bench/attention.c) gives
+        self.assertEqual(ctx_kept(4, 1000), [919, 906, 894, 881])
+        kept = ctx_kept(32, 40000)
+        self.assertEqual(kept[:3] + kept[-1:], [36969, 36906, 36844, 35031])
+        self.assertEqual(len(set(kept)), 32)
+        self.assertTrue(all(0.075 * 40000 <= 40000 - k <= 0.125 * 40000 for k in kept))
+
+    def test_masked_sdpa_matches_float64(self):
+        import attention_torch as A
+        F = torch.nn.functional
+        b, lq, lk, h, d = 3, 6, 50, 2, 16
+        gen = torch.Generator().manual_seed(5)
+        q, k, v = (torch.randn(b, n, h, d, generator=gen).transpose(1, 2) for n in (lq, lk, lk))
+        mask = A.key_padding_mask(torch, b, lk, torch.device("cpu"))
+        self.assertEqual(tuple(mask.shape), (b, 1, 1, lk))
+        got = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        kept = A.ctx_kept(b, lk)
+        qn, kn, vn = (x.double().numpy() for x in (q, k, v))
+        for bi in range(b):
+            n = kept[bi]
+            s = np.einsum("hqd,hkd->hqk", qn[bi], kn[bi, :, :n]) / np.sqrt(d)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            want = np.einsum("hqk,hkd->hqd", w / w.sum(-1, keepdims=True), vn[bi, :, :n])
+            self.assertLess(np.max(np.abs(got[bi].double().numpy() - want)), 1e-5)
+        # the padded keys are ignored, and without the mask the answer differs
+        k2, v2 = k.clone(), v.clone()
+        for bi in range(b):
+            k2[bi, :, kept[bi]:] = 9.0
+            v2[bi, :, kept[bi]:] = -9.0
+        self.assertTrue(torch.allclose(got, F.scaled_dot_product_attention(q, k2, v2, attn_mask=mask),
+                                       atol=1e-6))
+        self.assertFalse(torch.allclose(got, F.scaled_dot_product_attention(q, k, v), atol=1e-3))
+        err = A.check_rows(torch, q, k, v, mask, False, lambda bi, hi, qi: got[bi, hi, qi])
+        self.assertLess(err, 1e-6)
+        bad = A.check_rows(torch, q, k, v, None, False, lambda bi, hi, qi: got[bi, hi, qi])
+        self.assertGreater(bad, A.CHECK_TOLERANCE["bf16"])
+
 
 class NumpyPeers(unittest.TestCase):
     """The CPU peers (numpy only): their results against float64 and their
@@ -320,6 +423,23 @@ class NumpyPeers(unittest.TestCase):
             bad = whole.copy()
             bad[...] += 0.01
             self.assertFalse(A.check(q, k, v, causal, bad)[0])
+
+    def test_attention_key_padding_matches_float64(self):
+        import attention_numpy as A
+        rng = np.random.default_rng(4)
+        q = rng.standard_normal((4, 2, 5, 8), dtype=np.float32)
+        k = rng.standard_normal((4, 2, 30, 8), dtype=np.float32)
+        v = rng.standard_normal((4, 2, 30, 8), dtype=np.float32)
+        kept = [30, 27, 3, 1]
+        got = A.attention(q, k, v, False, chunk=3, kept=kept)
+        for bi, n in enumerate(kept):
+            s = np.einsum("hqd,hkd->hqk", q[bi].astype(np.float64), k[bi, :, :n].astype(np.float64))
+            s /= np.sqrt(8)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            want = np.einsum("hqk,hkd->hqd", w / w.sum(-1, keepdims=True), v[bi, :, :n].astype(np.float64))
+            self.assertLess(np.max(np.abs(got[bi] - want)), 1e-5)
+        self.assertTrue(A.check(q, k, v, False, got, kept=kept)[0])
+        self.assertFalse(A.check(q, k, v, False, got)[0])   # the mask ignored: caught
 
     def test_sgemm_figure_is_checked(self):
         import attention_numpy as A

@@ -11,6 +11,7 @@ typedef struct bench_args {
   int reps;      /* timed repetitions after one warm-up; the median is reported */
   const char *jsonl;    /* --jsonl PATH: every figure also appended there as one JSON line */
   const char *dump_dir; /* --dump DIR: benchmarks write their inputs there for the peers */
+  const char *cases;    /* --cases A,B: only the cases whose name contains one of the parts */
 } bench_args;
 
 typedef int (*bench_fn)(tabcl_context *ctx, const bench_args *a);
@@ -49,6 +50,10 @@ int bench_round_trip(tabcl_context *ctx, int quick, double *median_s, double *mi
    so bench/report.py can join it with the peers' figures. */
 void bench_record(const bench_args *a, const char *bench, const char *case_name,
                   const char *metric, double value, const char *unit);
+/* The same with more fields: extra is JSON members without braces
+   ("\"dtype\":\"f16\",\"shape\":{...}"), written after "unit"; NULL: none. */
+void bench_record_fields(const bench_args *a, const char *bench, const char *case_name,
+                         const char *metric, double value, const char *unit, const char *extra);
 
 /* Host-device transfer rates in bytes/s, blocking calls timed by the wall
    clock: from and to pinned memory (a mapped CL_MEM_ALLOC_HOST_PTR buffer)

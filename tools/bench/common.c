@@ -42,14 +42,19 @@ double bench_now(void) {
 
 void bench_record(const bench_args *a, const char *bench, const char *case_name,
                   const char *metric, double value, const char *unit) {
+  bench_record_fields(a, bench, case_name, metric, value, unit, NULL);
+}
+
+void bench_record_fields(const bench_args *a, const char *bench, const char *case_name,
+                         const char *metric, double value, const char *unit, const char *extra) {
   if (!a->jsonl) return;
   FILE *f = fopen(a->jsonl, "a");
   if (!f) {
     fprintf(stderr, "tabcl-bench: cannot append to %s\n", a->jsonl);
     return;
   }
-  fprintf(f, "{\"bench\":\"%s\",\"case\":\"%s\",\"metric\":\"%s\",\"value\":%.9g,\"unit\":\"%s\"}\n",
-          bench, case_name, metric, value, unit);
+  fprintf(f, "{\"bench\":\"%s\",\"case\":\"%s\",\"metric\":\"%s\",\"value\":%.9g,\"unit\":\"%s\"%s%s}\n",
+          bench, case_name, metric, value, unit, extra && *extra ? "," : "", extra ? extra : "");
   fclose(f);
 }
 

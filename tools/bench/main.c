@@ -1,6 +1,9 @@
 /* tabcl-bench: speed and memory figures for each kernel family.
- * Usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR] <what>...
- * where <what> is one of the table below, or "all". */
+ * Usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR]
+ *                    [--cases A,B] <what>...
+ * where <what> is one of the table below, or "all". --cases (attention; else
+ * $TABCL_BENCH_CASES) keeps the cases whose name contains one of the parts:
+ * "--cases ctx" runs the context cases alone. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,8 @@ static const bench_entry benches[] = {
 };
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR]\n                   <what>... | all\n");
+  fprintf(f, "usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR]\n"
+             "                   [--cases A,B] <what>... | all\n");
   for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
     fprintf(f, "  %-10s %s\n", benches[i].name, benches[i].help);
 }
@@ -35,6 +39,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) a.reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--jsonl") && i + 1 < argc) a.jsonl = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) a.dump_dir = argv[++i];
+    else if (!strcmp(argv[i], "--cases") && i + 1 < argc) a.cases = argv[++i];
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); return 0; }
     else if (argv[i][0] == '-') { usage(stderr); return 2; }
     else if (nwhat < 32) what[nwhat++] = argv[i];
