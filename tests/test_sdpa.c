@@ -1520,3 +1520,59 @@ Test(sdpa, query_broadcast_masks_split_keys) {
     }
   tabcl_context_destroy(ctx);
 }
+
+/* tabcl_sdpa_cl takes a query-broadcast mask of B x Hq x Lk bytes exactly,
+   and refuses one byte fewer, or those bytes without the flag, before
+   anything is enqueued: out keeps what it held. */
+Test(sdpa, query_broadcast_mask_buffer_sizes) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_mask_buffer_sizes")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc d = desc_of(3, 19, 23, 4, 2, 32, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL, d.mask_query_broadcast = 1;
+  sdpa_case c;
+  case_fill(&c, &d, &r);
+  cr_assert_eq(c.nm, (size_t)3 * 4 * 23);
+  cl_context cl = tabcl_context_cl_context(ctx);
+  cl_command_queue queue = tabcl_context_cl_queue(ctx);
+  cl_int err[6];
+  cl_mem q = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.q, &err[0]);
+  cl_mem k = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.k, &err[1]);
+  cl_mem v = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.v, &err[2]);
+  cl_mem m = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nm, c.mask, &err[3]);
+  cl_mem small = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nm - 1, c.mask, &err[4]);
+  memset(c.out, 0x5A, c.nq * 4);
+  cl_mem out = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.out, &err[5]);
+  for (int i = 0; i < 6; i++) cr_assert_eq(err[i], CL_SUCCESS);
+  unsigned char *got = xalloc(c.nq * 4);
+  tabcl_sdpa_desc plain = d;
+  plain.mask_query_broadcast = 0;
+  const struct { const tabcl_sdpa_desc *d; cl_mem m; } bad[] = {{&d, small}, {&plain, m}};
+  for (int i = 0; i < 2; i++) {
+    tabcl_stats before, after;
+    tabcl_context_stats(ctx, &before);
+    cl_event ev = (cl_event)&got;   /* must come back NULL */
+    cr_expect_eq(tabcl_sdpa_cl(ctx, bad[i].d, q, k, v, bad[i].m, out, 0, NULL, &ev),
+                 TABCL_INVALID_ARGUMENT, "case %d", i);
+    cr_expect(strstr(tabcl_last_error(), "mask holds") != NULL, "case %d: %s", i,
+              tabcl_last_error());
+    cr_expect(ev == NULL, "case %d: an event for a refused call", i);
+    tabcl_context_stats(ctx, &after);
+    cr_expect_eq(after.kernel_launches, before.kernel_launches, "case %d launched", i);
+    cr_assert_eq(clEnqueueReadBuffer(queue, out, CL_TRUE, 0, c.nq * 4, got, 0, NULL, NULL),
+                 CL_SUCCESS);
+    cr_expect_eq(memcmp(got, c.out, c.nq * 4), 0, "case %d changed out", i);
+  }
+  cl_event ev = NULL;
+  tt_assert_ok(tabcl_sdpa_cl(ctx, &d, q, k, v, m, out, 0, NULL, &ev));
+  cr_assert_eq(clEnqueueReadBuffer(queue, out, CL_TRUE, 0, c.nq * 4, c.out, 1, &ev, NULL),
+               CL_SUCCESS);
+  clReleaseEvent(ev);
+  expand_query_mask(&c);
+  case_reference(&c);
+  case_check(&c, "cl variant, query-broadcast mask");
+  clReleaseMemObject(q), clReleaseMemObject(k), clReleaseMemObject(v), clReleaseMemObject(m);
+  clReleaseMemObject(small), clReleaseMemObject(out);
+  free(got);
+  case_free(&c);
+  tabcl_context_destroy(ctx);
+}
