@@ -107,7 +107,8 @@ static PyObject *sdpa_at(PyObject *self, PyObject *args) {
 
 PyMethodDef tpy_attention_functions[] = {
     {"sdpa_at", sdpa_at, METH_VARARGS, "sdpa_at(context, q, k, v, mask, out addresses, shape, "
-                                       "dtype, scale, causal, mask_kind, mask_b, mask_h[, mask_q])"},
+                                       "dtype, scale, causal, mask_kind, mask_b, mask_h"
+                                       "[, mask_q])"},
     {"sdpa", sdpa, METH_VARARGS, "sdpa(context, q, k, v, mask, out, shape, dtype, scale, causal, "
                                  "mask_kind, mask_batch_broadcast, mask_head_broadcast"
                                  "[, mask_query_broadcast])"},
