@@ -148,7 +148,7 @@ inline float4 ld_half4(__global const half *p, int i) {
 #define SWK MIN_(MIN_(SWM0, TKS - 1), KC4 - 1)
 #define SWV MIN_(SWM0, TC - 1)
 #define RQO (BQ / TQO)
-// The key split (a runtime argument, src/attention/sdpa_fused.c): group
+// The key split (a runtime argument, src/attention/sdpa_split.c): group
 // (b, h, g) of a launch of nsplit parts takes query tile g / nsplit and key
 // part g % nsplit, and leaves its rows' partial results in `part`, a block
 // of BQ maxima, BQ sums and BQ x DP unnormalised outputs (in real) for each
@@ -456,7 +456,6 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       }
     }
   }
-
 
   // No barrier needed before red: it was last read before the last P V.
   // alpha_s, read in P V, takes the rows' maxima for a split after one.

@@ -89,7 +89,7 @@ struct tabcl__device_desc;
   X(SDPA_SPLIT, "sdpa.split", INT, 1, 65535,                                                    \
     "key parts of each query tile of fused and CPU attention (auto: fill the compute units)")   \
   X(SDPA_SPLIT_KEYS, "sdpa.split.keys", INT, 1, 1073741824,                                     \
-    "fewest keys a part when fused attention splits its keys to fill the compute units")       \
+    "fewest keys a part when attention splits its keys to fill the compute units")             \
   X(SDPA_FUSED_D16, "sdpa.fused.d16", TILES, 16, 16, "fused attention tiles, head dims 1-16")    \
   X(SDPA_FUSED_D32, "sdpa.fused.d32", TILES, 32, 32, "fused attention tiles, head dims 17-32")   \
   X(SDPA_FUSED_D48, "sdpa.fused.d48", TILES, 48, 48, "fused attention tiles, head dims 33-48")   \
