@@ -57,13 +57,6 @@
 #ifndef SDPA_VK
 #define SDPA_VK SDPA_BK
 #endif
-#ifndef SDPA_SPLIT
-// 1: a launch takes keys [k_lo, k_hi) only, continuing from (and, unless
-// k_hi reaches lk, leaving) each work-item's running state in `state`: a
-// driver that ends a work-item's loops after so many iterations gets the
-// keys in launches short enough (src/attention/sdpa_fused.c).
-#define SDPA_SPLIT 0
-#endif
 #ifndef SDPA_NOPRE
 #define SDPA_NOPRE 0
 #endif
@@ -155,13 +148,13 @@ inline float4 ld_half4(__global const half *p, int i) {
 #define SWK MIN_(MIN_(SWM0, TKS - 1), KC4 - 1)
 #define SWV MIN_(SWM0, TC - 1)
 #define RQO (BQ / TQO)
-#define SDPA_STATE (2 * RQS + 4 * RQO * CG)   /* reals of a work-item's state (SDPA_SPLIT) */
-// Work-item t's state: the running maxima and sums of its S rows, then its
-// output block.
-#define SDPA_STATE_AT(state, t)                                                    \
-  ((state) + (((long)get_group_id(0) * (long)get_num_groups(1) + (long)get_group_id(1)) * \
-                  (long)get_num_groups(2) + (long)get_group_id(2)) * (NT * SDPA_STATE) + \
-   (long)(t) * SDPA_STATE)
+// The key split (a runtime argument, src/attention/sdpa_split.c): group
+// (b, h, g) of a launch of nsplit parts takes query tile g / nsplit and key
+// part g % nsplit, and leaves its rows' partial results in `part`, a block
+// of BQ maxima, BQ sums and BQ x DP unnormalised outputs (in real) for each
+// group, in the order of the groups' linear ids; sdpa_merge combines them.
+#define PART_BLOCK (BQ * (2 + DP))
+#define PART_OF(part, g) ((part) + (long)(g) * PART_BLOCK)
 #define PT (BQ + 4)       /* column stride of P, stored transposed [key][query]: float4
                              aligned, and consecutive queries fall in consecutive banks */
 #define LOG2E 1.4426950408889634
@@ -257,20 +250,24 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define PREFETCH_V(src, avail) FETCH_V(src, avail)
 #endif
 
-// One work-group per (batch entry, head, query tile): SDPA_GROUP_SETUP in
-// common.cl. The launch covers batch entries b0.., heads h0.. and query
-// tiles qt0.. of the buffers.
+// One work-group per (batch entry, head, query tile, key part):
+// SDPA_GROUP_SETUP in common.cl, with the query tile from dim 2 divided by
+// the parts. The launch covers batch entries b0.., heads h0.. and query
+// tiles qt0.. of the buffers; part p takes keys [p * kpart, (p + 1) * kpart).
+// With nsplit 1 the group writes its rows to out, else to part.
+#undef SDPA_GID
+#define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
+// The group's key part: dim 2's id less its query tile's first; written
+// so, not as a remainder beside the division above (oclgrind cannot follow
+// the `freeze` LLVM adds to such a pair).
+#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global const store_t *v, __global const uchar *mask,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
-                int qt0
-#if SDPA_SPLIT
-                , int k_lo, int k_hi, __global real *state
-#endif
-                ) {
+                int qt0, int nsplit, int kpart, __global real *part) {
   __local real4 qs[BQ * DP4];
   __local real4 kvs[MAX_(KV_K, KV_V)];
   __local real4 pst4[BK * PT / 4];
@@ -299,21 +296,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
-#if SDPA_SPLIT
-  const int kv_end = min(SDPA_KV_END, k_hi), k_first = k_lo;
-  if (k_lo > 0) {
-    __global const real *st = SDPA_STATE_AT(state, t);
-    #pragma unroll
-    for (int i = 0; i < RQS; i++) m_run[i] = st[i], l_run[i] = st[RQS + i];
-    #pragma unroll
-    for (int i = 0; i < RQO; i++) {
-      #pragma unroll
-      for (int c = 0; c < CG; c++) acc[i][c] = vload4(i * CG + c, st + 2 * RQS);
-    }
-  }
-#else
-  const int kv_end = SDPA_KV_END, k_first = 0;
-#endif
+  const int k_first = SDPA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
 
   // Unless SDPA_NOPRE, K and V chunks are read from global memory into
   // registers one phase ahead of their use (V during S = Q K^T, the next K
@@ -473,41 +457,37 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
     }
   }
 
-#if SDPA_SPLIT
-  // More keys follow in the next launch: the state waits for it, and the
-  // group goes through the end below (its barrier too) without storing. A
-  // return here, before that barrier, is legal for a whole group, but PoCL
-  // 3.1 (its default "loops" work-group method) then corrupted the heap:
-  // sdpa/split_keys_bit_for_bit crashed.
-  const int more = k_hi < lk;
-  if (more) {
-    __global real *st = SDPA_STATE_AT(state, t);
-    #pragma unroll
-    for (int i = 0; i < RQS; i++) st[i] = m_run[i], st[RQS + i] = l_run[i];
-    #pragma unroll
-    for (int i = 0; i < RQO; i++) {
-      #pragma unroll
-      for (int c = 0; c < CG; c++) vstore4(acc[i][c], i * CG + c, st + 2 * RQS);
-    }
-  }
-#endif
-  // No barrier needed first: red was last read before the last P V.
+  // No barrier needed before red: it was last read before the last P V.
+  // alpha_s, read in P V, takes the rows' maxima for a split after one.
   #pragma unroll
   for (int i = 0; i < RQS; i++) red[(tq + i * TQS) * TKS + tk] = l_run[i];
   barrier(CLK_LOCAL_MEM_FENCE);
+  if (nsplit > 1) {
+    #pragma unroll
+    for (int i = 0; i < RQS; i++)
+      if (tk == 0) alpha_s[tq + i * TQS] = m_run[i];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  __global real *pb = PART_OF(part, ((long)get_group_id(0) * get_num_groups(1) + get_group_id(1)) *
+                                        get_num_groups(2) + get_group_id(2));
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   #pragma unroll
   for (int i = 0; i < RQO; i++) {
     const int r = to * RQO + i;
     if (r >= qn) continue;
-#if SDPA_SPLIT
-    if (more) continue;
-#endif
     real l = 0;
     #pragma unroll
     for (int u = 0; u < TKS; u++) l += red[r * TKS + u];
+    if (nsplit > 1) {
+      if (tc == 0) pb[r] = alpha_s[r], pb[BQ + r] = l;
+      #pragma unroll
+      for (int c = 0; c < CG; c++) vstore4(acc[i][c], 0, pb + 2 * BQ + r * DP + (tc + c * TC) * 4);
+      continue;
+    }
     const real li = l > 0 ? (real)1 / l : (real)0;
     #pragma unroll
     for (int c = 0; c < CG; c++) store4(ob + r * qstride, (tc + c * TC) * 4, d, vec, acc[i][c] * li);
   }
 }
+
+SDPA_MERGE_KERNEL(real, real4, BQ, DP)

@@ -120,13 +120,33 @@ inline void load_block(float *blk, __global const store_t *src, long stride, int
   }
 }
 
-// One work-item per (batch entry, head, CPU_TILES tiles of W queries):
-// SDPA_GROUP_SETUP with groups of one. The arguments are the fused kernel's.
+// Four elements c0.. of an output row of length d (the merge's store).
+inline void store4(__global store_t *row, int c0, int d, int vec, float4 x) {
+  (void)vec;
+  if (c0 + 0 < d) ST1(row, c0 + 0, x.x);
+  if (c0 + 1 < d) ST1(row, c0 + 1, x.y);
+  if (c0 + 2 < d) ST1(row, c0 + 2, x.z);
+  if (c0 + 3 < d) ST1(row, c0 + 3, x.w);
+}
+
+#define GROUP_ROWS (W * CPU_TILES)
+// A key split (sdpa.cl says how): part g % nsplit of query tile g / nsplit.
+#undef SDPA_GID
+#define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
+// The group's key part: dim 2's id less its query tile's first; written
+// so, not as a remainder beside the division above (oclgrind cannot follow
+// the `freeze` LLVM adds to such a pair).
+#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
+
+// One work-item per (batch entry, head, CPU_TILES tiles of W queries, key
+// part): SDPA_GROUP_SETUP with groups of one. The arguments are the fused
+// kernel's; with nsplit > 1 the rows' partial maxima, sums and outputs go
+// to part for sdpa_merge (common.cl).
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global const store_t *v,
               __global const uchar *mask, __global store_t *out, long b0, int lq, int lk,
               int hq, int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb,
-              int mask_hb, int h0, int qt0) {
+              int mask_hb, int h0, int qt0, int nsplit, int kpart, __global float *part) {
   float qtr[CPU_DP * W];   /* Q^T, then at the end O^T scaled for the store */
   float otr[CPU_DP * W];   /* O^T */
   float blk[W * CPU_DP];  /* the K block, then the V block */
@@ -163,8 +183,9 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
   float16 m = (float16)(-INFINITY), l = (float16)(0.0f);
   const int16 qi = (int16)(q0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 
-  const int kv_end = SDPA_KV_END;
-  for (int j0 = 0; j0 < kv_end; j0 += W) {
+  const int k_first = SDPA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
+  for (int j0 = k_first; j0 < kv_end; j0 += W) {
     const int jn = min(W, kv_end - j0);
     float16 s[W];
     #pragma unroll
@@ -273,6 +294,22 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
     }
   }
 
+  if (nsplit > 1) {
+    __global float *pb = part + (((long)get_group_id(0) * get_num_groups(1) + get_group_id(1)) *
+                                     get_num_groups(2) + get_group_id(2)) *
+                                    (GROUP_ROWS * (2 + CPU_DP));
+    const int r0 = tile * W;
+    vstore16(m, 0, lane);
+    for (int r = 0; r < qn; r++) pb[r0 + r] = lane[r];
+    vstore16(l, 0, lane);
+    for (int r = 0; r < qn; r++) pb[GROUP_ROWS + r0 + r] = lane[r];
+    for (int r = 0; r < qn; r++) {
+      __global float *o = pb + 2 * GROUP_ROWS + (r0 + r) * CPU_DP;
+      for (int c = 0; c < d; c++) o[c] = otr[c * W + r];
+      for (int c = d; c < CPU_DP; c++) o[c] = 0;
+    }
+    continue;
+  }
   const float16 li = select((float16)(1.0f) / l, (float16)(0.0f), isequal(l, (float16)(0.0f)));
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   if ((d & 15) == 0) {
@@ -290,3 +327,5 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
   }
   }
 }
+
+SDPA_MERGE_KERNEL(float, float4, GROUP_ROWS, CPU_DP)

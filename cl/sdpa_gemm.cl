@@ -74,7 +74,7 @@ void sdpa_softmax(__global real *s, __global const uchar *mask, long b0, int lq,
   const long row = ((long)bi * hq + h) * lq + i;
   __global real *sr = s + row * lk;
   long mrow = 0;
-  if (mask_kind) mrow = SDPA_MASK_BASE(b, h) + (long)i * lk;
+  if (mask_kind) mrow = SDPA_MASK_BASE(b, h) + (long)i * SDPA_MASK_QSTRIDE;
   const int lim = causal ? min(lk, i + 1) : lk;
   real mx = -INFINITY;
   for (int j = t; j < lk; j += SM_WG) {

@@ -255,7 +255,7 @@ inline float ex2_ftz(float x) {
 __attribute__((always_inline)) inline void scale_mask(float s[NSN][4], int k0, int qi0, int qi1,
                                                       int tq, int lq, int lk, int causal,
                                                       int kind, __global const uchar *mask,
-                                                      long mbase, float scale2) {
+                                                      long mbase, long mqs, float scale2) {
   #pragma unroll
   for (int j = 0; j < NSN; j++) {
     #pragma unroll
@@ -320,7 +320,7 @@ inline int warp_any(int p) {
 // be rescaled by the factors this tile (LAZY_RESCALE above; warp-uniform).
 __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float m_run[2], float l_run[2], int k0, int qi0,
                            int qi1, int tq, int lq, int lk, int causal, int mask_kind,
-                           __global const uchar *mask, long mbase, float scale2, int plain,
+                           __global const uchar *mask, long mbase, long mqs, float scale2, int plain,
                            int *resc) {
   const int fold = plain && scale2 > 0.f;
   const float f = fold ? scale2 : 1.f;
@@ -332,11 +332,11 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
     }
   } else if (!plain) {
     if (mask_kind == 0)
-      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 0, mask, mbase, scale2);
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 0, mask, mbase, mqs, scale2);
     else if (mask_kind == 1)
-      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 1, mask, mbase, scale2);
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 1, mask, mbase, mqs, scale2);
     else
-      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 2, mask, mbase, scale2);
+      scale_mask(s, k0, qi0, qi1, tq, lq, lk, causal, 2, mask, mbase, mqs, scale2);
   }
   float mx0 = -INFINITY, mx1 = -INFINITY;
   #pragma unroll
@@ -633,7 +633,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
       const int qi0 = q0 + r0 + 16 * mt, qi1 = qi0 + 8;
       int resc;
       const float2 alpha = softmax_tile(s[mt], m_run[mt], l_run[mt], k0, qi0, qi1, tq, lq, lk,
-                                        causal, mask_kind, mask, mbase, scale2, plain, &resc);
+                                        causal, mask_kind, mask, mbase, mqs, scale2, plain, &resc);
       if (resc) {   /* uniform in the warp */
         #pragma unroll
         for (int n = 0; n < NON; n++)
@@ -863,7 +863,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     const int plain = MMA_TILE_PLAIN(k0);
     int resc;   /* always 1 in this kernel */
     const float2 alpha = softmax_tile(s, m_run, l_run, k0, qi0, qi1, tq, lq, lk, causal,
-                                      mask_kind, mask, mbase, scale2, plain, &resc);
+                                      mask_kind, mask, mbase, mqs, scale2, plain, &resc);
     #pragma unroll
     for (int n = 0; n < NON; n++)
       o[n][0] *= alpha.x, o[n][1] *= alpha.x, o[n][2] *= alpha.y, o[n][3] *= alpha.y;

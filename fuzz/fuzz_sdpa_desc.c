@@ -92,6 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   b = fz_u8(&r);
   d.mask_batch_broadcast = b & 1;
   d.mask_head_broadcast = (b >> 1) & 1;
+  d.mask_query_broadcast = (b >> 3) & 1;
+  if ((b & 0x30) == 0x30) d.mask_query_broadcast = (b & 0x40) ? -1 : 2;   /* refused */
   int odd_flags = 0;
   if (b & 4) d.mask_batch_broadcast = (int)(int8_t)b, odd_flags = 1;
   if (d.causal != 0 && d.causal != 1) odd_flags = 1;
@@ -104,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   int zero_dims = d.q_heads == 0 || d.kv_heads == 0 || d.head_dim == 0;
   int bad = d.batch < 0 || d.q_len < 0 || d.kv_len < 0 || d.q_heads < 0 || d.kv_heads < 0 ||
             d.head_dim < 0 || (unsigned)d.dtype > 3u || (unsigned)d.mask > 2u ||
-            (d.kv_heads > 0 && d.q_heads % d.kv_heads != 0) || (work && zero_dims);
+            (d.kv_heads > 0 && d.q_heads % d.kv_heads != 0) || (work && zero_dims) ||
+            (d.mask_query_broadcast != 0 && d.mask_query_broadcast != 1);
   /* The contract sets no limit on head_dim or the lengths; beyond what the
      kernels take (head_dim 256, lengths 2^31) the answer should be
      TABCL_UNSUPPORTED (see test_bad_input's
@@ -118,7 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *in, size_t size) {
   uint64_t nm = 0;
   if (d.mask == TABCL_MASK_BOOL || d.mask == TABCL_MASK_ADD)
     nm = product(&ovf, d.mask_batch_broadcast ? 1 : d.batch,
-                 d.mask_head_broadcast ? 1 : d.q_heads, d.q_len, d.kv_len);
+                 d.mask_head_broadcast ? 1 : d.q_heads, d.mask_query_broadcast ? 1 : d.q_len,
+                 d.kv_len);
   size_t ms = d.mask == TABCL_MASK_BOOL ? 1 : es;
   /* the byte count checked for overflow too: element counts that fit 64
      bits can still wrap once multiplied by the element size (2^60

@@ -49,8 +49,8 @@ static int32_t want_lookup[NQUERY], want_align[NALIGN];
 
 /* Attention: [B=2, L, H=2, D=32], f32 and f16 (the f32 values rounded by
    the library's host converter), no mask, causal. */
-static tabcl_sdpa_desc d32 = {2, 20, 30, 2, 2, 32, TABCL_F32, 0, 1, TABCL_MASK_NONE, 0, 0};
-static tabcl_sdpa_desc d16 = {2, 20, 30, 2, 2, 32, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
+static tabcl_sdpa_desc d32 = {2, 20, 30, 2, 2, 32, TABCL_F32, 0, 1, TABCL_MASK_NONE, 0, 0, 0};
+static tabcl_sdpa_desc d16 = {2, 20, 30, 2, 2, 32, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
 #define QN (2 * 20 * 2 * 32)
 #define KN (2 * 30 * 2 * 32)
 static float q32[QN], k32[KN], v32[KN], want32[QN];

@@ -477,7 +477,7 @@ Test(plan, attention_plans) {
           for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
             tabcl__sdpa_facts f = {cl, 1, 1, 0, 0};
             tabcl_sdpa_desc d = {batches[bi], 54, 54, 8, 2, dims[di], (tabcl_dtype)dt,
-                                 0, 1, TABCL_MASK_BOOL, 1, 0};
+                                 0, 1, TABCL_MASK_BOOL, 1, 0, 0};
             tabcl__sdpa_plan p;
             tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
             if (dt == TABCL_F64 && !dev->has_fp64) {
@@ -528,7 +528,7 @@ Test(plan, kernel_limit_bounds_the_group) {
   tabcl__target tg = {dev, &tune, 0, 0};
   for (int dim = 16; dim <= 256; dim += 16) {
     tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
-    tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+    tabcl_sdpa_desc d = {3, 70, 70, 2, 1, dim, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
     tabcl__sdpa_plan p;
     cr_assert_eq(tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
     if (dim <= 128) cr_expect_eq(p.path, TABCL__SDPA_FUSED, "head dim %d: %s", dim, p.backend);
@@ -538,15 +538,15 @@ Test(plan, kernel_limit_bounds_the_group) {
   tabcl__tuning forced = tuning_for(dev, "sdpa.cpu=0;sdpa.fused.d64=64x32/2");
   tabcl__target tf = {dev, &forced, 0, 0};
   const tabcl__sdpa_facts f = {1, 1, 0, 32, 0};
-  const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  const tabcl_sdpa_desc d = {3, 70, 70, 2, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   expect_refused(&tf, &f, &d, TABCL_INVALID_ARGUMENT, "sdpa.fused.d64");
 }
 
 /* A device that ends a work-item's loops after `limit` iterations (Mesa
-   22.3's llvmpipe: 65,535) gets the fused kernel's keys split over launches
-   whose loops stay within half of it, the launches covering the keys once
-   in whole key tiles, their state within a quarter of an allocation, and
-   one build (the split one) whatever the key count; no limit, no split. */
+   22.3's llvmpipe: 65,535) gets the fused kernel's keys split into parts
+   whose loops stay within half of it, the parts covering the keys once in
+   whole key tiles with none empty, their scratch within a quarter of an
+   allocation, and one build whatever the key count; no limit, no split. */
 Test(plan, loop_limit_splits_the_keys) {
   dev_case devs[8];
   int nd = make_devices(devs);
@@ -555,21 +555,22 @@ Test(plan, loop_limit_splits_the_keys) {
   static const int dims[] = {16, 64, 128, 256};
   for (int i = 0; i < nd; i++) {
     const tabcl__device_desc *dev = &devs[i].d;
-    tabcl__tuning tune = tuning_for(dev, NULL);
+    /* one part unless the loop limit asks for more */
+    tabcl__tuning tune = tuning_for(dev, "sdpa.split=1");
     tabcl__target tg = {dev, &tune, 0, 0};
     for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++)
       for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
         for (int causal = 0; causal < 2; causal++) {
-          char split_opts[288] = "";
+          char opts[288] = "";
           for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
             tabcl__sdpa_facts f = {0, 0, 0, 0, limits[li]};
             tabcl_sdpa_desc d = {3, 8, keys[ki], 4, 2, dims[di], TABCL_F32, 0, causal,
-                                 TABCL_MASK_NONE, 0, 0};
+                                 TABCL_MASK_NONE, 0, 0, 0};
             tabcl__sdpa_plan p;
             tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p);
             if (s == TABCL_UNSUPPORTED) {
               /* the fused kernel does not fit this device at this head dim,
-                 or the limit cannot hold one tile with its state */
+                 or the limit cannot hold one tile a part, or the merge */
               cr_expect(strstr(tabcl_last_error(), "local memory") ||
                             (limits[li] && strstr(tabcl_last_error(), "loops")),
                         "%s: %s", devs[i].what, tabcl_last_error());
@@ -578,32 +579,30 @@ Test(plan, loop_limit_splits_the_keys) {
             cr_assert_eq(s, TABCL_OK, "%s: %s", devs[i].what, tabcl_last_error());
             const tabcl__sdpa_keysplit *ks = &p.keys;
             cr_expect_eq(ks->loop_bound, tabcl__sdpa_fused_loops(&p.tiles, d.kv_len));
-            const int split = ks->key_step > 0;
+            const int split = ks->parts > 1;
             cr_expect_eq(split, limits[li] > 0 && ks->loop_bound > limits[li] / 2,
                          "%s: %lld keys, limit %llu", devs[i].what, (long long)d.kv_len,
                          (unsigned long long)limits[li]);
-            cr_expect_eq(strstr(p.options, "SDPA_SPLIT") != NULL, split);
-            if (!split) continue;
-            cr_expect_eq(ks->key_step % p.tiles.bk, 0);
-            cr_expect_geq(ks->key_step, p.tiles.bk);
-            cr_expect_leq(tabcl__sdpa_fused_loops(&p.tiles, ks->key_step), limits[li] / 2,
-                          "%s: %lld keys a launch", devs[i].what, (long long)ks->key_step);
-            /* the launches over the keys, as sdpa_grid.c makes them */
-            int64_t covered = 0, launches = 0;
-            for (int64_t lo = 0; lo < d.kv_len; lo += ks->key_step) {
-              const int64_t hi = d.kv_len - lo < ks->key_step ? d.kv_len : lo + ks->key_step;
-              cr_expect_eq(lo, covered);
-              covered = hi;
-              launches++;
+            /* the split is an argument: one program for every key count */
+            cr_expect_null(strstr(p.options, "SPLIT"));
+            if (!opts[0]) snprintf(opts, sizeof opts, "%s", p.options);
+            cr_expect_str_eq(p.options, opts, "%s: options changed with the keys", devs[i].what);
+            if (!split) {
+              cr_expect_eq(ks->part_keys, d.kv_len);
+              continue;
             }
-            cr_expect_eq(covered, d.kv_len);
-            cr_expect_eq(launches, (d.kv_len + ks->key_step - 1) / ks->key_step);
+            cr_expect_str_eq(ks->reason, "loop limit");
+            cr_expect_eq(ks->part_keys % p.tiles.bk, 0);
+            cr_expect_leq(tabcl__sdpa_fused_loops(&p.tiles, ks->part_keys), limits[li] / 2,
+                          "%s: %lld keys a part", devs[i].what, (long long)ks->part_keys);
+            /* the parts cover the keys, none empty */
+            cr_expect_geq(ks->parts * ks->part_keys, d.kv_len);
+            cr_expect_lt((ks->parts - 1) * ks->part_keys, d.kv_len);
             cr_expect_geq(p.launch_step, 1);
             cr_expect_geq(ks->qtile_step, 1);
-            cr_expect_leq(ks->state_bytes, dev->max_mem_alloc_size / 4);
-            if (!split_opts[0]) snprintf(split_opts, sizeof split_opts, "%s", p.options);
-            cr_expect_str_eq(p.options, split_opts, "%s: options changed with the keys",
-                             devs[i].what);
+            cr_expect_leq(ks->qtile_step * ks->parts,
+                          tabcl__tuned(&tune, TABCL__TUNE_SDPA_GROUPS_YZ));
+            cr_expect_leq(ks->part_bytes, dev->max_mem_alloc_size / 4);
           }
         }
   }
@@ -612,8 +611,98 @@ Test(plan, loop_limit_splits_the_keys) {
   tabcl__tuning tc = tuning_for(cpu, NULL);
   tabcl__target gc = {cpu, &tc, 0, 0};
   const tabcl__sdpa_facts f = {0, 0, 0, 0, 64};
-  const tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  const tabcl_sdpa_desc d = {1, 8, 100000, 1, 1, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   expect_refused(&gc, &f, &d, TABCL_UNSUPPORTED, "loops");
+}
+
+/* The key split that fills a device: the context call (512 queries over
+   40,000 keys, 8 heads, d 64: 64 groups of 64 queries) splits on 132
+   compute units until the groups are two a unit, not on 2 units; the
+   parts never go under sdpa.split.keys keys; the sdpa.split tuning forces
+   a count (more parts than key tiles too); llvmpipe's loop limit splits
+   for the limit. One program serves every split. */
+Test(plan, key_split_fills_the_compute_units) {
+  cr_expect_eq(tabcl__sdpa_split_rule(132, 64, 40000, 1024), 5);
+  cr_expect_eq(tabcl__sdpa_split_rule(2, 64, 40000, 1024), 1);
+  cr_expect_eq(tabcl__sdpa_split_rule(132, 64, 3000, 1024), 2);
+  cr_expect_eq(tabcl__sdpa_split_rule(132, 64, 1000, 1024), 1);
+  cr_expect_eq(tabcl__sdpa_split_rule(132, 264, 40000, 1024), 1);
+  cr_expect_eq(tabcl__sdpa_split_rule(132, 0, 40000, 1024), 1);
+  dev_case devs[8];
+  make_devices(devs);
+  const tabcl__device_desc *gpu = &devs[0].d, *cpu = &devs[3].d;
+  cr_assert_eq(gpu->compute_units, 132);
+  cr_assert_eq(cpu->compute_units, 2);
+  const tabcl__sdpa_facts f = {0, 0, 0, 0, 0};
+  for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
+    const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, (tabcl_dtype)dt, 0, 0,
+                               TABCL_MASK_BOOL, 1, 0, 0};
+    tabcl__tuning tg_t = tuning_for(gpu, NULL);
+    tabcl__target tg = {gpu, &tg_t, 0, 0};
+    tabcl__sdpa_plan p, whole;
+    cr_assert_eq(tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p), TABCL_OK, "%s",
+                 tabcl_last_error());
+    cr_assert_eq(p.path, TABCL__SDPA_FUSED);
+    const int64_t groups = d.batch * d.q_heads * p.query_tiles;
+    cr_expect_gt(p.keys.parts, 1, "dtype %d: %lld groups on 132 units", dt, (long long)groups);
+    cr_expect_geq(groups * p.keys.parts, 2 * 132);
+    cr_expect_lt(groups * (p.keys.parts - 1), 2 * 132);
+    cr_expect_str_eq(p.keys.reason, "fill");
+    cr_expect_geq(p.keys.part_keys, 1024);
+    cr_expect_eq(p.keys.part_keys % p.tiles.bk, 0);
+    cr_expect_geq(p.keys.parts * p.keys.part_keys, d.kv_len);
+    cr_expect_lt((p.keys.parts - 1) * p.keys.part_keys, d.kv_len);
+    cr_expect_eq(p.keys.qtile_step, p.query_tiles);
+    char text[1024];
+    tabcl__sdpa_plan_print(&p, text, sizeof text);
+    cr_expect(strstr(text, "parts of") && strstr(text, "merge"), "%s", text);
+    /* the same program with one part */
+    tabcl__tuning one = tuning_for(gpu, "sdpa.split=1");
+    tabcl__target t1 = {gpu, &one, 0, 0};
+    cr_assert_eq(tabcl__sdpa_plan_make(&t1, &f, &d, TABCL__SDPA_AUTO, &whole), TABCL_OK);
+    cr_expect_eq(whole.keys.parts, 1);
+    cr_expect_str_eq(whole.options, p.options);
+    /* few keys a part: sdpa.split.keys bounds the parts */
+    tabcl__tuning big = tuning_for(gpu, "sdpa.split.keys=16384");
+    tabcl__target tb = {gpu, &big, 0, 0};
+    cr_assert_eq(tabcl__sdpa_plan_make(&tb, &f, &d, TABCL__SDPA_AUTO, &whole), TABCL_OK);
+    cr_expect_eq(whole.keys.parts, 2);
+    /* 2 compute units: 64 groups are plenty */
+    tabcl__tuning ct = tuning_for(cpu, "sdpa.cpu=0");
+    tabcl__target tc = {cpu, &ct, 0, 0};
+    cr_assert_eq(tabcl__sdpa_plan_make(&tc, &f, &d, TABCL__SDPA_AUTO, &whole), TABCL_OK);
+    cr_expect_eq(whole.keys.parts, 1);
+  }
+  /* forced counts, also past the key tiles (empty parts) */
+  static const int64_t forced[] = {2, 3, 7, 40};
+  for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+    char entry[48];
+    snprintf(entry, sizeof entry, "sdpa.split=%lld", (long long)forced[i]);
+    tabcl__tuning t = tuning_for(cpu, entry);
+    tabcl__target tc = {cpu, &t, 0, 0};
+    const tabcl_sdpa_desc d = {2, 70, 301, 4, 2, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
+    tabcl__sdpa_plan p;
+    cr_assert_eq(tabcl__sdpa_plan_make(&tc, &f, &d, TABCL__SDPA_FUSED, &p), TABCL_OK);
+    cr_expect_eq(p.keys.parts, forced[i], "%s", entry);
+    cr_expect_str_eq(p.keys.reason, "tuning");
+    const int64_t tiles = (d.kv_len + p.tiles.bk - 1) / p.tiles.bk;
+    cr_expect_eq(p.keys.part_keys, (tiles + forced[i] - 1) / forced[i] * p.tiles.bk);
+  }
+  /* llvmpipe: a CPU whose driver ends loops after 65,535 iterations */
+  tabcl__tuning lt = tuning_for(cpu, "sdpa.cpu=0");
+  tabcl__target tl = {cpu, &lt, 0, 0};
+  const tabcl__sdpa_facts lim = {0, 0, 0, 0, 65535};
+  const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
+  tabcl__sdpa_plan p;
+  cr_assert_eq(tabcl__sdpa_plan_make(&tl, &lim, &d, TABCL__SDPA_AUTO, &p), TABCL_OK, "%s",
+               tabcl_last_error());
+  cr_expect_gt(p.keys.parts, 1);
+  cr_expect_str_eq(p.keys.reason, "loop limit");
+  cr_expect_leq(tabcl__sdpa_fused_loops(&p.tiles, p.keys.part_keys), 65535 / 2);
+  /* and no more parts than the limit needs */
+  const int64_t tiles = (d.kv_len + p.tiles.bk - 1) / p.tiles.bk;
+  const int64_t fewer = (tiles + p.keys.parts - 2) / (p.keys.parts - 1);
+  cr_expect_gt(tabcl__sdpa_fused_loops(&p.tiles, fewer * p.tiles.bk), 65535 / 2);
 }
 
 /* The tensor-core kernel takes f32 only up to TABCL__SDPA_MMA_F32_KEYS
@@ -629,7 +718,7 @@ Test(plan, tensor_core_f32_rows_are_bounded) {
   static const int64_t keys[] = {1, 1024, 1025, 200000};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     for (int dt = TABCL_F32; dt <= TABCL_F16; dt++) {
-      tabcl_sdpa_desc d = {1, 8, keys[i], 2, 1, 64, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+      tabcl_sdpa_desc d = {1, 8, keys[i], 2, 1, 64, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
       tabcl__sdpa_plan p;
       cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);
       const int mma = dt == TABCL_F16 || keys[i] <= TABCL__SDPA_MMA_F32_KEYS;
@@ -647,7 +736,7 @@ Test(plan, backend_table_order) {
   const tabcl__device_desc *nv = &devs[0].d, *cpu = &devs[3].d;
   tabcl__tuning tn = tuning_for(nv, NULL), tc = tuning_for(cpu, NULL);
   tabcl__target gn = {nv, &tn, 0, 0}, gc = {cpu, &tc, 0, 0};
-  tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {2, 54, 54, 8, 8, 64, TABCL_F16, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   tabcl__sdpa_plan p;
   tabcl__sdpa_facts passed = {1, 1, 1, 0, 0}, unchecked = {1, 1, 0, 0, 0}, off = {1, 0, 1, 0, 0};
   cr_assert_eq(tabcl__sdpa_plan_make(&gn, &passed, &d, TABCL__SDPA_AUTO, &p), TABCL_OK);

@@ -340,7 +340,7 @@ Test(profile, plans_within_limits) {
     for (int dt = TABCL_F32; dt <= TABCL_F64; dt++)
       for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         tabcl_sdpa_desc d = {70000, 54, 54, 8, 2, dims[di], (tabcl_dtype)dt, 0, 1,
-                             TABCL_MASK_BOOL, 0, 0};
+                             TABCL_MASK_BOOL, 0, 0, 0};
         tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
         tabcl__sdpa_plan p;
         tabcl_status s = tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_AUTO, &p);
@@ -378,7 +378,7 @@ Test(profile, no_fp64_family) {
   tabcl_context *ctx = profile_context("apple-m");
   cr_assert_eq(ctx->info.has_fp64, 0);
   enum { B = 2, L = 37, H = 2, D = 24 };
-  tabcl_sdpa_desc d = {B, L, L, H, H, D, TABCL_F64, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {B, L, L, H, H, D, TABCL_F64, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   static double q64[B * L * H * D], out64[B * L * H * D];
   for (size_t i = 0; i < sizeof out64 / sizeof out64[0]; i++) q64[i] = 0.5, out64[i] = 7.0;
   cr_expect_eq(tabcl_sdpa_host(ctx, &d, q64, q64, q64, NULL, out64), TABCL_UNSUPPORTED);
@@ -449,7 +449,7 @@ Test(profile, variants_cover_plans) {
       tabcl_sdpa_desc d = {1 + (int64_t)tt_below(&r, 5000), 1 + (int64_t)tt_below(&r, 3000),
                            (int64_t)tt_below(&r, 3000), 4, 2, 1 + (int)tt_below(&r, 400),
                            (tabcl_dtype)tt_below(&r, 4), 0, (int)tt_below(&r, 2),
-                           (tabcl_mask_kind)tt_below(&r, 3), (int)tt_below(&r, 2), 0};
+                           (tabcl_mask_kind)tt_below(&r, 3), (int)tt_below(&r, 2), 0, 0};
       static const int paths[] = {TABCL__SDPA_AUTO, TABCL__SDPA_FUSED, TABCL__SDPA_CLBLAST};
       tabcl__sdpa_plan p;
       const int path = paths[tt_below(&r, 3)];

@@ -28,7 +28,8 @@ typedef struct sdpa_case {
 static size_t mask_elems(const tabcl_sdpa_desc *d) {
   if (d->mask == TABCL_MASK_NONE) return 0;
   return (size_t)(d->mask_batch_broadcast ? 1 : d->batch) *
-         (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) * (size_t)d->q_len * (size_t)d->kv_len;
+         (size_t)(d->mask_head_broadcast ? 1 : d->q_heads) *
+         (size_t)(d->mask_query_broadcast ? 1 : d->q_len) * (size_t)d->kv_len;
 }
 
 static void *xalloc(size_t n) {
@@ -108,10 +109,10 @@ static void case_check(const sdpa_case *c, const char *what) {
   double err = den > 0 ? sqrt(num / den) : sqrt(num);
   cr_expect(err <= tolerance(d->dtype),
             "%s: relative error %.3g over %g (B=%lld Lq=%lld Lk=%lld Hq=%d Hkv=%d D=%d dtype=%d "
-            "causal=%d mask=%d bb=%d hb=%d)", what, err, tolerance(d->dtype),
+            "causal=%d mask=%d bb=%d hb=%d qb=%d)", what, err, tolerance(d->dtype),
             (long long)d->batch, (long long)d->q_len, (long long)d->kv_len, d->q_heads,
             d->kv_heads, d->head_dim, (int)d->dtype, d->causal, (int)d->mask,
-            d->mask_batch_broadcast, d->mask_head_broadcast);
+            d->mask_batch_broadcast, d->mask_head_broadcast, d->mask_query_broadcast);
 }
 
 static tabcl_sdpa_desc desc_of(int64_t b, int64_t lq, int64_t lk, int hq, int hkv, int dim,
@@ -474,7 +475,8 @@ Test(sdpa, split_heads_and_query_tiles_bit_for_bit) {
 /* Long key rows: the fused kernel's work-items loop over every key. Mesa
    22.3's llvmpipe ends a work-item's loops after 65,535 iterations, which
    gave a worst error of 0.012 at 4,096 keys (f32, head dim 64) before the
-   keys were split over launches there. */
+   keys were split there. On a device of few compute units these calls
+   (2 heads of 8 queries) also split to fill them. */
 Test(sdpa, long_key_rows) {
   tt_rng r = {tt_seed("sdpa.long_key_rows")};
   tabcl_context *ctx = tt_context();
@@ -514,11 +516,49 @@ static tabcl__sdpa_tiles tiles_in_use(tabcl_context *ctx, const tabcl_sdpa_desc 
   return p.tiles;
 }
 
+/* Relative norm distance of c's output from the output a of the same
+   inputs (the unsplit kernel's), within the dtype's tolerance. */
+static void expect_near(const sdpa_case *c, const void *a, const char *what) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < c->nq; i++) {
+    const double g = tabcl__load_elem(c->out, i, c->d.dtype), e = tabcl__load_elem(a, i, c->d.dtype);
+    num += (g - e) * (g - e), den += e * e;
+  }
+  const double err = den > 0 ? sqrt(num / den) : sqrt(num);
+  cr_expect(err <= tolerance(c->d.dtype), "%s: %.3g from the unsplit kernel (dtype %d)", what,
+            err, (int)c->d.dtype);
+}
+
+/* Runs d on `split` and on `whole` (one part), checks both against the
+   reference and each other, and that `split` made at least `launches`
+   launches. */
+static void split_against_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
+                                sdpa_case *c, int64_t launches, int path, const char *what) {
+  const size_t bytes = c->nq * esize(c->d.dtype);
+  unsigned char *a = xalloc(bytes);
+  memset(a, 0x7F, bytes);
+  memset(c->out, 0x7F, bytes);
+  (void)r;
+  tt_assert_ok(tabcl__sdpa_host_path(whole, &c->d, c->q, c->k, c->v, c->mask, a, path));
+  tabcl_stats before, after;
+  tabcl_context_stats(split, &before);
+  tt_assert_ok(tabcl__sdpa_host_path(split, &c->d, c->q, c->k, c->v, c->mask, c->out, path));
+  tabcl_context_stats(split, &after);
+  cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), launches,
+                "%s: launches", what);
+  expect_near(c, a, what);
+  case_reference(c);
+  case_check(c, what);
+  free(a);
+}
+
 /* A context told its device ends loops early (a limit that holds two key
-   tiles a launch) splits the fused kernel's keys over launches: the result
-   equals the one-launch result bit for bit, in every dtype, with masks,
-   causal rows and grouped heads, and with a state small enough that each
-   launch takes one batch entry and a few query tiles. */
+   tiles a part) splits the fused kernel's keys into parts within it, in
+   every dtype, with masks, causal rows and grouped heads, and with a
+   scratch small enough that each launch takes one batch entry and a few
+   query tiles: equal to the one-part result within the tolerance (the
+   merge adds the parts' sums in another order), and with one part forced
+   on the same context, bit for bit. */
 static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rng *r,
                                tabcl_sdpa_desc d, const char *what) {
   const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
@@ -526,22 +566,18 @@ static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rn
   tabcl__context_set_loop_limit(split, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2);
   sdpa_case c;
   case_fill(&c, &d, r);
+  /* a part and its merge a launch */
+  const int64_t parts = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
+  split_against_whole(whole, split, r, &c, parts > 1 ? 2 : 1, TABCL__SDPA_FUSED, what);
   const size_t bytes = c.nq * esize(d.dtype);
   unsigned char *a = xalloc(bytes);
-  memset(a, 0x7F, bytes);
-  memset(c.out, 0x7F, bytes);
+  memcpy(a, c.out, bytes);
+  tabcl__context_set_loop_limit(split, 0);
+  tt_tune(split, "sdpa.split=1");
   tt_assert_ok(tabcl__sdpa_host_path(whole, &d, c.q, c.k, c.v, c.mask, a, TABCL__SDPA_FUSED));
-  tabcl_stats before, after;
-  tabcl_context_stats(split, &before);
-  tt_assert_ok(tabcl__sdpa_host_path(split, &d, c.q, c.k, c.v, c.mask, c.out,
-                                     TABCL__SDPA_FUSED));
-  tabcl_context_stats(split, &after);
-  const int64_t key_launches = (d.kv_len + 2 * t.bk - 1) / (2 * t.bk);
-  cr_expect_geq((int64_t)(after.kernel_launches - before.kernel_launches), key_launches,
-                "%s: %lld keys in launches of %d", what, (long long)d.kv_len, 2 * t.bk);
-  cr_expect_eq(memcmp(a, c.out, bytes), 0, "%s: the split keys give another result", what);
-  case_reference(&c);
-  case_check(&c, what);
+  tt_assert_ok(tabcl__sdpa_host_path(split, &d, c.q, c.k, c.v, c.mask, c.out, TABCL__SDPA_FUSED));
+  cr_expect_eq(memcmp(a, c.out, bytes), 0, "%s: one part differs from the unsplit kernel", what);
+  tt_tune(split, "sdpa.split=auto");
   free(a);
   case_free(&c);
 }
@@ -549,6 +585,7 @@ static void split_equals_whole(tabcl_context *whole, tabcl_context *split, tt_rn
 Test(sdpa, split_keys_bit_for_bit) {
   tt_rng r = {tt_seed("sdpa.split_keys_bit_for_bit")};
   tabcl_context *whole = tt_context(), *split = tt_context();
+  tt_tune(whole, "sdpa.split=1");
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
     if (dt == TABCL_F64 && !has_fp64(whole)) continue;
     tabcl_sdpa_desc d = desc_of(3, 70, 301, 4, 2, 64, (tabcl_dtype)dt);
@@ -557,8 +594,8 @@ Test(sdpa, split_keys_bit_for_bit) {
     d.causal = dt == TABCL_F32;
     split_equals_whole(whole, split, &r, d, "split keys");
   }
-  /* a state buffer that holds a few work-groups: one batch entry and a
-     few query tiles a launch */
+  /* a scratch buffer that holds a few work-groups' parts: one batch entry
+     and a few query tiles a launch */
   tabcl_sdpa_desc d = desc_of(2, 200, 150, 3, 3, 16, TABCL_F32);
   d.causal = 1;   /* no mask: its buffer would not fit the small allocations */
   const tabcl__sdpa_tiles t = tiles_in_use(split, &d);
@@ -570,14 +607,72 @@ Test(sdpa, split_keys_bit_for_bit) {
     tabcl__sdpa_facts f = {0, 0, 0, 0, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2};
     tabcl__sdpa_plan p;
     if (tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p) == TABCL_OK)
-      found = p.keys.key_step > 0 && p.keys.qtile_step < p.query_tiles && p.launch_step == 1;
+      found = p.keys.parts > 1 && p.keys.qtile_step < p.query_tiles && p.launch_step == 1;
     else tabcl__clear_error();
   }
-  cr_assert(found, "no allocation size gives a state of a few work-groups");
-  cr_log_info("a state of %llu bytes", (unsigned long long)split->info.max_mem_alloc_size / 4);
-  split_equals_whole(whole, split, &r, d, "split keys, small state");
+  cr_assert(found, "no allocation size gives a scratch of a few work-groups");
+  cr_log_info("a scratch of %llu bytes", (unsigned long long)split->info.max_mem_alloc_size / 4);
+  split_equals_whole(whole, split, &r, d, "split keys, small scratch");
   tabcl_context_destroy(split);
   tabcl_context_destroy(whole);
+}
+
+/* Key parts forced through the sdpa.split tuning (2, 3, 7, and more parts
+   than key tiles, which leaves parts empty) against one part, in every
+   dtype the kernel runs: boolean and additive masks with a row of every
+   batch entry's first head wholly masked, causal rows, grouped heads, key
+   counts that are multiples of neither the key tile nor the parts. */
+static void forced_parts(const char *seed, int path) {
+  tt_rng r = {tt_seed(seed)};
+  tabcl_context *whole = tt_context(), *split = tt_context();
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(whole, &limit));
+  if (path == TABCL__SDPA_CPU && limit) {
+    /* the CPU kernel's loops pass a driver's loop limit at these key
+       counts (llvmpipe): the fused kernel takes such calls there */
+    cr_log_info("%s ends loops after %llu iterations: no CPU kernel", whole->info.name,
+                (unsigned long long)limit);
+    tabcl_context_destroy(split);
+    tabcl_context_destroy(whole);
+    return;
+  }
+  tt_tune(whole, "sdpa.split=1");
+  static const int parts[] = {2, 3, 7, 64};
+  for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
+    if (dt == TABCL_F64 && (!has_fp64(whole) || path == TABCL__SDPA_CPU)) continue;
+    for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
+      tt_tune(split, "sdpa.split=%d", parts[pi]);
+      const int mk = (int)(pi % 3);
+      tabcl_sdpa_desc d = desc_of(2, 37 + (int)tt_below(&r, 40), 90 + (int)tt_below(&r, 300),
+                                  4, pi % 2 ? 2 : 4, pi == 3 ? 40 : 64, (tabcl_dtype)dt);
+      d.mask = mk == 0 ? TABCL_MASK_NONE : mk == 1 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.causal = pi == 0 || pi == 3;
+      sdpa_case c;
+      case_fill(&c, &d, &r);
+      if (d.mask != TABCL_MASK_NONE)
+        for (int64_t b = 0; b < d.batch; b++)
+          for (int64_t j = 0; j < d.kv_len; j++) {
+            const size_t at = (size_t)((b * d.q_heads * d.q_len + 3) * d.kv_len + j);
+            if (d.mask == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0;
+            else tabcl__store_elem(c.mask, at, d.dtype, -INFINITY);
+          }
+      char what[96];
+      snprintf(what, sizeof what, "%d parts, dtype %d, %lld x %lld keys, mask %d, causal %d",
+               parts[pi], dt, (long long)d.q_len, (long long)d.kv_len, mk, d.causal);
+      split_against_whole(whole, split, &r, &c, 2, path, what);
+      case_free(&c);
+    }
+  }
+  tabcl_context_destroy(split);
+  tabcl_context_destroy(whole);
+}
+
+Test(sdpa, forced_key_parts_equal_one_part) {
+  forced_parts("sdpa.forced_key_parts_equal_one_part", TABCL__SDPA_FUSED);
+}
+/* The CPU kernel (forced, as everywhere in these tests) splits the same way. */
+Test(sdpa, forced_key_parts_cpu_kernel) {
+  forced_parts("sdpa.forced_key_parts_cpu_kernel", TABCL__SDPA_CPU);
 }
 
 Test(sdpa, two_hundred_shapes_build_nothing_new) {
@@ -838,6 +933,8 @@ Test(sdpa, invalid_descriptors) {
   BAD("dtype", d->dtype = (tabcl_dtype)9, 0);
   BAD("mask kind", d->mask = (tabcl_mask_kind)7, 0);
   BAD("scale", d->scale = NAN, 0);
+  BAD("mask_query_broadcast", (d->mask = TABCL_MASK_BOOL, d->mask_query_broadcast = 2), 0);
+  BAD("mask_query_broadcast", d->mask_query_broadcast = -1, 0);
   BAD("q is NULL", (void)0, 1);
   BAD("k is NULL", (void)0, 2);
   BAD("v is NULL", (void)0, 3);
@@ -867,7 +964,7 @@ Test(sdpa, invalid_descriptors) {
 
 #ifdef TABCL_FAULT_INJECTION
 /* split: allocations hold two batch entries, so uploads come in slices;
-   2: and the keys take launches of one key tile (a forced loop limit). */
+   2: and the keys take parts of one key tile (a forced loop limit). */
 static void sweep_sdpa(int which, int path, int split) {
   tt_rng r = {tt_seed("sdpa.sweep")};
   tabcl_options o = {0};
@@ -944,6 +1041,25 @@ Test(oclgrind_sdpa, fused_variants) {
     d.causal = dt & 1;
     d.mask_head_broadcast = dt == 2;
     tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind fused"));
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* Key parts and their merge (sdpa.split=3), on both kernels that split:
+   masks of both kinds, a causal call and grouped heads. */
+Test(oclgrind_sdpa, key_split) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.key_split")};
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "sdpa.split=3");
+  for (int dt = 0; dt < 4; dt++) {
+    if (dt == TABCL_F64 && !has_fp64(ctx)) continue;
+    tabcl_sdpa_desc d = desc_of(1, 3, 150, 2, 1, dt == 1 ? 20 : 16, (tabcl_dtype)dt);
+    d.mask = dt == 0 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+    d.causal = dt == 3;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_FUSED, "oclgrind fused, key parts"));
+    if (dt == TABCL_F64) continue;
+    d.q_len = 5, d.kv_len = 70;
+    tt_assert_ok(run_case(ctx, &r, &d, TABCL__SDPA_CPU, "oclgrind CPU kernel, key parts"));
   }
   tabcl_context_destroy(ctx);
 }
@@ -1071,7 +1187,7 @@ Test(oclgrind_sdpa, chunked_tiles) {
   tabcl_context_destroy(ctx);
 }
 
-/* The split key walk on a tiny shape: the state between launches. */
+/* The key split for a loop limit on a tiny shape: the parts and their merge. */
 Test(oclgrind_sdpa, split_keys) {
   tt_rng r = {tt_seed("oclgrind_sdpa.split_keys")};
   tabcl_context *whole = tt_context(), *split = tt_context();
@@ -1259,5 +1375,204 @@ Test(sdpa, clblast_windows_past_the_index_limit) {
     free(a), free(b);
     case_free(&c);
   }
+  tabcl_context_destroy(ctx);
+}
+
+/* ---- masks whose query extent is 1 (mask_query_broadcast) ---- */
+
+/* c's mask [Bm, Hm, 1, Lk] repeated for every query, and c's descriptor
+   without the flag: the call a query-broadcast one must equal. */
+static void expand_query_mask(sdpa_case *c) {
+  tabcl_sdpa_desc *d = &c->d;
+  const size_t row = (size_t)d->kv_len * (d->mask == TABCL_MASK_BOOL ? 1 : esize(d->dtype));
+  const size_t rows = c->nm / (size_t)d->kv_len, lq = (size_t)d->q_len;
+  unsigned char *full = xalloc(rows * lq * row);
+  for (size_t m = 0; m < rows; m++)
+    for (size_t i = 0; i < lq; i++)
+      memcpy(full + (m * lq + i) * row, (const unsigned char *)c->mask + m * row, row);
+  free(c->mask);
+  c->mask = full, c->nm = rows * lq * (size_t)d->kv_len;
+  d->mask_query_broadcast = 0;
+}
+
+/* d (with mask_query_broadcast set) on `path` against the reference of the
+   same call with the mask expanded over the queries; dead_bh >= 0 masks out
+   every key of batch entry 1's mask row for head dead_bh (its rows must be
+   zeros). Returns the path's status. */
+static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d,
+                                        int path, int dead_bh, const char *what) {
+  sdpa_case c;
+  case_fill(&c, d, r);
+  const size_t lk = (size_t)d->kv_len, hm = d->mask_head_broadcast ? 1 : (size_t)d->q_heads;
+  if (dead_bh >= 0)
+    for (size_t j = 0; j < lk; j++) {
+      const size_t at = ((d->mask_batch_broadcast ? 0 : hm) +
+                         (d->mask_head_broadcast ? 0 : (size_t)dead_bh)) * lk + j;
+      if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c.mask)[at] = 0;
+      else tabcl__store_elem(c.mask, at, d->dtype, -INFINITY);
+    }
+  memset(c.out, 0x7F, c.nq * esize(d->dtype));
+  const tabcl_status s = tabcl__sdpa_host_path(ctx, d, c.q, c.k, c.v, c.mask, c.out, path);
+  if (s == TABCL_OK) {
+    /* the reference reads the flag too: equal to its expanded call */
+    double *own = xalloc(c.nq * 8);
+    tt_sdpa_reference(d, c.q, c.k, c.v, c.mask, own, c.dead);
+    expand_query_mask(&c);
+    case_reference(&c);
+    case_check(&c, what);
+    cr_expect_eq(memcmp(own, c.ref, c.nq * 8), 0, "%s: the reference differs with the flag",
+                 what);
+    free(own);
+    if (dead_bh >= 0 && d->batch > 1) {
+      const size_t hq = (size_t)d->q_heads, D = (size_t)d->head_dim;
+      for (size_t i = 0; i < (size_t)d->q_len; i++)
+        for (size_t h = 0; h < hq; h++) {
+          if (!d->mask_head_broadcast && h != (size_t)dead_bh) continue;
+          const size_t o = ((1 * (size_t)d->q_len + i) * hq + h) * D;
+          for (size_t e = 0; e < D; e++)
+            if (tabcl__load_elem(c.out, o + e, d->dtype) != 0) {
+              cr_expect_fail("%s: row %zu of head %zu attends nothing but is not 0", what, i, h);
+              i = (size_t)d->q_len, h = hq;
+              break;
+            }
+        }
+    }
+  }
+  case_free(&c);
+  return s;
+}
+
+/* The paths the CPU device runs: the automatic choice, the fused kernel,
+   the CPU kernel, the CLBlast pair. */
+static const int qb_paths[] = {TABCL__SDPA_AUTO, TABCL__SDPA_FUSED, TABCL__SDPA_CPU,
+                               TABCL__SDPA_CLBLAST};
+static const char *const qb_path_names[] = {"auto", "fused", "CPU kernel", "CLBlast"};
+
+/* Whether `path` may refuse d here: the CPU kernel where the driver ends
+   loops early (llvmpipe), as in cpu_kernel_cases. */
+static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                 tabcl_status s) {
+  if (s != TABCL_UNSUPPORTED || path != TABCL__SDPA_CPU) return 0;
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  return limit > 0 && tabcl__sdpa_cpu_loops(d) > limit / 2;
+}
+
+Test(sdpa, query_broadcast_masks_every_path) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_every_path")};
+  tabcl_context *ctx = tt_context();
+  for (size_t p = 0; p < sizeof qb_paths / sizeof qb_paths[0]; p++) {
+    if (qb_paths[p] == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+    for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+      for (int bits = 0; bits < 8; bits++) {
+        /* grouped heads (4 over 2); batch and head broadcast, causality */
+        tabcl_sdpa_desc d = desc_of(3, 33, 47, 4, 2, 64, TABCL_F32);
+        d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1;
+        d.mask_batch_broadcast = bits & 1, d.mask_head_broadcast = (bits >> 1) & 1;
+        d.causal = bits >> 2;
+        char what[96];
+        snprintf(what, sizeof what, "query broadcast, %s, mask %d, bb %d hb %d causal %d",
+                 qb_path_names[p], kind, bits & 1, (bits >> 1) & 1, bits >> 2);
+        const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], bits == 6 ? 1 : -1,
+                                                   what);
+        if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
+      }
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* 16-bit types and another head dim, a single query, keys past a tile. */
+Test(sdpa, query_broadcast_masks_sixteen_bit) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_sixteen_bit")};
+  tabcl_context *ctx = tt_context();
+  for (size_t p = 0; p < sizeof qb_paths / sizeof qb_paths[0]; p++) {
+    if (qb_paths[p] == TABCL__SDPA_CLBLAST && !tabcl__sdpa_clblast_available()) continue;
+    for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++) {
+      const int lq = dt == TABCL_F16 ? 1 : 20 + (int)tt_below(&r, 30);
+      tabcl_sdpa_desc d = desc_of(2, lq, 70 + (int)tt_below(&r, 200), 2, 1, 32, (tabcl_dtype)dt);
+      d.mask = dt == TABCL_F16 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.mask_query_broadcast = 1, d.causal = p == 1;
+      char what[96];
+      snprintf(what, sizeof what, "query broadcast, %s, dtype %d, %d x %lld", qb_path_names[p],
+               dt, lq, (long long)d.kv_len);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], 0, what);
+      if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
+    }
+  }
+  tabcl_context_destroy(ctx);
+}
+
+/* The key split and its merge read the same mask rows. */
+Test(sdpa, query_broadcast_masks_split_keys) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_split_keys")};
+  tabcl_context *ctx = tt_context();
+  static const int paths[] = {TABCL__SDPA_FUSED, TABCL__SDPA_CPU};
+  for (int p = 0; p < 2; p++)
+    for (int parts = 2; parts <= 3; parts++) {
+      tt_tune(ctx, "sdpa.split=%d", parts);
+      tabcl_sdpa_desc d = desc_of(2, 37, 150 + (int)tt_below(&r, 200), 4, 2, 64, TABCL_F32);
+      d.mask = parts == 2 ? TABCL_MASK_BOOL : TABCL_MASK_ADD;
+      d.mask_query_broadcast = 1, d.causal = p;
+      char what[96];
+      snprintf(what, sizeof what, "query broadcast, %d key parts, path %d", parts, paths[p]);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, paths[p], 2, what);
+      if (!refused_by_loop_limit(ctx, &d, paths[p], s)) tt_assert_ok(s);
+    }
+  tabcl_context_destroy(ctx);
+}
+
+/* tabcl_sdpa_cl takes a query-broadcast mask of B x Hq x Lk bytes exactly,
+   and refuses one byte fewer, or those bytes without the flag, before
+   anything is enqueued: out keeps what it held. */
+Test(sdpa, query_broadcast_mask_buffer_sizes) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_mask_buffer_sizes")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc d = desc_of(3, 19, 23, 4, 2, 32, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL, d.mask_query_broadcast = 1;
+  sdpa_case c;
+  case_fill(&c, &d, &r);
+  cr_assert_eq(c.nm, (size_t)3 * 4 * 23);
+  cl_context cl = tabcl_context_cl_context(ctx);
+  cl_command_queue queue = tabcl_context_cl_queue(ctx);
+  cl_int err[6];
+  cl_mem q = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.q, &err[0]);
+  cl_mem k = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.k, &err[1]);
+  cl_mem v = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nk * 4, c.v, &err[2]);
+  cl_mem m = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nm, c.mask, &err[3]);
+  cl_mem small = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nm - 1, c.mask, &err[4]);
+  memset(c.out, 0x5A, c.nq * 4);
+  cl_mem out = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, c.nq * 4, c.out, &err[5]);
+  for (int i = 0; i < 6; i++) cr_assert_eq(err[i], CL_SUCCESS);
+  unsigned char *got = xalloc(c.nq * 4);
+  tabcl_sdpa_desc plain = d;
+  plain.mask_query_broadcast = 0;
+  const struct { const tabcl_sdpa_desc *d; cl_mem m; } bad[] = {{&d, small}, {&plain, m}};
+  for (int i = 0; i < 2; i++) {
+    tabcl_stats before, after;
+    tabcl_context_stats(ctx, &before);
+    cl_event ev = (cl_event)&got;   /* must come back NULL */
+    cr_expect_eq(tabcl_sdpa_cl(ctx, bad[i].d, q, k, v, bad[i].m, out, 0, NULL, &ev),
+                 TABCL_INVALID_ARGUMENT, "case %d", i);
+    cr_expect(strstr(tabcl_last_error(), "mask holds") != NULL, "case %d: %s", i,
+              tabcl_last_error());
+    cr_expect(ev == NULL, "case %d: an event for a refused call", i);
+    tabcl_context_stats(ctx, &after);
+    cr_expect_eq(after.kernel_launches, before.kernel_launches, "case %d launched", i);
+    cr_assert_eq(clEnqueueReadBuffer(queue, out, CL_TRUE, 0, c.nq * 4, got, 0, NULL, NULL),
+                 CL_SUCCESS);
+    cr_expect_eq(memcmp(got, c.out, c.nq * 4), 0, "case %d changed out", i);
+  }
+  cl_event ev = NULL;
+  tt_assert_ok(tabcl_sdpa_cl(ctx, &d, q, k, v, m, out, 0, NULL, &ev));
+  cr_assert_eq(clEnqueueReadBuffer(queue, out, CL_TRUE, 0, c.nq * 4, c.out, 1, &ev, NULL),
+               CL_SUCCESS);
+  clReleaseEvent(ev);
+  expand_query_mask(&c);
+  case_reference(&c);
+  case_check(&c, "cl variant, query-broadcast mask");
+  clReleaseMemObject(q), clReleaseMemObject(k), clReleaseMemObject(v), clReleaseMemObject(m);
+  clReleaseMemObject(small), clReleaseMemObject(out);
+  free(got);
+  case_free(&c);
   tabcl_context_destroy(ctx);
 }

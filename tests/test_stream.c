@@ -837,7 +837,7 @@ Test(stream, bad_input) {
   const void *ks[2] = {k, k}, *vs[2] = {k, k};
   void *outs[2] = {o, o};
   int64_t lens[2] = {3, 3};
-  tabcl_sdpa_desc sd = {1, 4, 3, 2, 1, 8, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc sd = {1, 4, 3, 2, 1, 8, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   expect_invalid(tabcl_stream_sdpa_host(NULL, &sd, 2, lens, q, ks, vs, 2, outs), "sdpa ctx NULL",
                  "tabcl_stream_sdpa_host: ctx is NULL");
   expect_invalid(tabcl_stream_sdpa_host(ctx, NULL, 2, lens, q, ks, vs, 2, outs), "sdpa desc NULL",

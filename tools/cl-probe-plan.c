@@ -85,7 +85,8 @@ void probe_plans(tabcl_context *ctx) {
     plan_row("align 2 x 5e5 rows, 2e4 categories", s, text);
   }
 
-  /* Attention: the tabular shape and a long sequence, in each dtype, as
+  /* Attention: the tabular shape, a long sequence and a context call (its
+     key split shows as "keys: S parts of N"), in each dtype, as
      the automatic choice plans them with the facts this context has
      (cl-probe's self-checks ran the tensor-core check before this). */
   static const char *const dtn[] = {"f32", "f16", "bf16", "f64"};
@@ -94,11 +95,13 @@ void probe_plans(tabcl_context *ctx) {
       {"long 4x1024x16 d128", 4, 1024, 1024, 16, 16, 128},
       {"wide 2x300x4 d320", 2, 300, 300, 4, 4, 320},
       {"long keys 1x8x200000x1 d64", 1, 8, 200000, 1, 1, 64},
+      /* a prediction's context call: few query tiles over many keys */
+      {"context 1x512x40000x8 d64", 1, 512, 40000, 8, 8, 64},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
       tabcl_sdpa_desc d = {shapes[i].b, shapes[i].lq, shapes[i].lk, shapes[i].hq, shapes[i].hkv,
-                           shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+                           shapes[i].d, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
       tabcl_status s = tabcl__tools_sdpa_plan(ctx, &d, text, sizeof text);
       char name[64];
       snprintf(name, sizeof name, "attention %s %s", shapes[i].name, dtn[dt]);

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   srand(7);
   for (int64_t i = 0; i < Lq * H * D; i++) q[i] = 2.0f * rand() / (float)RAND_MAX - 1.0f;
   for (int64_t i = 0; i < Lk * D; i++) { k[i] = 2.0f * rand() / (float)RAND_MAX - 1.0f; v[i] = 2.0f * rand() / (float)RAND_MAX - 1.0f; }
-  tabcl_sdpa_desc d = {1, Lq, Lk, H, 1, D, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {1, Lq, Lk, H, 1, D, TABCL_F32, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   if (tabcl_sdpa_host(ctx, &d, q, k, v, NULL, o)) { puts(tabcl_last_error()); return 1; }
   double num = 0, den = 0, *s = malloc(Lk * 8), sc = 1.0 / sqrt((double)D);
   for (int64_t i = 0; i < Lq * H; i++) {

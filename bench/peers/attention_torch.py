@@ -6,8 +6,8 @@ The context cases (ctx_b32_q512_kv40000_h8_d64_f16: 512 queries over
 40,000 cached keys, issue 51) take a boolean key-padding mask, built as
 tabcl-bench builds its own (ctx_kept: entry b of B attends all but its last
 7.5% to 12.5% of keys) and handed to SDPA as a (B, 1, 1, Lk) broadcast, as
-a PyTorch caller would (tabcl's API takes [B, 1, Lq, Lk], heads
-broadcast). Where the --cases-from rows list the keys each entry keeps
+a PyTorch caller would (tabcl-bench hands tabcl the same [B, 1, 1, Lk],
+heads and queries broadcast). Where the --cases-from rows list the keys each entry keeps
 (kv_kept), they must equal ctx_kept's, else the case fails. A few rows of
 every case's output are checked against float64 (torch_matches_f64).
 

@@ -231,7 +231,9 @@ typedef enum tabcl_mask_kind {
 
 /* q [B, Lq, Hq, D], k and v [B, Lk, Hkv, D], out [B, Lq, Hq, D], contiguous.
    Hq is a multiple of Hkv: query head h reads key/value head h / (Hq / Hkv).
-   The mask is [B or 1, Hq or 1, Lq, Lk]. causal: query i sees keys j <= i.
+   The mask is [B or 1, Hq or 1, Lq or 1, Lk], contiguous; an extent of 1
+   is shared by every batch entry, head or query (the flags below), so a
+   key-padding mask is [B, 1, 1, Lk]. causal: query i sees keys j <= i.
    A query row that may attend no key gives zeros: every key masked out by
    a false boolean, by -inf in an additive mask or by causality, or
    kv_len = 0. A zero batch or q_len is a valid call that writes nothing.
@@ -249,6 +251,7 @@ typedef struct tabcl_sdpa_desc {
   tabcl_mask_kind mask;
   int mask_batch_broadcast;     /* mask's batch extent is 1 */
   int mask_head_broadcast;      /* mask's head extent is 1 */
+  int mask_query_broadcast;     /* mask's query extent is 1 (0 or 1): [B or 1, Hq or 1, 1, Lk] */
 } tabcl_sdpa_desc;
 /* out = softmax(scale * q k^T + mask) v for host tensors laid out as above.
    Returns when out is written. Returns TABCL_OK, TABCL_INVALID_ARGUMENT (NULL

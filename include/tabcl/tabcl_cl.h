@@ -134,12 +134,14 @@ TABCL_API tabcl_status tabcl_category_index_lookup_cl(tabcl_category_index *idx,
    with wait == NULL for none); *ev (ev may be NULL) completes when out is
    fully written, and the caller releases it. A call with no work enqueues a
    marker for ev. k, v and mask may be NULL when kv_len is 0; mask is ignored
-   when desc->mask is TABCL_MASK_NONE. The descriptor is checked first and a
-   failed check enqueues nothing; the buffers' sizes are the caller's
-   responsibility. Large batches run as several launches; an OpenCL failure
-   after the first may leave out partly written. Returns TABCL_OK, or the
-   statuses of tabcl_sdpa_host (TABCL_INVALID_ARGUMENT also for NULL
-   buffers q, out, or k and v with kv_len > 0). */
+   when desc->mask is TABCL_MASK_NONE. The descriptor and the buffers'
+   sizes (each at least what the descriptor says; a mask with
+   mask_query_broadcast holds [B or 1, Hq or 1, 1, Lk]) are checked first,
+   and a failed check enqueues nothing. Large batches run as several
+   launches; an OpenCL failure after the first may leave out partly
+   written. Returns TABCL_OK, or the statuses of tabcl_sdpa_host
+   (TABCL_INVALID_ARGUMENT also for NULL buffers q, out, or k and v with
+   kv_len > 0, and for a buffer smaller than the descriptor says). */
 TABCL_API tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q,
                                      cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
                                      const cl_event *wait, cl_event *ev);

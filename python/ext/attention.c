@@ -18,24 +18,25 @@ static long long product(long long a, long long b) {
 }
 
 /* sdpa(context, q, k, v, mask_or_None, out, (B, Lq, Lk, Hq, Hkv, D), dtype,
-        scale, causal, mask_kind, mask_batch_broadcast, mask_head_broadcast) */
+        scale, causal, mask_kind, mask_batch_broadcast, mask_head_broadcast
+        [, mask_query_broadcast]) */
 static PyObject *sdpa(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *ctx, *qo, *ko, *vo, *mo, *oo;
   long long B, Lq, Lk;
-  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh;
+  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh, mq = 0;
   double scale;
-  if (!PyArg_ParseTuple(args, "O!OOOOO(LLLiii)idiiii:sdpa", &tpy_context_type, &ctx, &qo, &ko,
+  if (!PyArg_ParseTuple(args, "O!OOOOO(LLLiii)idiiii|i:sdpa", &tpy_context_type, &ctx, &qo, &ko,
                         &vo, &mo, &oo, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
-                        &mask_kind, &mb, &mh))
+                        &mask_kind, &mb, &mh, &mq))
     return NULL;
   if (dtype < 0 || dtype > 3) return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "dtype %d", dtype);
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
-                       (tabcl_mask_kind)mask_kind, mb, mh};
+                       (tabcl_mask_kind)mask_kind, mb, mh, mq};
   int es = elem_size[dtype];
   long long qn = product(product(product(B, Lq), Hq), D);
   long long kn = product(product(product(B, Lk), Hkv), D);
-  long long mn = product(product(product(mb ? 1 : B, mh ? 1 : Hq), Lq), Lk);
+  long long mn = product(product(product(mb ? 1 : B, mh ? 1 : Hq), mq ? 1 : Lq), Lk);
   Py_buffer q = {0}, k = {0}, v = {0}, m = {0}, out = {0};
   PyObject *ret = NULL;
   int have_mask = mo != Py_None;
@@ -71,7 +72,8 @@ done:
 }
 
 /* sdpa_at(context, q, k, v, mask, out, (B, Lq, Lk, Hq, Hkv, D), dtype, scale, causal,
-           mask_kind, mask_batch_broadcast, mask_head_broadcast), q .. out as
+           mask_kind, mask_batch_broadcast, mask_head_broadcast
+           [, mask_query_broadcast]), q .. out as
    addresses (mask 0 when mask_kind is none): for tensors of a framework
    without the buffer protocol (tabcl.torch), read and written in place.
    The caller has checked that each is contiguous and as large as the shapes
@@ -81,18 +83,18 @@ static PyObject *sdpa_at(PyObject *self, PyObject *args) {
   PyObject *ctx;
   unsigned long long qa, ka, va, ma, oa;
   long long B, Lq, Lk;
-  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh;
+  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh, mq = 0;
   double scale;
-  if (!PyArg_ParseTuple(args, "O!KKKKK(LLLiii)idiiii:sdpa_at", &tpy_context_type, &ctx, &qa, &ka,
-                        &va, &ma, &oa, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
-                        &mask_kind, &mb, &mh))
+  if (!PyArg_ParseTuple(args, "O!KKKKK(LLLiii)idiiii|i:sdpa_at", &tpy_context_type, &ctx, &qa,
+                        &ka, &va, &ma, &oa, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
+                        &mask_kind, &mb, &mh, &mq))
     return NULL;
   if (dtype < 0 || dtype > 3) return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "dtype %d", dtype);
   if ((mask_kind != TABCL_MASK_NONE) != (ma != 0))
     return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "sdpa_at: mask kind %d with mask address %llu",
                          mask_kind, ma);
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
-                       (tabcl_mask_kind)mask_kind, mb, mh};
+                       (tabcl_mask_kind)mask_kind, mb, mh, mq};
   tabcl_status st;
   TPY_BEGIN_NOGIL
   st = tabcl_sdpa_host(((tpy_context *)ctx)->ctx, &d, (const void *)(uintptr_t)qa,
@@ -105,7 +107,9 @@ static PyObject *sdpa_at(PyObject *self, PyObject *args) {
 
 PyMethodDef tpy_attention_functions[] = {
     {"sdpa_at", sdpa_at, METH_VARARGS, "sdpa_at(context, q, k, v, mask, out addresses, shape, "
-                                       "dtype, scale, causal, mask_kind, mask_b, mask_h)"},
+                                       "dtype, scale, causal, mask_kind, mask_b, mask_h"
+                                       "[, mask_q])"},
     {"sdpa", sdpa, METH_VARARGS, "sdpa(context, q, k, v, mask, out, shape, dtype, scale, causal, "
-                                 "mask_kind, mask_batch_broadcast, mask_head_broadcast)"},
+                                 "mask_kind, mask_batch_broadcast, mask_head_broadcast"
+                                 "[, mask_query_broadcast])"},
     {NULL, NULL, 0, NULL}};

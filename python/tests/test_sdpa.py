@@ -74,6 +74,45 @@ def test_against_float64(ctx, request, dtype, case):
                                atol=TOL[dtype] * 10)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_key_padding_masks_are_not_expanded(ctx, request, dtype):
+    # [B, 1, 1, Lk] and [1, Hq, 1, Lk] masks (query extent 1) equal the same
+    # masks written out for every query, causal or not.
+    rng = seeded(request)
+    q, k, v = data(rng, dtype, B=3, Lq=6, Lk=9)
+    pad = rng.random((3, 1, 1, 9)) < 0.7
+    pad[1] = False              # batch entry 1 attends nothing: zeros
+    add = rng.standard_normal((1, 4, 1, 9)).astype(dtype)
+    add[0, 2, 0, :4] = -np.inf
+    for m in (pad, add):
+        for causal in (False, True):
+            out = tabcl.sdpa(ctx, q, k, v, mask=m, causal=causal)
+            full = np.broadcast_to(m, (m.shape[0], m.shape[1], 6, 9))
+            want = reference(q, k, v, mask=full, causal=causal)
+            np.testing.assert_allclose(out.astype(np.float64), want, rtol=TOL[dtype] * 10,
+                                       atol=TOL[dtype] * 10)
+            np.testing.assert_array_equal(out, tabcl.sdpa(ctx, q, k, v, mask=full,
+                                                          causal=causal))
+    assert not tabcl.sdpa(ctx, q, k, v, mask=pad)[1].any()
+
+
+def test_query_broadcast_mask_buffer_sizes(ctx):
+    # The extension checks the mask's bytes against the flag: B x Lk bytes
+    # pass with it, fewer are refused before anything is written.
+    from tabcl import _tabcl
+    q, k, v = data(np.random.default_rng(2), np.float32, B=2, Lq=5, Lk=7, Hq=4, Hkv=2)
+    shape = (2, 5, 7, 4, 2, 16)
+    out = np.full(q.shape, 3.0, np.float32)
+    mask = np.ones(2 * 7, np.uint8)
+    _tabcl.sdpa(ctx, q, k, v, mask, out, shape, 0, 0.0, 0, 1, 0, 1, 1)
+    np.testing.assert_allclose(out, reference(q, k, v), rtol=1e-4, atol=1e-5)
+    out[...] = 3.0
+    for small, flag in ((mask[:-1], 1), (mask, 0)):
+        with pytest.raises(tabcl.InvalidArgument, match="buffer sizes"):
+            _tabcl.sdpa(ctx, q, k, v, small, out, shape, 0, 0.0, 0, 1, 0, 1, flag)
+        assert (out == 3.0).all()
+
+
 def test_bf16_when_available(ctx, request):
     ml = pytest.importorskip("ml_dtypes")
     rng = seeded(request)
@@ -110,6 +149,8 @@ def test_errors(ctx):
         tabcl.sdpa(ctx, q, k, v[:, :3])
     with pytest.raises(tabcl.InvalidArgument, match="mask has shape"):
         tabcl.sdpa(ctx, q, k, v, mask=np.ones((2, 4, 5, 6), bool))
+    with pytest.raises(tabcl.InvalidArgument, match="mask has shape"):
+        tabcl.sdpa(ctx, q, k, v, mask=np.ones((2, 4, 2, 7), bool))
     with pytest.raises(tabcl.TypeMismatch, match="mask has dtype"):
         tabcl.sdpa(ctx, q, k, v, mask=np.ones((2, 4, 5, 7), np.float64))
     with pytest.raises(tabcl.InvalidArgument, match="not a multiple"):

@@ -81,6 +81,31 @@ def test_masks_causal_gqa_scale(gen):
                                    atol=1e-5, rtol=1e-5)
 
 
+def test_key_padding_mask_is_read_in_place(gen, monkeypatch):
+    # A (B, 1, 1, Lk) bool mask, as PyTorch takes it, reaches the C call as
+    # it is (query extent 1), not written out over the queries.
+    q = bhld(gen, 3, 4, 6, 8)
+    k, v = bhld(gen, 3, 2, 9, 8), bhld(gen, 3, 2, 9, 8)
+    pad = torch.rand((3, 1, 1, 9), generator=gen) > 0.4
+    pad[..., 0] = True   # no row without a key: PyTorch's value for those differs
+    add = torch.randn((1, 4, 1, 9), generator=gen)
+    seen = []
+    real = tabcl._tabcl.sdpa_at
+
+    def spy(ctx, qa, ka, va, ma, oa, *rest):
+        seen.append((ma, rest[-4:]))
+        return real(ctx, qa, ka, va, ma, oa, *rest)
+
+    monkeypatch.setattr(tabcl._tabcl, "sdpa_at", spy)
+    for m, flags in ((pad, (0, 1, 1)), (add, (1, 0, 1)), (pad[1, :, 0], (1, 1, 1))):
+        out = tt.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+        assert seen[-1][0] == m.data_ptr() and seen[-1][1][1:] == flags
+        torch.testing.assert_close(out.double(), reference(q, k, v, mask=m.expand(3, 4, 6, 9)),
+                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(out, F.scaled_dot_product_attention(
+            q, k, v, attn_mask=m, enable_gqa=True), atol=1e-5, rtol=1e-5)
+
+
 def test_transposed_views_are_read_in_place(gen, monkeypatch):
     # A model's usual q: x.view(B, L, H, D).transpose(1, 2) is tabcl's layout
     # already, so the operator hands its own memory to the C call.

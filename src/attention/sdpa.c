@@ -28,8 +28,8 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   }
   /* The fused and CPU kernels loop over every key in each work-item:
      where the plan could run long, the device's loop limit decides whether
-     the fused kernel splits the keys over launches, or takes the call from
-     the CPU kernel. */
+     the fused kernel splits the keys into parts within it, or takes the
+     call from the CPU kernel. */
   const tabcl__target tg = tabcl__context_target(ctx);
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(&tg, f, d, forced, &p) != TABCL_OK) {
@@ -66,6 +66,36 @@ tabcl_status tabcl_sdpa_host(tabcl_context *ctx, const tabcl_sdpa_desc *desc, co
   return tabcl__sdpa_host_path(ctx, desc, q, k, v, mask, out, TABCL__SDPA_AUTO);
 }
 
+/* Whether buffer m (named `name`) holds at least need bytes: a smaller one
+   would be read or written past its end. */
+static tabcl_status check_size(cl_mem m, uint64_t need, const char *name) {
+  size_t have = 0;
+  cl_int err = TABCL_CL(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof have, &have, NULL));
+  if (err != CL_SUCCESS) return tabcl__cl_fail(err, "clGetMemObjectInfo", "tabcl_sdpa_cl");
+  if ((uint64_t)have < need)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "tabcl_sdpa_cl: %s holds %zu bytes; the "
+                       "descriptor needs %llu", name, have, (unsigned long long)need);
+  return TABCL_OK;
+}
+
+/* The buffers' sizes against d (validated: the products fit). */
+static tabcl_status check_sizes(const tabcl_sdpa_desc *d, cl_mem q, cl_mem k, cl_mem v,
+                                cl_mem mask, cl_mem out) {
+  const uint64_t es = tabcl__sdpa_elem_size(d->dtype), dh = (uint64_t)d->head_dim;
+  const uint64_t qb = (uint64_t)d->batch * (uint64_t)d->q_len * (uint64_t)d->q_heads * dh * es;
+  const uint64_t kb = (uint64_t)d->batch * (uint64_t)d->kv_len * (uint64_t)d->kv_heads * dh * es;
+  const uint64_t mb = (uint64_t)(d->mask_batch_broadcast ? 1 : d->batch) *
+                      (uint64_t)(d->mask_head_broadcast ? 1 : d->q_heads) *
+                      (uint64_t)(d->mask_query_broadcast ? 1 : d->q_len) * (uint64_t)d->kv_len *
+                      (d->mask == TABCL_MASK_BOOL ? 1 : es);
+  tabcl_status s = check_size(q, qb, "q");
+  if (!s) s = check_size(out, qb, "out");
+  if (!s && d->kv_len > 0) s = check_size(k, kb, "k");
+  if (!s && d->kv_len > 0) s = check_size(v, kb, "v");
+  if (!s && d->kv_len > 0 && d->mask != TABCL_MASK_NONE) s = check_size(mask, mb, "mask");
+  return s;
+}
+
 tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q, cl_mem k,
                            cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait, const cl_event *wait,
                            cl_event *ev) {
@@ -82,6 +112,8 @@ tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_m
     return err == CL_SUCCESS ? TABCL_OK
                              : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "tabcl_sdpa_cl");
   }
+  s = check_sizes(desc, q, k, v, mask, out);
+  if (s) return s;
   tabcl_sdpa_desc sd = *desc;
   if (sd.kv_len == 0) sd.mask = TABCL_MASK_NONE;
   tabcl__sdpa_bufs b = {q, k ? k : q, v ? v : q, mask, out};

@@ -7,7 +7,8 @@
  *   sdpa_plan.c     the planner: picks a backend from a table, slices
  *   sdpa_fused.c    the portable fused kernel: tiles (pure) and launch
  *   sdpa_mma.c      the NVIDIA tensor-core kernel: shape (pure) and launch
- *   sdpa_cpu.c      the CPU kernel: options, loop bound (pure) and launch
+ *   sdpa_cpu.c      the CPU kernel: options, loop bound, key split (pure) and launch
+ *   sdpa_split.c    the key split's rule and scratch, shared by both (pure)
  *   sdpa_clblast.c  the GEMM path: slice (pure) and run
  *   sdpa_grid.c     the launch grid the fused and tensor-core kernels share
  *   sdpa_reference.c the double host loop the checks compare with

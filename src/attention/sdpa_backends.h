@@ -30,32 +30,59 @@ int tabcl__sdpa_fused_tiles(const tabcl__target *t, size_t kernel_cap, tabcl_dty
 /* The same for ctx's own target (tests, the benchmark). */
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t);
-/* How a fused call walks the keys. Where a work-item's loops over all of
-   them would pass the device's loop limit (a driver that silently ends a
-   work-item's loops after so many iterations: runtime/loop_limit.c), each
-   launch takes key_step keys and the running maxima, sums and outputs wait
-   in a state buffer between launches (cl/sdpa.cl, SDPA_SPLIT). */
+/* How a fused call walks the keys: each query tile's keys in `parts`
+   parts, each part a work-group of its own that leaves its rows' partial
+   maxima, sums and outputs in a scratch buffer, which a merge launch
+   combines into the output (cl/sdpa.cl, sdpa_merge); with one part the
+   group writes the output itself. The split is a kernel argument: one
+   program serves every number of parts. Parts fill the compute units
+   where the call's own groups would leave them idle, and keep each
+   work-item's loops within a driver's loop limit (runtime/loop_limit.c). */
 typedef struct tabcl__sdpa_keysplit {
   uint64_t loop_bound;   /* loop iterations, at most, of one work-item over all the keys */
-  int64_t key_step;      /* keys a launch; 0: all of them in one launch */
-  int64_t qtile_step;    /* query tiles a launch when split (the state is sized for it) */
-  uint64_t state_bytes;  /* the state buffer of one launch when split, else 0 */
+  int64_t parts;         /* key parts a query tile; 1: unsplit */
+  int64_t part_keys;     /* keys a part (a multiple of the key tile when split) */
+  int64_t qtile_step;    /* query tiles a launch when split (the scratch is sized for it) */
+  uint64_t part_bytes;   /* the scratch buffer of one launch when split, else 0 */
+  const char *reason;    /* why split: "fill", "loop limit" or "tuning"; NULL */
+  int merge_rows, merge_cols4; /* rows a group and float4 columns a row of the partials */
 } tabcl__sdpa_keysplit;
 /* Pure: at most how many loop iterations one work-item of shape t runs in
    a launch over `keys` keys (every loop of cl/sdpa.cl's kernel counted, the
    unrolled ones too, each one more than its trip count). */
 uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys);
-/* Pure: the key walk of d with shape t under loop_limit (0: none), and the
-   batch entries a launch may take then (*launch_step, lowered so that the
-   state fits). 0; -1 when even one key tile a launch passes the limit; -2
-   when the state of one query tile of every head does not fit. */
-int tabcl__sdpa_fused_keysplit(const tabcl__target *t, uint64_t loop_limit,
-                               const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *tiles,
+/* Pure: the rule for the key parts of a call of `groups` work-groups over
+   `keys` keys on `units` compute units: none while the groups are at least
+   two a unit; else enough parts to make them two a unit, but no part under
+   min_keys keys (the sdpa.split.keys tuning). */
+int64_t tabcl__sdpa_split_rule(uint64_t units, int64_t groups, int64_t keys, int64_t min_keys);
+/* Pure: the parts the sdpa.split tuning or else the rule above asks for a
+   call of `groups` work-groups (at most sdpa.groups_yz), and *reason
+   ("fill", "tuning"; NULL for one part). */
+int64_t tabcl__sdpa_split_wanted(const tabcl__target *tg, const tabcl_sdpa_desc *d,
+                                 int64_t groups, const char **reason);
+/* Pure: the split of d into `parts` parts (none empty unless the tuning
+   forced the count) for a kernel of nqt query tiles of `rows` rows, key
+   blocks of bk and partial rows of `cols` columns: fills ks (one part
+   where parts <= 1, or where a split only for speed does not fit its
+   scratch) and lowers *launch_step so the scratch fits. 0; -1 when there
+   are more parts than sdpa.groups_yz; -2 when a split for the loop limit
+   does not fit one query tile of every head. */
+int tabcl__sdpa_split_fit(const tabcl__target *tg, const tabcl_sdpa_desc *d, int64_t nqt,
+                          int rows, int bk, int cols, int64_t parts, const char *reason,
+                          int64_t *launch_step, tabcl__sdpa_keysplit *ks);
+/* Pure: the key walk of d with shape t on target tg under loop_limit (0:
+   none): the rule above or the sdpa.split tuning, raised so that each
+   part's loops fit the limit; and the batch entries a launch may take
+   (*launch_step, lowered so that the scratch fits). 0; -1 when even one
+   key tile a part (or the merge) passes the limit; -2 when the scratch of
+   one query tile of every head does not fit. */
+int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
+                               const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t,
                                int64_t *launch_step, tabcl__sdpa_keysplit *ks);
-/* The build options of a shape: dtype and tiles (and whether the key walk
-   is split), never sizes. */
-void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int split, char *buf,
-                               size_t cap);
+/* The build options of a shape: dtype and tiles, never sizes (nor the
+   key split, which is an argument). */
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap);
 /* Batch entries a fused launch may take (NDRange and max_batch_per_launch). */
 int64_t tabcl__sdpa_fused_slice(const tabcl__target *t, const tabcl_sdpa_desc *d,
                                 const tabcl__sdpa_tiles *tiles);
@@ -125,9 +152,15 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
 /* Work-groups along the queries: tiles of ROWS x TILES. */
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d);
 int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
+/* Pure: the CPU kernel's key split of d (loop_bound set; the rule of
+   tabcl__sdpa_split_wanted on its groups of ROWS x TILES queries, key
+   blocks of ROWS), lowering *launch_step so its scratch fits; 0. */
+int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                             int64_t *launch_step, tabcl__sdpa_keysplit *ks);
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
-                                    cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev);
+                                    const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
+                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                                    tabcl__sdpa_events *ev);
 
 /* ---- the GEMM path (sdpa_clblast.c) ---- */
 
@@ -149,13 +182,14 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
    where they exceed the sdpa.groups_yz tuning. TABCL_UNSUPPORTED, before
    anything is enqueued, when the compiled kernel cannot run nt work-items
    a group (what names it in the message; *kernel_cap, if given, gets the
-   kernel's limit). ks (NULL: one launch over all keys) splits the keys
-   over launches that share the state buffer `state`. */
+   kernel's limit). ks (the fused kernel's key split; NULL for the
+   tensor-core kernel, which takes no split arguments) with more than one
+   part writes partial rows to `part` and merges them launch by launch. */
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
-                                     cl_mem state, int64_t b0, int64_t nb, cl_uint nwait,
+                                     cl_mem part, int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap);
 

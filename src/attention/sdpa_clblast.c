@@ -180,7 +180,7 @@ static tabcl_status softmax(tabcl_context *ctx, const char *opts, const tabcl_sd
   const cl_long first = b0;
   const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
                causal = d->causal != 0, mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
-               mhb = d->mask_head_broadcast != 0;
+               mhb = tabcl__sdpa_mask_hb(d);
   tabcl__arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale) : TABCL_ARG(scalef);
   cl_mem m = d->mask != TABCL_MASK_NONE ? mask : scores;
   s = TABCL_SET_ARGS(k, "sdpa_softmax", TABCL_ARG(scores), TABCL_ARG(m), TABCL_ARG(first),

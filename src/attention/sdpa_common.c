@@ -15,6 +15,10 @@ double tabcl__sdpa_scale(const tabcl_sdpa_desc *d) {
   return d->scale != 0 ? d->scale : 1.0 / sqrt((double)d->head_dim);
 }
 
+int tabcl__sdpa_mask_hb(const tabcl_sdpa_desc *d) {
+  return (d->mask_head_broadcast != 0) | (d->mask_query_broadcast != 0) << 1;
+}
+
 void tabcl__sdpa_track(tabcl__sdpa_events *e, cl_event ev) {
   if (!ev) return;
   if (!e) {
@@ -59,6 +63,9 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
   if ((unsigned)d->mask > (unsigned)TABCL_MASK_ADD)
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: mask kind %d is not a tabcl_mask_kind", fn,
                        (int)d->mask);
+  if (d->mask_query_broadcast != 0 && d->mask_query_broadcast != 1)
+    return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: mask_query_broadcast is %d; it must be 0 or 1",
+                       fn, d->mask_query_broadcast);
   if (!isfinite(d->scale))
     return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: scale is not finite", fn);
   if (d->q_heads > 0 && d->kv_heads > 0 && d->q_heads % d->kv_heads != 0)
@@ -95,7 +102,7 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
     if (!bad && d->mask != TABCL_MASK_NONE)
       bad = __builtin_mul_overflow(d->mask_batch_broadcast ? 1u : (uint64_t)d->batch,
                                    d->mask_head_broadcast ? 1u : (uint64_t)d->q_heads, &t) ||
-            __builtin_mul_overflow(t, (uint64_t)d->q_len, &t) ||
+            __builtin_mul_overflow(t, d->mask_query_broadcast ? 1u : (uint64_t)d->q_len, &t) ||
             __builtin_mul_overflow(t, (uint64_t)d->kv_len, &t) ||
             __builtin_mul_overflow(t, d->mask == TABCL_MASK_ADD ? es : 1u, &mb);
     if (bad || qb > (uint64_t)PTRDIFF_MAX || kb > (uint64_t)PTRDIFF_MAX ||

@@ -18,6 +18,9 @@ enum {
 size_t tabcl__sdpa_elem_size(tabcl_dtype dt);
 int tabcl__sdpa_has_work(const tabcl_sdpa_desc *d);
 double tabcl__sdpa_scale(const tabcl_sdpa_desc *d);
+/* The kernels' mask_hb argument (cl/common.cl): bit 0 the mask's head
+   extent is 1, bit 1 its query extent is 1. */
+int tabcl__sdpa_mask_hb(const tabcl_sdpa_desc *d);
 /* Checks every field; has_* say whether the caller passed that tensor. */
 tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
                                   const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,

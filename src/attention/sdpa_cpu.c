@@ -3,6 +3,7 @@
  * of its vectors. Its options and loop bound are pure; the launch uses the
  * tile kernels' grid (sdpa_grid.c) with groups of one. */
 #include <stdio.h>
+#include <string.h>
 
 #include "attention/sdpa.h"
 
@@ -24,9 +25,10 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
   const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
   /* the kernel's loops, each counted at its scalar (longest) form: Q^T and
      the zeroed O^T; per block two block loads, S, the mask's rows and
-     lanes, P V; the scaling and the store */
+     lanes, P V; the scaling and the store, or a split's partial rows */
+  const uint64_t dp = (hd + 15) / 16 * 16;
   return TABCL__SDPA_CPU_TILES *
-         (w * hd + hd + blocks * (2 * w * hd + hd + w * w + w + hd) + hd + w * hd);
+         (w * hd + hd + blocks * (2 * w * hd + hd + w * w + w + hd) + hd + w * hd + 3 * w + w * dp);
 }
 
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d) {
@@ -38,14 +40,40 @@ int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d) 
   return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d) * (uint64_t)d->q_heads);
 }
 
+int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                             int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
+  memset(ks, 0, sizeof *ks);
+  ks->loop_bound = tabcl__sdpa_cpu_loops(d);
+  ks->parts = 1, ks->part_keys = d->kv_len;
+  if (d->kv_len <= 0) return 0;
+  const int64_t nqt = tabcl__sdpa_cpu_groups(d);
+  const char *reason;
+  const int64_t parts = tabcl__sdpa_split_wanted(t, d, d->batch * d->q_heads * nqt, &reason);
+  const int dp = (d->head_dim + 15) / 16 * 16;
+  return tabcl__sdpa_split_fit(t, d, nqt, TABCL__SDPA_CPU_ROWS * TABCL__SDPA_CPU_TILES,
+                               TABCL__SDPA_CPU_ROWS, dp, parts, reason, launch_step, ks);
+}
+
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb,
-                                    cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev) {
+                                    const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
+                                    int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
+                                    tabcl__sdpa_events *ev) {
   char opts[64];
   if (!tabcl__sdpa_cpu_options(d, opts, sizeof opts))
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype "
                        "and head_dim %d", (int)d->head_dim);
   const int nqt = (int)tabcl__sdpa_cpu_groups(d);
-  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel", 1, nqt,
-                                 NULL, NULL, b0, nb, nwait, wait, ev, NULL);
+  const int split = ks->parts > 1;
+  cl_mem part = NULL;
+  if (split) {
+    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
+                                          &part, "attention key parts");
+    if (s) return s;
+  }
+  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel",
+                                           1, nqt, ks, split ? part : b->out, b0, nb, nwait, wait,
+                                           ev, NULL);
+  /* released at once: the launches that use it keep it */
+  tabcl__buffer_release(part);
+  return s;
 }

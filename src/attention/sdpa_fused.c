@@ -136,12 +136,10 @@ int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_
   return tabcl__sdpa_fused_tiles(&tg, 0, dt, head_dim, t, NULL) == 1;
 }
 
-void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, int split, char *buf,
-                               size_t cap) {
+void tabcl__sdpa_fused_options(tabcl_dtype dt, const tabcl__sdpa_tiles *t, char *buf, size_t cap) {
   snprintf(buf, cap, "-DSDPA_DTYPE=%d -DSDPA_DP=%d -DSDPA_BQ=%d -DSDPA_BK=%d -DSDPA_NT=%d "
-                   "-DSDPA_TC=%d -DSDPA_TKS=%d -DSDPA_KC=%d -DSDPA_VK=%d -DSDPA_NOPRE=%d%s", (int)dt,
-                   t->dp, t->bq, t->bk, t->nt, t->tc, t->tks, t->kc, t->vk, !t->prefetch,
-                   split ? " -DSDPA_SPLIT=1" : "");
+                   "-DSDPA_TC=%d -DSDPA_TKS=%d -DSDPA_KC=%d -DSDPA_VK=%d -DSDPA_NOPRE=%d", (int)dt,
+                   t->dp, t->bq, t->bk, t->nt, t->tc, t->tks, t->kc, t->vk, !t->prefetch);
 }
 
 /* A loop of n trips whose body runs `body` iterations of inner loops:
@@ -207,18 +205,8 @@ uint64_t tabcl__sdpa_fused_loops(const tabcl__sdpa_tiles *t, int64_t keys) {
   return loops_over(t, fixed, per_tile, keys);
 }
 
-/* The state a work-item keeps between launches: its running maxima and
-   sums (RQS each) and its output block (RQO x CG float4), in real. */
-static uint64_t group_state_bytes(tabcl_dtype dt, const tabcl__sdpa_tiles *t) {
-  const derived z = derive(t);
-  return (uint64_t)t->nt * (2 * z.rqs + 4 * z.rqo * z.cg) * (dt == TABCL_F64 ? 8 : 4);
-}
-
-/* The most one launch's state may take: a quarter of an allocation, at most
-   256 MiB (the same order as the tensors themselves). */
-static uint64_t state_cap(const tabcl__device_desc *dev) {
-  const uint64_t q = dev->max_mem_alloc_size / 4, most = (uint64_t)256 << 20;
-  return q < most ? q : most;
+static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t) {
+  return (d->q_len + t->bq - 1) / t->bq;
 }
 
 int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
@@ -228,35 +216,24 @@ int tabcl__sdpa_fused_keysplit(const tabcl__target *tg, uint64_t loop_limit,
   uint64_t fixed, per_tile;
   loop_counts(t, &fixed, &per_tile);
   ks->loop_bound = loops_over(t, fixed, per_tile, d->kv_len);
+  ks->parts = 1;
+  ks->part_keys = d->kv_len;
+  if (d->kv_len <= 0) return 0;
+  const int64_t nqt = query_tiles(d, t), tiles = (d->kv_len + t->bk - 1) / t->bk;
+  const char *reason;
+  int64_t parts = tabcl__sdpa_split_wanted(tg, d, d->batch * d->q_heads * nqt, &reason);
   /* Half the limit: the count above is a bound by reading the kernel, and
      a driver may count its loops a little differently. */
   const uint64_t usable = loop_limit / 2;
-  if (!loop_limit || ks->loop_bound <= usable) return 0;
-  if (usable <= fixed + per_tile) return -1;
-  ks->key_step = (int64_t)((usable - fixed) / per_tile) * t->bk;
-  const int64_t nqt = (d->q_len + t->bq - 1) / t->bq;
-  const int64_t most = tabcl__tuned(tg->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  const int64_t heads = d->q_heads < most ? d->q_heads : most;
-  const uint64_t per_group = group_state_bytes(d->dtype, t);
-  const uint64_t groups = state_cap(tg->dev) / per_group;
-  /* Whole batch entries where the state of one fits, else one entry and
-     as many query tiles a launch as fit. */
-  const int64_t qt = nqt < most ? nqt : most;
-  if ((uint64_t)heads * (uint64_t)qt <= groups) {
-    const int64_t entries = (int64_t)(groups / ((uint64_t)heads * (uint64_t)qt));
-    if (entries < *launch_step) *launch_step = entries;
-    ks->qtile_step = qt;
-  } else {
-    if ((uint64_t)heads > groups) return -2;
-    *launch_step = 1;
-    ks->qtile_step = (int64_t)(groups / (uint64_t)heads);
+  if (loop_limit && loops_over(t, fixed, per_tile, ((tiles + parts - 1) / parts) * t->bk) > usable) {
+    if (usable <= fixed + per_tile) return -1;
+    const int64_t step = (int64_t)((usable - fixed) / per_tile);
+    parts = (tiles + step - 1) / step;
+    reason = "loop limit";
   }
-  ks->state_bytes = (uint64_t)*launch_step * (uint64_t)heads * (uint64_t)ks->qtile_step * per_group;
-  return 0;
-}
-
-static int64_t query_tiles(const tabcl_sdpa_desc *d, const tabcl__sdpa_tiles *t) {
-  return (d->q_len + t->bq - 1) / t->bq;
+  /* The merge's work-items loop twice over the parts. */
+  if (loop_limit && parts > 1 && 2 * loop((uint64_t)parts, 0) + 8 > usable) return -1;
+  return tabcl__sdpa_split_fit(tg, d, nqt, t->bq, t->bk, t->dp, parts, reason, launch_step, ks);
 }
 
 int64_t tabcl__sdpa_fused_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,
@@ -271,21 +248,21 @@ tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc 
                                       int64_t b0, int64_t nb, cl_uint nwait,
                                       const cl_event *wait, tabcl__sdpa_events *ev,
                                       size_t *kernel_cap) {
-  const int split = ks && ks->key_step > 0;
+  const int split = ks->parts > 1;
   char opts[288];
-  tabcl__sdpa_fused_options(d->dtype, t, split, opts, sizeof opts);
-  cl_mem state = NULL;
+  tabcl__sdpa_fused_options(d->dtype, t, opts, sizeof opts);
+  cl_mem part = NULL;
   if (split) {
-    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->state_bytes, NULL,
-                                          &state, "attention state between key launches");
+    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
+                                          &part, "attention key parts");
     if (s) return s;
   }
   tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
-                                           (size_t)t->nt, (int)query_tiles(d, t),
-                                           split ? ks : NULL, state, b0, nb, nwait, wait, ev,
+                                           (size_t)t->nt, (int)query_tiles(d, t), ks,
+                                           split ? part : b->out, b0, nb, nwait, wait, ev,
                                            kernel_cap);
   /* Released at once: the launches that use it keep it (OpenCL's
      clReleaseMemObject; the conformance tests release during execution). */
-  tabcl__buffer_release(state);
+  tabcl__buffer_release(part);
   return s;
 }

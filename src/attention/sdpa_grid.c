@@ -7,7 +7,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
-                                     cl_mem state, int64_t b0, int64_t nb, cl_uint nwait,
+                                     cl_mem part, int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap) {
   cl_kernel k = NULL;
@@ -28,7 +28,7 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
   const cl_int lq = (cl_int)d->q_len, lk = (cl_int)d->kv_len, hq = d->q_heads,
                hkv = d->kv_heads, hd = d->head_dim, causal = d->causal != 0,
                mk = (cl_int)d->mask, mbb = d->mask_batch_broadcast != 0,
-               mhb = d->mask_head_broadcast != 0;
+               mhb = tabcl__sdpa_mask_hb(d);
   cl_mem mask = d->mask != TABCL_MASK_NONE ? b->mask : b->q;
   tabcl__arg sarg = d->dtype == TABCL_F64 ? TABCL_ARG(scale2) : TABCL_ARG(scale2f);
   s = TABCL_SET_ARGS(k, kname, TABCL_ARG(b->q), TABCL_ARG(b->k), TABCL_ARG(b->v),
@@ -36,32 +36,48 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
                      TABCL_ARG(lk), TABCL_ARG(hq), TABCL_ARG(hkv), TABCL_ARG(hd), sarg,
                      TABCL_ARG(causal), TABCL_ARG(mk), TABCL_ARG(mbb), TABCL_ARG(mhb));
   /* Heads and query tiles go in dims 1 and 2, which may be limited to
-     65535 groups: larger extents take several launches. A split key walk
-     takes its keys in launches one after another over the same groups, the
-     in-order queue keeping each after the one whose state it continues. */
+     65535 groups: larger extents take several launches. A split puts its
+     parts beside the query tiles in dim 2 and merges each launch's rows
+     into the output before the next launch, which reuses the scratch (the
+     queue is in order). */
   const cl_int most = (cl_int)tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  const cl_int qstep = ks ? (cl_int)ks->qtile_step : most;
-  const cl_int kstep = ks ? (cl_int)ks->key_step : lk > 0 ? lk : 1;
-  if (ks && !s) s = TABCL_SET_ARGS_AT(k, kname, 20, TABCL_ARG(state));
+  const cl_int parts = ks ? (cl_int)ks->parts : 1;
+  const cl_int qstep = parts > 1 ? (cl_int)ks->qtile_step : most;
+  if (ks && !s) {
+    const cl_int kpart = parts > 1 ? (cl_int)ks->part_keys : lk;
+    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(part));
+  }
+  cl_kernel m = NULL;
+  if (parts > 1 && !s) s = tabcl__kernel_create(ctx, program, opts, "sdpa_merge", &m);
+  if (m && !s)
+    s = TABCL_SET_ARGS(m, "sdpa_merge", TABCL_ARG(part), TABCL_ARG(b->out), TABCL_ARG(first),
+                       TABCL_ARG(lq), TABCL_ARG(hq), TABCL_ARG(hd));
   int first_launch = 1;
   for (cl_int qt0 = 0; qt0 < nqt && !s; qt0 += qstep)
-    for (cl_int h0 = 0; h0 < hq && !s; h0 += most)
-      for (cl_int k_lo = 0; (k_lo == 0 || k_lo < lk) && !s; k_lo += kstep) {
-        s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
-        if (ks && !s) {
-          const cl_int k_hi = lk - k_lo < kstep ? lk : k_lo + kstep;
-          s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(k_lo), TABCL_ARG(k_hi));
-        }
-        if (s) break;
-        size_t local[3] = {nt, 1, 1};
-        size_t global[3] = {nt * (size_t)nb, (size_t)(hq - h0 < most ? hq - h0 : most),
-                            (size_t)(nqt - qt0 < qstep ? nqt - qt0 : qstep)};
-        cl_event e = NULL;
-        s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
-                          first_launch ? wait : NULL, ev ? &e : NULL, kname);
-        first_launch = 0;
-        if (!s) tabcl__sdpa_track(ev, e);
-      }
+    for (cl_int h0 = 0; h0 < hq && !s; h0 += most) {
+      s = TABCL_SET_ARGS_AT(k, kname, 16, TABCL_ARG(h0), TABCL_ARG(qt0));
+      if (s) break;
+      const cl_int nh = hq - h0 < most ? hq - h0 : most, nq = nqt - qt0 < qstep ? nqt - qt0 : qstep;
+      size_t local[3] = {nt, 1, 1};
+      size_t global[3] = {nt * (size_t)nb, (size_t)nh, (size_t)nq * (size_t)parts};
+      cl_event e = NULL;
+      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                        first_launch ? wait : NULL, ev ? &e : NULL, kname);
+      first_launch = 0;
+      if (!s) tabcl__sdpa_track(ev, e);
+      if (s || !m) continue;
+      /* the merge: one work-item per row of the launch's query tiles and
+         float4 column of the padded head dim, in groups the driver picks
+         (the grid is exact: cl/common.cl, SDPA_MERGE_KERNEL) */
+      s = TABCL_SET_ARGS_AT(m, "sdpa_merge", 6, TABCL_ARG(h0), TABCL_ARG(qt0), TABCL_ARG(parts));
+      if (s) break;
+      size_t mg[3] = {(size_t)nb * (size_t)ks->merge_rows * (size_t)ks->merge_cols4, (size_t)nh,
+                      (size_t)nq};
+      e = NULL;
+      s = tabcl__launch(ctx, m, 3, mg, NULL, 0, NULL, ev ? &e : NULL, "sdpa_merge");
+      if (!s) tabcl__sdpa_track(ev, e);
+    }
+  if (m) tabcl__kernel_release(m);
   tabcl__kernel_release(k);
   return s;
 }

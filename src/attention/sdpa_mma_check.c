@@ -48,7 +48,7 @@ static tabcl_status check_shape(tabcl_context *ctx, tabcl_dtype dt, int hd, int 
   for (int i = 0; i < NM; i++) mask[i] = (uint8_t)((i * 7) % 5 != 0);
   for (int j = 0; j < CLK; j++) mask[(2 * CLQ + 30) * CLK + j] = 0; /* head 2, row 30: nothing */
   memset(out, 0xFF, es * NQ); /* NaN: an unwritten element fails */
-  tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, hd, dt, 0, 0, TABCL_MASK_BOOL, 1, 0};
+  tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, hd, dt, 0, 0, TABCL_MASK_BOOL, 1, 0, 0};
   /* Straight to the executor with the kernel forced: the check must not
      go through the entry points, which ask for its verdict. */
   const tabcl__sdpa_facts facts = {tabcl__sdpa_clblast_available(), 1, 0, 0, 0};
@@ -111,7 +111,7 @@ tabcl_status tabcl__sdpa_mma_verdict(tabcl_context *ctx, tabcl_dtype dt) {
 tabcl_status tabcl__selfcheck_sdpa_mma(tabcl_context *ctx) {
   static const tabcl_dtype dts[] = {TABCL_F32, TABCL_F16, TABCL_BF16};
   for (int i = 0; i < 3; i++) {
-    tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dts[i], 0, 0, TABCL_MASK_BOOL, 1, 0};
+    tabcl_sdpa_desc d = {CB, CLQ, CLK, CHQ, CHKV, CD, dts[i], 0, 0, TABCL_MASK_BOOL, 1, 0, 0};
     tabcl__sdpa_mma_shape m;
     if (!tabcl__sdpa_mma_tiles(ctx, &d, &m))
       return tabcl__fail(TABCL_UNSUPPORTED, "the tensor-core attention kernel runs on NVIDIA "

@@ -29,7 +29,7 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
 
 /* CPUs (sdpa.cpu): rows in vector lanes, no local memory. Where the
    device ends long loops and this call's work-items could reach that, the
-   fused kernel (which splits its keys over launches) takes it. */
+   fused kernel (which splits its keys into parts within the limit) takes it. */
 static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const tabcl_sdpa_desc *d,
                     int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
   (void)st;
@@ -41,7 +41,8 @@ static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->group = 1;
   p->query_tiles = tabcl__sdpa_cpu_groups(d);
   p->launch_step = tabcl__sdpa_cpu_slice(t, d);
-  p->keys.loop_bound = loops;
+  /* a split of more parts than sdpa.groups_yz leaves the call to the fused kernel */
+  if (tabcl__sdpa_cpu_keysplit(t, d, &p->launch_step, &p->keys) < 0) return 0;
   return 1;
 }
 
@@ -69,20 +70,19 @@ static int plan_fused(const tabcl__target *t, const tabcl__sdpa_facts *f,
                                               &p->keys);
   if (split == -1) {
     *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
-                      "iterations, too few for one key tile of the fused kernel (%d x %d)",
+                      "iterations, too few for one key tile of the fused kernel (%d x %d) or for "
+                      "merging its key parts",
                       t->dev->name, (unsigned long long)f->loop_limit, p->tiles.bq, p->tiles.bk);
     return -1;
   }
   if (split == -2) {
     *st = tabcl__fail(TABCL_UNSUPPORTED, "attention: %s ends a work-item's loops after %llu "
-                      "iterations, so the keys take several launches, and the state kept "
-                      "between them for %d heads does not fit a quarter of its %llu-byte "
-                      "allocations", t->dev->name, (unsigned long long)f->loop_limit,
-                      d->q_heads, (unsigned long long)t->dev->max_mem_alloc_size);
+                      "iterations, so the keys take several parts, and their partial rows "
+                      "for %d heads do not fit a quarter of its %llu-byte allocations",
+                      t->dev->name, (unsigned long long)f->loop_limit, d->q_heads, (unsigned long long)t->dev->max_mem_alloc_size);
     return -1;
   }
-  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->keys.key_step > 0, p->options,
-                            sizeof p->options);
+  tabcl__sdpa_fused_options(d->dtype, &p->tiles, p->options, sizeof p->options);
   return 1;
 }
 
@@ -120,7 +120,8 @@ static void plan_host(const tabcl__target *t, const tabcl_sdpa_desc *d, tabcl__s
   const int has_mask = d->mask != TABCL_MASK_NONE && d->kv_len > 0;
   const uint64_t mes = d->mask == TABCL_MASK_BOOL ? 1 : es;
   const uint64_t one = has_mask ? (uint64_t)(d->mask_head_broadcast ? 1 : d->q_heads) *
-                                      (uint64_t)d->q_len * (uint64_t)d->kv_len * mes
+                                      (uint64_t)(d->mask_query_broadcast ? 1 : d->q_len) *
+                                      (uint64_t)d->kv_len * mes
                                 : 0;
   const uint64_t mask = d->mask_batch_broadcast ? 0 : one;
   /* Uploads are split only where a tensor exceeds one allocation; the
@@ -181,24 +182,29 @@ tabcl_status tabcl__sdpa_plan_make(const tabcl__target *t, const tabcl__sdpa_fac
 }
 
 void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
-  char shape[224] = "";
-  if (p->path == TABCL__SDPA_FUSED) {
-    char keys[96] = "";
-    if (p->keys.key_step > 0)
-      snprintf(keys, sizeof keys, ", %lld keys a launch (loops %llu in all), %lld query tiles at once",
-               (long long)p->keys.key_step, (unsigned long long)p->keys.loop_bound,
-               (long long)p->keys.qtile_step);
+  char shape[400] = "", keys[160] = "";
+  if (p->keys.parts > 1)
+    snprintf(keys, sizeof keys, "; keys: %lld parts of %lld (%s), merge launch, %lld query "
+             "tiles a launch, %llu B of partials", (long long)p->keys.parts,
+             (long long)p->keys.part_keys, p->keys.reason ? p->keys.reason : "",
+             (long long)p->keys.qtile_step, (unsigned long long)p->keys.part_bytes);
+  else
+    snprintf(keys, sizeof keys, "; keys: 1 part of %lld, no merge", (long long)p->keys.part_keys);
+  if (p->path == TABCL__SDPA_FUSED)
     snprintf(shape, sizeof shape, "%d x %d tiles, %d work-items (%d across S), chunks %d/%d%s%s",
              p->tiles.bq, p->tiles.bk, p->tiles.nt, p->tiles.tks, p->tiles.kc, p->tiles.vk,
              p->tiles.prefetch ? ", prefetch" : "", keys);
-  }
   else if (p->path == TABCL__SDPA_CPU)
-    snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu",
-             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound);
+    snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu%s",
+             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound,
+             keys);
+  /* The tensor-core kernel (cl/sdpa_mma.c, NVIDIA inline PTX) has no key
+     split yet: its plan keeps one part. */
   else if (p->path == TABCL__SDPA_MMA)
-    snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, pipe %d, "
-             "P in %d parts", p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch,
-             p->mma.pipe, p->mma.psplit);
+    snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, "
+             "pipe %d, P in %d parts; keys: 1 part, no merge (no key split in this kernel)",
+             p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch, p->mma.pipe,
+             p->mma.psplit);
   else snprintf(shape, sizeof shape, "softmax groups of %zu", p->group);
   snprintf(buf, cap,
            "%s (%s): %lld query tiles, %lld batch entries a launch, %lld an upload "

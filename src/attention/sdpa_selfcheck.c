@@ -24,7 +24,7 @@ tabcl_status tabcl__selfcheck_sdpa(tabcl_context *ctx) {
   for (size_t i = 0; i < sizeof mask; i++) mask[i] = (i % 3) != 1;
   for (int j = 0; j < LK; j++) mask[(1 * LQ + 2) * LK + j] = 0;   /* head 1, row 2: nothing */
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) out[i] = NAN;
-  tabcl_sdpa_desc d = {B, LQ, LK, HQ, HKV, D, TABCL_F32, 0, 0, TABCL_MASK_BOOL, 1, 0};
+  tabcl_sdpa_desc d = {B, LQ, LK, HQ, HKV, D, TABCL_F32, 0, 0, TABCL_MASK_BOOL, 1, 0, 0};
   tabcl_status s = tabcl_sdpa_host(ctx, &d, q, k, v, mask, out);
   if (s) return s;
   double qd[B * LQ * HQ * D], kd[B * LK * HKV * D], vd[B * LK * HKV * D], w[LK], o[D];

@@ -24,7 +24,7 @@ static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64"};
 static int attention_variant(const tabcl__target *t, const tabcl__sdpa_facts *f, int dt,
                              int head_dim, int path, tabcl__variant *v) {
   /* Sizes never change the options: a small call stands for every call. */
-  tabcl_sdpa_desc d = {1, 64, 64, 1, 1, head_dim, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0};
+  tabcl_sdpa_desc d = {1, 64, 64, 1, 1, head_dim, (tabcl_dtype)dt, 0, 0, TABCL_MASK_NONE, 0, 0, 0};
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(t, f, &d, path, &p) != TABCL_OK) {
     tabcl__clear_error();   /* a backend that does not take it is no failure here */
@@ -165,14 +165,6 @@ int tabcl__variants_build(tabcl_context *ctx, int shard, int shards,
     if (report) report(v, s, ms, from_cache, arg);
     /* A kernel that cannot run its shape's group is planned again within
        its own limit at run time (attention/sdpa_exec.c): build that too. */
-    if (!s && v->path == TABCL__SDPA_FUSED && loop_limit && n < MAX_VARIANTS &&
-        !strstr(v->options, "SDPA_SPLIT")) {
-      tabcl__variant w = *v;
-      const int no = snprintf(w.options, sizeof w.options, "%s -DSDPA_SPLIT=1", v->options);
-      if (snprintf(w.what, sizeof w.what, "%s, keys split", v->what) < 0) w.what[0] = 0;
-      if (no > 0 && (size_t)no < sizeof w.options) n = add(list, n, MAX_VARIANTS, &w);
-      if (n > MAX_VARIANTS) n = MAX_VARIANTS;
-    }
     if (!s && v->path == TABCL__SDPA_FUSED && n < MAX_VARIANTS) {
       const size_t kmax = kernel_limit(ctx, p, "sdpa_fused");
       if (kmax && kmax < v->group) {

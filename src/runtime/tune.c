@@ -97,6 +97,10 @@ static const tune_row table[] = {
        poorly: the fused kernel is several times faster there
        (bench/history/code-notes.md, "sdpa.cpu on llvmpipe") */
     {"cpu", NULL, NULL, "llvmpipe", TABCL__TUNE_SDPA_CPU, "0", R("sdpa.cpu")},
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_SPLIT, "auto", "docs/attention.md, The key split"},
+    /* a part walks at least this many keys, so the merge launch and the
+       parts' partial rows stay small beside the keys' work */
+    {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_SPLIT_KEYS, "1024", "docs/attention.md, The key split"},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D16, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D32, "auto", R("sdpa.fused")},
     {NULL, NULL, NULL, NULL, TABCL__TUNE_SDPA_FUSED_D48, "auto", R("sdpa.fused")},

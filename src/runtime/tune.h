@@ -86,6 +86,10 @@ struct tabcl__device_desc;
     "elements CLBlast may address in one buffer (tests set it low to force windows)")            \
   X(SDPA_CPU, "sdpa.cpu", INT, 0, 1,                                                            \
     "1: attention takes the CPU kernel (rows in vector lanes) where it can; 0: the fused kernel") \
+  X(SDPA_SPLIT, "sdpa.split", INT, 1, 65535,                                                    \
+    "key parts of each query tile of fused and CPU attention (auto: fill the compute units)")   \
+  X(SDPA_SPLIT_KEYS, "sdpa.split.keys", INT, 1, 1073741824,                                     \
+    "fewest keys a part when attention splits its keys to fill the compute units")             \
   X(SDPA_FUSED_D16, "sdpa.fused.d16", TILES, 16, 16, "fused attention tiles, head dims 1-16")    \
   X(SDPA_FUSED_D32, "sdpa.fused.d32", TILES, 32, 32, "fused attention tiles, head dims 17-32")   \
   X(SDPA_FUSED_D48, "sdpa.fused.d48", TILES, 48, 48, "fused attention tiles, head dims 33-48")   \
@@ -184,7 +188,7 @@ static inline int64_t tabcl__tuned_rule(const tabcl__tuning *t, tabcl__tune_key 
 #define TABCL__TUNE_RULE_KEYS(X)                                                                 \
   X(BUILD_THREADS) X(HASH_MID) X(HASH_BIG_WG) X(SDPA_MMA_KEYS)                 \
   X(SDPA_MMA_PSPLIT) X(SDPA_MMA_QMODE) X(SDPA_MMA_BATCH) X(LOOKUP_GROUP_LANES)                  \
-  X(LOOKUP_HOST_THREADS) X(UPLOAD_THREADS) X(SDPA_FUSED_D16) X(SDPA_FUSED_D32)                  \
+  X(LOOKUP_HOST_THREADS) X(UPLOAD_THREADS) X(SDPA_SPLIT) X(SDPA_FUSED_D16) X(SDPA_FUSED_D32)                  \
   X(SDPA_FUSED_D48) X(SDPA_FUSED_D64) X(SDPA_FUSED_D80) X(SDPA_FUSED_D96) X(SDPA_FUSED_D112)     \
   X(SDPA_FUSED_D128) X(SDPA_FUSED_D144) X(SDPA_FUSED_D160) X(SDPA_FUSED_D176)                   \
   X(SDPA_FUSED_D192) X(SDPA_FUSED_D208) X(SDPA_FUSED_D224) X(SDPA_FUSED_D240) X(SDPA_FUSED_D256)

@@ -26,7 +26,8 @@ void tt_sdpa_reference(const tabcl_sdpa_desc *d, const void *q, const void *k, c
         size_t mrow = 0;
         if (d->mask != TABCL_MASK_NONE)
           mrow = (((size_t)(d->mask_batch_broadcast ? 0 : b) * (d->mask_head_broadcast ? 1 : HQ) +
-                   (d->mask_head_broadcast ? 0 : h)) * LQ + i) * LK;
+                   (d->mask_head_broadcast ? 0 : h)) * (d->mask_query_broadcast ? 1 : LQ) +
+                  (d->mask_query_broadcast ? 0 : i)) * LK;
         double mx = -INFINITY;
         for (int64_t j = 0; j < LK; j++) {
           const size_t krow = (size_t)((b * LK + j) * HKV + h / G) * (size_t)D;

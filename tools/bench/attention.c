@@ -52,21 +52,18 @@ static tabcl_status fill_random(tabcl_context *ctx, cl_mem m, size_t bytes, tabc
   return st;
 }
 
-/* The [B, 1, Lq, Lk] boolean mask of a context case (heads broadcast; the
-   API takes no broadcast over queries, so each entry's row is repeated). */
+/* The [B, 1, 1, Lk] boolean mask of a context case (heads and queries
+   broadcast): batch entry b's row keeps its first ctx_kept keys. */
 static tabcl_status fill_mask(tabcl_context *ctx, cl_mem m, const tabcl_sdpa_desc *d) {
-  size_t lk = (size_t)d->kv_len, lq = (size_t)d->q_len;
-  unsigned char *h = malloc(lq * lk);
+  size_t lk = (size_t)d->kv_len, rows = (size_t)d->batch;
+  unsigned char *h = malloc(rows * lk);
   if (!h) return tabcl__fail(TABCL_OUT_OF_MEMORY, "bench: host mask");
-  tabcl_status st = TABCL_OK;
-  for (int64_t b = 0; b < d->batch && !st; b++) {
+  for (int64_t b = 0; b < d->batch; b++) {
     size_t kept = (size_t)ctx_kept(b, d->batch, d->kv_len);
-    for (size_t i = 0; i < lq; i++) {
-      memset(h + i * lk, 1, kept);
-      memset(h + i * lk + kept, 0, lk - kept);
-    }
-    st = tabcl__write(ctx, m, (size_t)b * lq * lk, lq * lk, h);
+    memset(h + (size_t)b * lk, 1, kept);
+    memset(h + (size_t)b * lk + kept, 0, lk - kept);
   }
+  tabcl_status st = tabcl__write(ctx, m, 0, rows * lk, h);
   free(h);
   return st;
 }
@@ -265,7 +262,7 @@ static int run_case(tabcl_context *ctx, const bench_args *a, const att_case *c, 
   size_t es = bench_elem_size(d->dtype);
   size_t qb = (size_t)d->batch * d->q_len * d->q_heads * d->head_dim * es;
   size_t kb = (size_t)d->batch * d->kv_len * d->kv_heads * d->head_dim * es;
-  size_t mb = (size_t)d->batch * d->q_len * d->kv_len;
+  size_t mb = (size_t)d->batch * d->kv_len;   /* [B, 1, 1, Lk] */
   att_bufs b = {0};
   att_check chk = {0};
   tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_ONLY, qb, NULL, &b.q, "bench q");
@@ -349,7 +346,7 @@ static void ctx_case(att_case *c, int64_t b, int lq, int lk, int h, int dim, tab
   c->d.head_dim = dim;
   c->d.dtype = dt;
   c->d.mask = TABCL_MASK_BOOL;
-  c->d.mask_head_broadcast = 1;
+  c->d.mask_head_broadcast = 1, c->d.mask_query_broadcast = 1;
   snprintf(c->name, sizeof c->name, "ctx_b%lld_q%d_kv%d_h%d_d%d_%s", (long long)b, lq, lk, h, dim,
            dtype_name(dt));
 }

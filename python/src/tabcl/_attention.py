@@ -29,7 +29,8 @@ def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
     """Attention of q [B, Lq, Hq, D] over k and v [B, Lk, Hkv, D], one dtype
     (float32, float16, bfloat16, float64); the result has q's shape and dtype.
     mask: None, bool (True = may attend) or q's dtype (added to the scaled
-    scores), of shape [B or 1, Hq or 1, Lq, Lk]. scale None: 1/sqrt(D)."""
+    scores), of shape [B or 1, Hq or 1, Lq or 1, Lk] (a key-padding mask is
+    [B, 1, 1, Lk], read as it is). scale None: 1/sqrt(D)."""
     q, k, v = (np.asarray(x) for x in (q, k, v))
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeMismatch("q, k and v have dtypes %s, %s, %s; they must be one" %
@@ -46,7 +47,7 @@ def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
     if Bk != B or Dk != D:
         raise InvalidArgument("q has shape %s and k %s: batch and head_dim must agree" %
                               (q.shape, k.shape))
-    kind, mb, mh, m = _MASK_NONE, 0, 0, None
+    kind, mb, mh, mq, m = _MASK_NONE, 0, 0, 0, None
     if mask is not None:
         m = np.asarray(mask)
         if m.dtype == np.bool_:
@@ -57,11 +58,12 @@ def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
             raise TypeMismatch("mask has dtype %s; it must be bool or q's dtype %s" %
                                (m.dtype, q.dtype))
         if m.ndim != 4 or m.shape[0] not in (1, B) or m.shape[1] not in (1, Hq) or \
-                m.shape[2:] != (Lq, Lk):
-            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d, %d]" %
+                m.shape[2] not in (1, Lq) or m.shape[3] != Lk:
+            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d or 1, %d]" %
                                   (m.shape, B, Hq, Lq, Lk))
         mb = int(m.shape[0] == 1 and B != 1)
         mh = int(m.shape[1] == 1 and Hq != 1)
+        mq = int(m.shape[2] == 1 and Lq != 1)
         m = np.ascontiguousarray(m).view(np.uint8) if kind == _MASK_BOOL else _raw(m)
     if scale is None:
         scale = 0.0
@@ -71,5 +73,5 @@ def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
             raise InvalidArgument("scale is 0; pass None for 1/sqrt(head_dim)")
     out = np.empty(q.shape, dtype=q.dtype)
     _tabcl.sdpa(ctx, _raw(q), _raw(k), _raw(v), m, _raw(out) if out.dtype.itemsize == 2 else out,
-                (B, Lq, Lk, Hq, Hkv, D), code, scale, int(bool(causal)), kind, mb, mh)
+                (B, Lq, Lk, Hq, Hkv, D), code, scale, int(bool(causal)), kind, mb, mh, mq)
     return out

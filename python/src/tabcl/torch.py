@@ -100,7 +100,7 @@ def _check_tensor(name, t, ndim=None, dtypes=None):
 
 
 def _sdpa_check(q, k, v, attn_mask, is_causal, scale, enable_gqa):
-    """Validates the arguments; returns the mask as [B or 1, Hq or 1, Lq, Lk]
+    """Validates the arguments; returns the mask as [B or 1, Hq or 1, Lq or 1, Lk]
     (a view) and its kind."""
     for name, t in (("query", q), ("key", k), ("value", v)):
         _check_tensor(name, t, 4, _DTYPES)
@@ -170,18 +170,20 @@ def _sdpa_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if out.numel() == 0:
         return out.transpose(1, 2).contiguous()
     qt, kt, vt = _blhd(q), _blhd(k), _blhd(v)
-    mb = mh = 0
+    mb = mh = mq = 0
     maddr = 0
     if m is not None:
         mb = int(m.shape[0] == 1 and B != 1)
         mh = int(m.shape[1] == 1 and Hq != 1)
-        # tabcl reads [B or 1, Hq or 1, Lq, Lk] dense: broadcast rows or
-        # keys are written out, an already dense mask is read in place.
-        m = m.expand(1 if mb else B, 1 if mh else Hq, Lq, Lk).contiguous()
+        mq = int(m.shape[2] == 1 and Lq != 1)
+        # tabcl reads [B or 1, Hq or 1, Lq or 1, Lk] dense: broadcast keys
+        # are written out, a mask already of that form is read in place (a
+        # (B, 1, 1, Lk) key-padding mask stays B x Lk).
+        m = m.expand(1 if mb else B, 1 if mh else Hq, 1 if mq else Lq, Lk).contiguous()
         maddr = m.data_ptr()
     _tabcl.sdpa_at(get_context(), qt.data_ptr(), kt.data_ptr(), vt.data_ptr(), maddr,
                    out.data_ptr(), (B, Lq, Lk, Hq, Hkv, D), _DTYPES[q.dtype],
-                   0.0 if scale is None else float(scale), int(bool(is_causal)), kind, mb, mh)
+                   0.0 if scale is None else float(scale), int(bool(is_causal)), kind, mb, mh, mq)
     # The [B, H, L, D] result, contiguous as PyTorch's is (a copy unless H or
     # L is 1, where the transposed view already is).
     out = out.transpose(1, 2)
