@@ -200,24 +200,24 @@ done:
 }
 
 /* sdpa_cl(context, (q, k, v, mask, out), (B, Lq, Lk, Hq, Hkv, D), dtype, scale,
-           causal, mask_kind, mask_b, mask_h, wait) -> the event's handle */
+           causal, mask_kind, mask_b, mask_h, wait[, mask_q]) -> the event's handle */
 static PyObject *sdpa_cl(PyObject *self, PyObject *args) {
   (void)self;
   PyObject *ctx, *waitseq;
   unsigned long long q, k, v, m, o;
   long long B, Lq, Lk;
-  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh;
+  int Hq, Hkv, D, dtype, causal, mask_kind, mb, mh, mq = 0;
   double scale;
-  if (!PyArg_ParseTuple(args, "O!(KKKKK)(LLLiii)idiiiiO:sdpa_cl", &tpy_context_type, &ctx, &q, &k,
-                        &v, &m, &o, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
-                        &mask_kind, &mb, &mh, &waitseq))
+  if (!PyArg_ParseTuple(args, "O!(KKKKK)(LLLiii)idiiiiO|i:sdpa_cl", &tpy_context_type, &ctx, &q,
+                        &k, &v, &m, &o, &B, &Lq, &Lk, &Hq, &Hkv, &D, &dtype, &scale, &causal,
+                        &mask_kind, &mb, &mh, &waitseq, &mq))
     return NULL;
   if (dtype < 0 || dtype > 3) return tpy_raise_msg(TABCL_INVALID_ARGUMENT, "dtype %d", dtype);
   Py_ssize_t nwait = 0;
   void **wait = handles_of(waitseq, &nwait, "wait_for");
   if (!wait) return NULL;
   tabcl_sdpa_desc d = {B, Lq, Lk, Hq, Hkv, D, (tabcl_dtype)dtype, scale, causal,
-                       (tabcl_mask_kind)mask_kind, mb, mh};
+                       (tabcl_mask_kind)mask_kind, mb, mh, mq};
   record_reset();
   record((void *)(uintptr_t)q);
   record((void *)(uintptr_t)k);

@@ -225,7 +225,7 @@ def sdpa_cl(ctx, q, k, v, mask=None, causal=False, scale=None, out=None, wait_fo
     qh = call.buffer(q, "q", None)[0]
     kh = call.buffer(k, "k", None, optional=Lk == 0)[0]
     vh = call.buffer(v, "v", None, optional=Lk == 0)[0]
-    kind, mb, mh, m = _MASK_NONE, 0, 0, 0
+    kind, mb, mh, mq, m = _MASK_NONE, 0, 0, 0, 0
     if mask is not None:
         if not isinstance(mask, cl.array.Array):
             raise InvalidArgument("mask is %s, not a pyopencl Array" % type(mask).__name__)
@@ -237,11 +237,12 @@ def sdpa_cl(ctx, q, k, v, mask=None, causal=False, scale=None, out=None, wait_fo
             raise InvalidArgument("mask has dtype %s; it must be bool or q's dtype %s" %
                                   (mask.dtype, q.dtype))
         if mask.ndim != 4 or mask.shape[0] not in (1, B) or mask.shape[1] not in (1, Hq) or \
-                mask.shape[2:] != (Lq, Lk):
-            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d, %d]" %
+                mask.shape[2] not in (1, Lq) or mask.shape[3] != Lk:
+            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d or 1, %d]" %
                                   (mask.shape, B, Hq, Lq, Lk))
         mb = int(mask.shape[0] == 1 and B != 1)
         mh = int(mask.shape[1] == 1 and Hq != 1)
+        mq = int(mask.shape[2] == 1 and Lq != 1)
         m = call.buffer(mask, "mask", None, optional=mask.size == 0)[0]
     if scale is None:
         scale = 0.0
@@ -258,7 +259,7 @@ def sdpa_cl(ctx, q, k, v, mask=None, causal=False, scale=None, out=None, wait_fo
     oh = call.buffer(out, "out", None, need_bytes=q.nbytes or None, optional=q.size == 0)[0]
     wait = call.wait_list(wait_for)
     ev = call.event(_tabcl.sdpa_cl(ctx, (qh, kh, vh, m, oh), (B, Lq, Lk, Hq, Hkv, D), code, scale,
-                                   int(bool(causal)), kind, mb, mh, wait))
+                                   int(bool(causal)), kind, mb, mh, wait, mq))
     if isinstance(out, cl.array.Array):
         out.add_event(ev)
     return out, ev
