@@ -777,7 +777,8 @@ Test(oclgrind_hash, serial_parts) {
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
     uint8_t *b = random_bytes(&r, lens[i]);
     tt_strings_push(&s, b, lens[i]);
-    tt_strings_push(&s, b, i % 8);
+    /* a few bytes of it after it (no more than it has) */
+    tt_strings_push(&s, b, i % 8 < lens[i] ? i % 8 : lens[i]);
     free(b);
   }
   tabcl_strings_view v = tt_view(&s);
