@@ -25,6 +25,26 @@ def _raw(a):
     return a.view(np.uint16) if a.dtype.itemsize == 2 and a.dtype.kind != "b" else a
 
 
+def _mask_form(mask, q_dtype, B, Hq, Lq, Lk, dtype_error):
+    """(kind, mb, mh, mq) of a mask [B or 1, Hq or 1, Lq or 1, Lk] of bool or
+    q's dtype: its kind and which extents broadcast. A wrong dtype raises
+    dtype_error, a wrong shape InvalidArgument; nothing is read but the
+    mask's dtype and shape."""
+    if mask.dtype == np.bool_:
+        kind = _MASK_BOOL
+    elif mask.dtype == q_dtype:
+        kind = _MASK_ADD
+    else:
+        raise dtype_error("mask has dtype %s; it must be bool or q's dtype %s" %
+                          (mask.dtype, q_dtype))
+    if mask.ndim != 4 or mask.shape[0] not in (1, B) or mask.shape[1] not in (1, Hq) or \
+            mask.shape[2] not in (1, Lq) or mask.shape[3] != Lk:
+        raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d or 1, %d]" %
+                              (mask.shape, B, Hq, Lq, Lk))
+    return (kind, int(mask.shape[0] == 1 and B != 1), int(mask.shape[1] == 1 and Hq != 1),
+            int(mask.shape[2] == 1 and Lq != 1))
+
+
 def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
     """Attention of q [B, Lq, Hq, D] over k and v [B, Lk, Hkv, D], one dtype
     (float32, float16, bfloat16, float64); the result has q's shape and dtype.
@@ -50,20 +70,7 @@ def sdpa(ctx, q, k, v, mask=None, causal=False, scale=None):
     kind, mb, mh, mq, m = _MASK_NONE, 0, 0, 0, None
     if mask is not None:
         m = np.asarray(mask)
-        if m.dtype == np.bool_:
-            kind = _MASK_BOOL
-        elif m.dtype == q.dtype:
-            kind = _MASK_ADD
-        else:
-            raise TypeMismatch("mask has dtype %s; it must be bool or q's dtype %s" %
-                               (m.dtype, q.dtype))
-        if m.ndim != 4 or m.shape[0] not in (1, B) or m.shape[1] not in (1, Hq) or \
-                m.shape[2] not in (1, Lq) or m.shape[3] != Lk:
-            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d or 1, %d]" %
-                                  (m.shape, B, Hq, Lq, Lk))
-        mb = int(m.shape[0] == 1 and B != 1)
-        mh = int(m.shape[1] == 1 and Hq != 1)
-        mq = int(m.shape[2] == 1 and Lq != 1)
+        kind, mb, mh, mq = _mask_form(m, q.dtype, B, Hq, Lq, Lk, TypeMismatch)
         m = np.ascontiguousarray(m).view(np.uint8) if kind == _MASK_BOOL else _raw(m)
     if scale is None:
         scale = 0.0

@@ -13,7 +13,7 @@ it, and changes nothing."""
 import numpy as np
 
 from . import _tabcl
-from ._attention import _DTYPES, _MASK_ADD, _MASK_BOOL, _MASK_NONE
+from ._attention import _DTYPES, _MASK_NONE, _mask_form
 from ._errors import InvalidArgument
 
 
@@ -229,20 +229,7 @@ def sdpa_cl(ctx, q, k, v, mask=None, causal=False, scale=None, out=None, wait_fo
     if mask is not None:
         if not isinstance(mask, cl.array.Array):
             raise InvalidArgument("mask is %s, not a pyopencl Array" % type(mask).__name__)
-        if mask.dtype == np.bool_:
-            kind = _MASK_BOOL
-        elif mask.dtype == q.dtype:
-            kind = _MASK_ADD
-        else:
-            raise InvalidArgument("mask has dtype %s; it must be bool or q's dtype %s" %
-                                  (mask.dtype, q.dtype))
-        if mask.ndim != 4 or mask.shape[0] not in (1, B) or mask.shape[1] not in (1, Hq) or \
-                mask.shape[2] not in (1, Lq) or mask.shape[3] != Lk:
-            raise InvalidArgument("mask has shape %s; it must be [%d or 1, %d or 1, %d or 1, %d]" %
-                                  (mask.shape, B, Hq, Lq, Lk))
-        mb = int(mask.shape[0] == 1 and B != 1)
-        mh = int(mask.shape[1] == 1 and Hq != 1)
-        mq = int(mask.shape[2] == 1 and Lq != 1)
+        kind, mb, mh, mq = _mask_form(mask, q.dtype, B, Hq, Lq, Lk, InvalidArgument)
         m = call.buffer(mask, "mask", None, optional=mask.size == 0)[0]
     if scale is None:
         scale = 0.0

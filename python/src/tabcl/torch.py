@@ -31,6 +31,7 @@ from typing import Optional
 import torch
 
 from . import _tabcl
+from ._attention import _MASK_ADD, _MASK_BOOL, _MASK_NONE
 from ._errors import InvalidArgument
 from ._index import CategoryIndex
 
@@ -38,7 +39,6 @@ __all__ = ["scaled_dot_product_attention", "set_context", "get_context", "index_
            "category_lookup", "category_align"]
 
 _DTYPES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3}
-_MASK_NONE, _MASK_BOOL, _MASK_ADD = 0, 1, 2
 
 _lock = threading.Lock()
 _context = None
