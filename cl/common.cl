@@ -98,6 +98,14 @@ inline ushort f32_to_bf16(float f) {
 // The group's id in dim i: its own here; a kernel may redefine it to
 // another one-to-one map of the launch's groups (sdpa_mma.cl).
 #define SDPA_GID(i) get_group_id(i)
+// A key split's groups (sdpa.cl, sdpa_cpu.cl; the kernel has an argument
+// nsplit): dim 2 holds query tiles x nsplit parts, part g % nsplit of
+// query tile g / nsplit. Such a kernel defines SDPA_GID as SDPA_SPLIT_GID.
+#define SDPA_SPLIT_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
+// The group's key part: dim 2's id less its query tile's first; written
+// so, not as a remainder beside the division above (oclgrind cannot follow
+// the `freeze` LLVM adds to such a pair).
+#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
 
 // Top-left aligned causality: no row of the query tile sees keys past its
 // last query, so the pass over the keys ends here.

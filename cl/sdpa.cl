@@ -256,11 +256,7 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 // tiles qt0.. of the buffers; part p takes keys [p * kpart, (p + 1) * kpart).
 // With nsplit 1 the group writes its rows to out, else to part.
 #undef SDPA_GID
-#define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
-// The group's key part: dim 2's id less its query tile's first; written
-// so, not as a remainder beside the division above (oclgrind cannot follow
-// the `freeze` LLVM adds to such a pair).
-#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
+#define SDPA_GID(i) SDPA_SPLIT_GID(i)
 // mask: uchar for boolean masks, store_t for additive ones (kind 1 / 2).
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_fused(__global const store_t *q, __global const store_t *k,

@@ -132,11 +132,7 @@ inline void store4(__global store_t *row, int c0, int d, int vec, float4 x) {
 #define GROUP_ROWS (W * CPU_TILES)
 // A key split (sdpa.cl says how): part g % nsplit of query tile g / nsplit.
 #undef SDPA_GID
-#define SDPA_GID(i) ((i) == 2 ? get_group_id(2) / (uint)nsplit : get_group_id(i))
-// The group's key part: dim 2's id less its query tile's first; written
-// so, not as a remainder beside the division above (oclgrind cannot follow
-// the `freeze` LLVM adds to such a pair).
-#define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
+#define SDPA_GID(i) SDPA_SPLIT_GID(i)
 
 // One work-item per (batch entry, head, CPU_TILES tiles of W queries, key
 // part): SDPA_GROUP_SETUP with groups of one. The arguments are the fused
