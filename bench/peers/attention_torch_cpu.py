@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from attention_numpy import CPU_CASES, check
-from attention_torch import cases_from_jsonl, parse_case
+from attention_torch import cases_from_jsonl, ctx_kept, key_padding_mask, parse_case
 from common import Budget, Recorder, table
 
 TOL = {"f32": 1e-4, "bf16": 2e-2, "f16": 4e-3}
@@ -70,8 +70,12 @@ def main():
         q, k, v = (torch.randn(b, n, h, d, generator=gen).to(dt).transpose(1, 2)
                    for n in (lq, lk, lk))
 
-        def run(q=q, k=k, v=v):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        # a context case's key-padding mask, as tabcl-bench and the GPU peer build it
+        mask = key_padding_mask(torch, b, lk, "cpu") if shp.get("padded") else None
+        kept = ctx_kept(b, lk) if mask is not None else None
+
+        def run(q=q, k=k, v=v, mask=mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
 
         try:
             out = run()   # the warm-up, also checked
@@ -80,7 +84,7 @@ def main():
             continue
         # f32 read in place; 16-bit types widened (check reads a few rows in float64)
         arrs = [(x if x.dtype == torch.float32 else x.float()).numpy() for x in (q, k, v, out)]
-        ok, msg = check(*arrs[:3], causal, arrs[3], tol=TOL[shp["dtype"]])
+        ok, msg = check(*arrs[:3], causal, arrs[3], kept=kept, tol=TOL[shp["dtype"]])
         arrs = None
         if not ok:
             rows.append((name, "failed", "", msg))
@@ -98,7 +102,7 @@ def main():
         rec("attention", name, "torch_cpu_tflops", tflops, "TFLOP/s", vs="tflops")
         rec("attention", name, "torch_cpu_output_ok", 1, "bool")
         rows.append((name, "%.3f" % ms, "%.4f" % tflops, msg))
-        q = k = v = out = run = None
+        q = k = v = out = run = mask = None
     table(rows, ["case", "ms", "TFLOP/s", "check"])
     budget.report()
     return 1 if failed else 0
