@@ -142,18 +142,22 @@ def fig(r):
     return "%s %s" % (fmt(r["value"]), r.get("unit", "")) if r else ""
 
 
+def bench_md_header(path):
+    """tabcl-bench's first line ("tabcl-bench VERSION on DEVICE ..."), from
+    its Markdown output, or "" where there is none."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("# tabcl-bench"):
+                    return line[2:].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def header_lines(a, tabcl, peers):
     lines = []
-    first = ""
-    if a.bench_md:
-        try:
-            with open(a.bench_md) as f:
-                for line in f:
-                    if line.startswith("# tabcl-bench"):
-                        first = line[2:].strip()
-                        break
-        except OSError:
-            pass
+    first = bench_md_header(a.bench_md) if a.bench_md else ""
     m = re.match(r"tabcl-bench (\S+) on (.*) \((.*)\), driver (.*)$", first)
     if m:
         lines.append("- tabcl: %s" % m.group(1))

@@ -43,15 +43,7 @@ def as_number(r):
 
 
 def device_header(name, path):
-    first = ""
-    try:
-        with open(path + "/tabcl-bench.md") as f:
-            for line in f:
-                if line.startswith("# tabcl-bench"):
-                    first = line[2:].strip()
-                    break
-    except OSError:
-        pass
+    first = R.bench_md_header(path + "/tabcl-bench.md")
     return "- %s: %s" % (name, first or "no tabcl-bench header")
 
 
