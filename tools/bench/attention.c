@@ -444,25 +444,13 @@ run:;
   /* Tile sweeps: --cases "tab_,l4096" (or TABCL_BENCH_CASES) runs only the
      cases whose name contains one of the comma-separated parts ("ctx": the
      context cases); TABCL_BENCH_FUSED_ONLY=1 skips the CLBlast path. */
-  const char *only = a->cases ? a->cases : getenv("TABCL_BENCH_CASES");
   int failed = 0, taken = 0;
   for (int i = 0; i < n; i++) {
-    int take = !only || !*only;
-    for (const char *p = only; p && *p && !take;) {
-      const char *e = strchr(p, ',');
-      size_t len = e ? (size_t)(e - p) : strlen(p);
-      char part[96];
-      if (len > 0 && len < sizeof part) {
-        memcpy(part, p, len);
-        part[len] = 0;
-        take = strstr(cases[i].name, part) != NULL;
-      }
-      p = e ? e + 1 : NULL;
-    }
+    const int take = bench_case_taken(a, cases[i].name);
     if (take) failed |= run_case(ctx, a, &cases[i], peak), taken++;
   }
   if (!taken) {
-    fprintf(stderr, "attention: no case of this device's list matches \"%s\"\n", only);
+    fprintf(stderr, "attention: no case of this device's list matches --cases\n");
     failed = 1;
   }
   static const int dims[] = {32, 64, 128};

@@ -33,6 +33,9 @@ double bench_pick(double device_s, double wall_s);
 /* Wall-clock seconds, monotonic. */
 double bench_now(void);
 double bench_median(double *v, int n);
+/* Whether --cases (else $TABCL_BENCH_CASES) takes the case `name`: no filter,
+   or a name containing one of its comma-separated parts. */
+int bench_case_taken(const bench_args *a, const char *name);
 /* Bytes of one element of dtype dt. */
 size_t bench_elem_size(tabcl_dtype dt);
 

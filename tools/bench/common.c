@@ -60,6 +60,23 @@ void bench_record_fields(const bench_args *a, const char *bench, const char *cas
 
 double bench_median(double *v, int n) { return tabcl__median(v, n); }
 
+int bench_case_taken(const bench_args *a, const char *name) {
+  const char *only = a->cases ? a->cases : getenv("TABCL_BENCH_CASES");
+  if (!only || !*only) return 1;
+  for (const char *p = only; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char part[96];
+    if (len > 0 && len < sizeof part) {
+      memcpy(part, p, len);
+      part[len] = 0;
+      if (strstr(name, part)) return 1;
+    }
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
 size_t bench_elem_size(tabcl_dtype dt) {
   return dt == TABCL_F64 ? 8 : dt == TABCL_F32 ? 4 : 2;
 }

@@ -464,6 +464,7 @@ static int one_case(tabcl_context *ctx, const bench_args *a, const lk_case *k, d
   char name[128];
   snprintf(name, sizeof name, "v%lld_len%d_q%lld%s%s", (long long)k->v, k->len, (long long)k->q,
            *k->variant ? "_" : "", k->variant);
+  if (!bench_case_taken(a, name)) return 0;
   lk_col cols[4];
   if (build(k, ncols, cols)) {
     fprintf(stderr, "lookup bench %s: out of host memory\n", name);

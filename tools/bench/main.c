@@ -1,9 +1,9 @@
 /* tabcl-bench: speed and memory figures for each kernel family.
  * Usage: tabcl-bench [--device SEL] [--quick] [--reps N] [--jsonl PATH] [--dump DIR]
  *                    [--cases A,B] <what>...
- * where <what> is one of the table below, or "all". --cases (attention; else
- * $TABCL_BENCH_CASES) keeps the cases whose name contains one of the parts:
- * "--cases ctx" runs the context cases alone. */
+ * where <what> is one of the table below, or "all". --cases (attention and
+ * lookup; else $TABCL_BENCH_CASES) keeps the cases whose name contains one of
+ * the parts: "--cases ctx" runs the context cases alone. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
