@@ -140,12 +140,16 @@ inline float shfl_xor(float x, int m) {
 // The inverse of each of a thread's two rows' softmax sums: the sums are
 // spread over the quad of threads that share the rows (tq 0..3); 0 for a
 // row no key reached.
-inline float2 row_scales(float l0, float l1) {
+inline float2 row_sums(float l0, float l1) {
   l0 += shfl_xor(l0, 1);
   l0 += shfl_xor(l0, 2);
   l1 += shfl_xor(l1, 1);
   l1 += shfl_xor(l1, 2);
-  return (float2)(l0 > 0 ? 1.f / l0 : 0.f, l1 > 0 ? 1.f / l1 : 0.f);
+  return (float2)(l0, l1);
+}
+inline float2 row_scales(float l0, float l1) {
+  const float2 l = row_sums(l0, l1);
+  return (float2)(l.x > 0 ? 1.f / l.x : 0.f, l.y > 0 ? 1.f / l.y : 0.f);
 }
 
 #if MMA_DTYPE == 0
@@ -380,6 +384,37 @@ __attribute__((always_inline)) inline float2 softmax_tile(float s[NSN][4], float
   return (float2)(a0, a1);
 }
 
+// The key split (a runtime argument, src/attention/sdpa_split.c), as in
+// sdpa.cl: dim 2 of the grid holds query tiles x nsplit parts, part p of a
+// query tile takes keys [p kpart, (p + 1) kpart) (kpart a multiple of BK)
+// and, where nsplit > 1, leaves its rows' maxima, sums and unnormalised
+// outputs (f32) in its block of `part` for sdpa_merge below. gid0_.. are
+// the group's ids, renumbered where MMA_GRID says.
+#define PART_BLOCK (BQ * (2 + DP))
+#undef SDPA_GID
+#define SDPA_GID(i) ((i) == 0 ? gid0_ : (i) == 1 ? gid1_ : gid2_ / nsplit)
+#define MMA_PART (gid2_ - gid2_ / nsplit * nsplit)
+// The group's block: in the order of (batch entry, head, query tile of the
+// launch, part), the order sdpa_merge reads them in.
+#define MMA_PART_BLOCK(part)                                                               \
+  ((part) + ((((long)gid0_ * get_num_groups(1) + gid1_) * (get_num_groups(2) / nsplit) +    \
+              (qt - qt0)) * nsplit + MMA_PART) * PART_BLOCK)
+
+// A lane's rows r and r + 8 of the warp's 16 (m, l and o as the kernels
+// keep them; l summed over the quad) into a part's block.
+inline void store_part(__global float *pb, int r, int qn, int tq, const float m[2], float2 l,
+                       float o[NON][4]) {
+  #pragma unroll
+  for (int half_row = 0; half_row < 2; half_row++, r += 8) {
+    if (r >= qn) continue;
+    if (tq == 0) pb[r] = m[half_row], pb[BQ + r] = half_row ? l.y : l.x;
+    __global float *prow = pb + 2 * BQ + r * DP + 2 * tq;
+    #pragma unroll
+    for (int n = 0; n < NON; n++)
+      prow[n * 8] = o[n][2 * half_row], prow[n * 8 + 1] = o[n][2 * half_row + 1];
+  }
+}
+
 #if MMA_PIPE && MMA_DTYPE != 0
 // ---- The pipelined 16-bit kernel (MMA_PIPE) ----------------------------
 //
@@ -412,7 +447,7 @@ inline uint lds_addr(__local const elem_t *p) { return (uint)(size_t)p; }
 // in order of their ids, and the last tiles have the most keys, so the
 // longest groups start first rather than end the launch alone.
 #undef SDPA_QT_ORDER
-#define SDPA_QT_ORDER(g) (causal ? (int)get_num_groups(2) - 1 - (g) : (g))
+#define SDPA_QT_ORDER(g) (causal ? (int)(get_num_groups(2) / (uint)nsplit) - 1 - (g) : (g))
 
 // Groups start in the order of their linear ids, dim 0 fastest, and the
 // grid's dims are batch entries, heads and query tiles: the groups that run
@@ -429,10 +464,6 @@ inline uint lds_addr(__local const elem_t *p) { return (uint)(size_t)p; }
 // 0: the plain order always.)
 #ifndef MMA_GRID
 #define MMA_GRID 1
-#endif
-#if MMA_GRID
-#undef SDPA_GID
-#define SDPA_GID(i) ((i) == 0 ? gid0_ : (i) == 1 ? gid1_ : gid2_)
 #endif
 
 // 16 bytes from src into local dst, or zeros where bytes is 0.
@@ -489,14 +520,14 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
               __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
               int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
-              int h0, int qt0) {
+              int h0, int qt0, int nsplit, int kpart, __global float *part) {
   __local uint4 smem4[2 * STAGE / 8] __attribute__((aligned(16)));
   __local elem_t *smem = (__local elem_t *)smem4;
 
   const int t = (int)get_local_id(0);
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
-#if MMA_GRID
   int gid0_ = (int)get_group_id(0), gid1_ = (int)get_group_id(1), gid2_ = (int)get_group_id(2);
+#if MMA_GRID
   {
     const int n0 = (int)get_num_groups(0), n1 = (int)get_num_groups(1),
               n2 = (int)get_num_groups(2);
@@ -508,8 +539,10 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
   SDPA_GROUP_SETUP(elem_t, 8);
 
-  const int kv_end = SDPA_KV_END;
-  const int ntiles = (kv_end + BK - 1) / BK;
+  const int k_first = MMA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + kpart);
+  const int ntiles = kv_end > k_first ? (kv_end - k_first + BK - 1) / BK : 0;
+  __global const elem_t *kb1 = kb + k_first * kstride, *vb1 = vb + k_first * kstride;
   // Q through local memory into registers, once. Where it fits one stage
   // (BQ <= 2 BK rows) it goes through the second while the first key tile
   // lands in the first, so that the waits for the two overlap: a group of
@@ -520,8 +553,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     issue_tile(qs, qb, qstride, BQ, qn, d, t);
     cp_async_commit();
     if (Q_BESIDE && ntiles > 0) {
-      issue_tile(smem, kb, kstride, BK, lk, d, t);
-      issue_tile(smem + BK * RS, vb, kstride, BK, lk, d, t);
+      issue_tile(smem, kb1, kstride, BK, lk - k_first, d, t);
+      issue_tile(smem + BK * RS, vb1, kstride, BK, lk - k_first, d, t);
       cp_async_commit();
       cp_async_wait_one();   /* Q's copies have landed; the tile's may not */
     } else {
@@ -560,8 +593,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
 #if !Q_BESIDE
   if (vec && ntiles > 0) {
-    issue_tile(smem, kb, kstride, BK, lk, d, t);
-    issue_tile(smem + BK * RS, vb, kstride, BK, lk, d, t);
+    issue_tile(smem, kb1, kstride, BK, lk - k_first, d, t);
+    issue_tile(smem + BK * RS, vb1, kstride, BK, lk - k_first, d, t);
     cp_async_commit();
   }
 #endif
@@ -577,7 +610,7 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   const long csrc = cbytes ? crt * kstride + cct : 0;
 
   for (int j = 0; j < ntiles; j++) {
-    const int k0 = j * BK, kn = min(BK, lk - k0);
+    const int k0 = k_first + j * BK, kn = min(BK, lk - k0);
     __local elem_t *ks = smem + (j & 1) * STAGE, *vs = ks + BK * RS;
     if (vec) {
       // Tile j has landed (this work-item's copies, then everyone's), and
@@ -683,6 +716,13 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
     }
   }
 
+  if (nsplit > 1) {
+    __global float *pb = MMA_PART_BLOCK(part);
+    #pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+      store_part(pb, r0 + 16 * mt, qn, tq, m_run[mt], row_sums(l_run[mt][0], l_run[mt][1]), o[mt]);
+    return;
+  }
   __global elem_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
   const int vec2 = (d & 1) == 0;
   #pragma unroll
@@ -720,7 +760,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
               __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
               int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
-              int h0, int qt0) {
+              int h0, int qt0, int nsplit, int kpart, __global float *part) {
   __local uint4 ks4[BK * RS / VECN];
   __local uint4 vs4[VROWS * RS / VECN];
   __local elem_t *ks = (__local elem_t *)ks4;
@@ -734,6 +774,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 
   const int t = (int)get_local_id(0);
   const int w = t >> 5, lane = t & 31, g = lane >> 2, tq = lane & 3;
+  const int gid0_ = (int)get_group_id(0), gid1_ = (int)get_group_id(1),
+            gid2_ = (int)get_group_id(2);
   SDPA_GROUP_SETUP(elem_t, VECN);
 
   const int r0 = w * 16 + g;   /* this lane's rows: r0 and r0 + 8 of the tile */
@@ -789,9 +831,10 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   for (int n = 0; n < NON; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0, 0};
   const int qi0 = q0 + r0, qi1 = qi0 + 8;
-  const int kv_end = SDPA_KV_END;
+  const int k_first = MMA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + kpart);
 
-  for (int k0 = 0; k0 < kv_end; k0 += BK) {
+  for (int k0 = k_first; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
     if (MMA_BATCH && vec) {
       uint4 kbuf[LPT(BK)], vbuf[LPT(BK)];
@@ -935,6 +978,10 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
   }
 
+  if (nsplit > 1) {
+    store_part(MMA_PART_BLOCK(part), r0, qn, tq, m_run, row_sums(l_run[0], l_run[1]), o);
+    return;
+  }
   const float2 li2 = row_scales(l_run[0], l_run[1]);
   const float li0 = li2.x, li1 = li2.y;
   __global elem_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;
@@ -971,5 +1018,26 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 }
 
 #endif  // MMA_PIPE
+
+// sdpa_merge (common.cl) over the parts' f32 blocks, stored as the kernels
+// store their rows.
+#define store_t elem_t
+#define MULADD(a, b, c) fma(a, b, c)
+inline void store4(__global elem_t *row, int c0, int d, int vec, float4 x) {
+  const float e[4] = {x.s0, x.s1, x.s2, x.s3};
+  #pragma unroll
+  for (int i = 0; i < 4; i += 2) {
+    if (c0 + i >= d) break;
+#if MMA_DTYPE == 0
+    row[c0 + i] = as_uint(e[i]);
+    if (c0 + i + 1 < d) row[c0 + i + 1] = as_uint(e[i + 1]);
+#else
+    const uint p = pack2(e[i], e[i + 1]);
+    row[c0 + i] = (ushort)p;
+    if (c0 + i + 1 < d) row[c0 + i + 1] = (ushort)(p >> 16);
+#endif
+  }
+}
+SDPA_MERGE_KERNEL(float, float4, BQ, DP)
 
 #endif

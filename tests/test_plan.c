@@ -620,7 +620,8 @@ Test(plan, loop_limit_splits_the_keys) {
    compute units until the groups are two a unit, not on 2 units; the
    parts never go under sdpa.split.keys keys; the sdpa.split tuning forces
    a count (more parts than key tiles too); llvmpipe's loop limit splits
-   for the limit. One program serves every split. */
+   for the limit; the tensor-core kernel splits as the fused one. One
+   program serves every split. */
 Test(plan, key_split_fills_the_compute_units) {
   cr_expect_eq(tabcl__sdpa_split_rule(132, 64, 40000, 1024), 5);
   cr_expect_eq(tabcl__sdpa_split_rule(2, 64, 40000, 1024), 1);
@@ -672,6 +673,36 @@ Test(plan, key_split_fills_the_compute_units) {
     tabcl__target tc = {cpu, &ct, 0, 0};
     cr_assert_eq(tabcl__sdpa_plan_make(&tc, &f, &d, TABCL__SDPA_AUTO, &whole), TABCL_OK);
     cr_expect_eq(whole.keys.parts, 1);
+  }
+  /* the tensor-core kernel (its check passed) splits the same call alike */
+  const tabcl__sdpa_facts mma = {1, 1, 1, 0, 0};
+  for (int dt = TABCL_F16; dt <= TABCL_BF16; dt++) {
+    const tabcl_sdpa_desc d = {1, 512, 40000, 8, 8, 64, (tabcl_dtype)dt, 0, 0,
+                               TABCL_MASK_BOOL, 1, 0, 0};
+    tabcl__tuning tg_t = tuning_for(gpu, NULL);
+    tabcl__target tg = {gpu, &tg_t, 0, 0};
+    tabcl__sdpa_plan p;
+    cr_assert_eq(tabcl__sdpa_plan_make(&tg, &mma, &d, TABCL__SDPA_AUTO, &p), TABCL_OK, "%s",
+                 tabcl_last_error());
+    cr_assert_eq(p.path, TABCL__SDPA_MMA, "dtype %d: %s", dt, p.backend);
+    const int64_t groups = d.batch * d.q_heads * p.query_tiles;
+    cr_expect_geq(groups * p.keys.parts, 2 * 132, "dtype %d: %lld parts", dt,
+                  (long long)p.keys.parts);
+    cr_expect_lt(groups * (p.keys.parts - 1), 2 * 132);
+    cr_expect_str_eq(p.keys.reason, "fill");
+    cr_expect_eq(p.keys.part_keys % p.mma.bk, 0);
+    cr_expect_geq(p.keys.parts * p.keys.part_keys, d.kv_len);
+    cr_expect_eq(p.keys.merge_rows, 16 * p.mma.nw * p.mma.mt);
+    char text[1024];
+    tabcl__sdpa_plan_print(&p, text, sizeof text);
+    cr_expect(strstr(text, "parts of") && strstr(text, "merge"), "%s", text);
+    tabcl__tuning one = tuning_for(gpu, "sdpa.split=1");
+    tabcl__target t1 = {gpu, &one, 0, 0};
+    tabcl__sdpa_plan whole;
+    cr_assert_eq(tabcl__sdpa_plan_make(&t1, &mma, &d, TABCL__SDPA_AUTO, &whole), TABCL_OK);
+    cr_expect_eq(whole.path, TABCL__SDPA_MMA);
+    cr_expect_eq(whole.keys.parts, 1);
+    cr_expect_str_eq(whole.options, p.options);
   }
   /* forced counts, also past the key tiles (empty parts) */
   static const int64_t forced[] = {2, 3, 7, 40};

@@ -639,7 +639,9 @@ static void forced_parts(const char *seed, int path) {
   tt_tune(whole, "sdpa.split=1");
   static const int parts[] = {2, 3, 7, 64};
   for (int dt = TABCL_F32; dt <= TABCL_F64; dt++) {
-    if (dt == TABCL_F64 && (!has_fp64(whole) || path == TABCL__SDPA_CPU)) continue;
+    if (dt == TABCL_F64 &&
+        (!has_fp64(whole) || path == TABCL__SDPA_CPU || path == TABCL__SDPA_MMA))
+      continue;
     for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
       tt_tune(split, "sdpa.split=%d", parts[pi]);
       const int mk = (int)(pi % 3);
@@ -673,6 +675,17 @@ Test(sdpa, forced_key_parts_equal_one_part) {
 /* The CPU kernel (forced, as everywhere in these tests) splits the same way. */
 Test(sdpa, forced_key_parts_cpu_kernel) {
   forced_parts("sdpa.forced_key_parts_cpu_kernel", TABCL__SDPA_CPU);
+}
+/* So does the tensor-core kernel, where the device offers it (NVIDIA; on
+   others tensor_core_path checks that forcing it is refused). */
+Test(sdpa, forced_key_parts_tensor_cores) {
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, 64, TABCL_F16);
+  tabcl__sdpa_mma_shape m;
+  const int offered = tabcl__sdpa_mma_tiles(ctx, &probe, &m);
+  tabcl_context_destroy(ctx);
+  if (!offered) cr_skip_test("no tensor-core kernel on this device");
+  forced_parts("sdpa.forced_key_parts_tensor_cores", TABCL__SDPA_MMA);
 }
 
 Test(sdpa, two_hundred_shapes_build_nothing_new) {

@@ -128,8 +128,15 @@ void tabcl__sdpa_mma_options(tabcl_dtype dt, const tabcl__sdpa_mma_shape *m, cha
                              size_t cap);
 int64_t tabcl__sdpa_mma_slice(const tabcl__target *t, const tabcl_sdpa_desc *d,
                               const tabcl__sdpa_mma_shape *m);
+/* Pure: the tensor-core kernel's key split for d (as the fused kernel's,
+   tabcl__sdpa_split_wanted and _fit); 0, or -1 where a forced split has
+   more parts than sdpa.groups_yz. */
+int tabcl__sdpa_mma_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                             const tabcl__sdpa_mma_shape *m, int64_t *launch_step,
+                             tabcl__sdpa_keysplit *ks);
 tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
+                                    const tabcl__sdpa_mma_shape *m,
+                                    const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev);
 

@@ -52,7 +52,7 @@ tabcl_status tabcl__sdpa_exec(tabcl_context *ctx, const tabcl__sdpa_facts *f,
       const cl_event *w = b0 == 0 ? wait : NULL;
       size_t cap = 0;
       if (p.path == TABCL__SDPA_MMA)
-        s = tabcl__sdpa_mma_launch(ctx, d, &p.mma, b, b0, nb, nw, w, ev);
+        s = tabcl__sdpa_mma_launch(ctx, d, &p.mma, &p.keys, b, b0, nb, nw, w, ev);
       else if (p.path == TABCL__SDPA_CPU)
         s = tabcl__sdpa_cpu_launch(ctx, d, &p.keys, b, b0, nb, nw, w, ev);
       else if (p.path == TABCL__SDPA_FUSED)

@@ -126,13 +126,38 @@ int64_t tabcl__sdpa_mma_slice(const tabcl__target *tg, const tabcl_sdpa_desc *d,
                                        (uint64_t)d->q_heads);
 }
 
+int tabcl__sdpa_mma_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+                             const tabcl__sdpa_mma_shape *m, int64_t *launch_step,
+                             tabcl__sdpa_keysplit *ks) {
+  memset(ks, 0, sizeof *ks);
+  ks->parts = 1, ks->part_keys = d->kv_len;
+  if (d->kv_len <= 0) return 0;
+  const int64_t nqt = tabcl__sdpa_mma_query_tiles(d, m);
+  const char *reason;
+  const int64_t parts = tabcl__sdpa_split_wanted(t, d, d->batch * d->q_heads * nqt, &reason);
+  return tabcl__sdpa_split_fit(t, d, nqt, 16 * m->nw * m->mt, m->bk, m->dp, parts, reason,
+                               launch_step, ks);
+}
+
 tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                    const tabcl__sdpa_mma_shape *m, const tabcl__sdpa_bufs *b,
+                                    const tabcl__sdpa_mma_shape *m,
+                                    const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev) {
   char opts[160];
   tabcl__sdpa_mma_options(d->dtype, m, opts, sizeof opts);
-  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
-                                 (size_t)(32 * m->nw), (int)tabcl__sdpa_mma_query_tiles(d, m),
-                                 NULL, NULL, b0, nb, nwait, wait, ev, NULL);
+  const int split = ks->parts > 1;
+  cl_mem part = NULL;
+  if (split) {
+    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
+                                          &part, "attention key parts");
+    if (s) return s;
+  }
+  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma",
+                                           "tensor-core kernel", (size_t)(32 * m->nw),
+                                           (int)tabcl__sdpa_mma_query_tiles(d, m), ks,
+                                           split ? part : b->out, b0, nb, nwait, wait, ev, NULL);
+  /* released at once: the launches that use it keep it */
+  tabcl__buffer_release(part);
+  return s;
 }

@@ -24,6 +24,8 @@ static int plan_mma(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->group = (size_t)(32 * p->mma.nw);
   p->query_tiles = tabcl__sdpa_mma_query_tiles(d, &p->mma);
   p->launch_step = tabcl__sdpa_mma_slice(t, d, &p->mma);
+  /* a split of more parts than sdpa.groups_yz leaves the call to the fused kernel */
+  if (tabcl__sdpa_mma_keysplit(t, d, &p->mma, &p->launch_step, &p->keys) < 0) return 0;
   return 1;
 }
 
@@ -198,13 +200,11 @@ void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
     snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu%s",
              TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound,
              keys);
-  /* The tensor-core kernel (cl/sdpa_mma.c, NVIDIA inline PTX) has no key
-     split yet: its plan keeps one part. */
   else if (p->path == TABCL__SDPA_MMA)
     snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, "
-             "pipe %d, P in %d parts; keys: 1 part, no merge (no key split in this kernel)",
+             "pipe %d, P in %d parts%s",
              p->mma.bk, p->mma.nw, 16 * p->mma.mt, p->mma.qmode, p->mma.batch, p->mma.pipe,
-             p->mma.psplit);
+             p->mma.psplit, keys);
   else snprintf(shape, sizeof shape, "softmax groups of %zu", p->group);
   snprintf(buf, cap,
            "%s (%s): %lld query tiles, %lld batch entries a launch, %lld an upload "
