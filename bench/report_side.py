@@ -5,7 +5,7 @@ for each family. Imported by report.py."""
 import math
 from collections import OrderedDict
 
-import report as R
+import report_common as R
 
 # The figures compared, per family: (metric, +1 higher is better / -1 lower);
 # each gets its own "fastest" line. "auto" is the
