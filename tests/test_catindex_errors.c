@@ -136,7 +136,7 @@ Test(catindex_errors, lookup_rejects_bad_arguments_and_writes_nothing) {
 Test(catindex_errors, align_long_column_on_threads) {
   tabcl_context *ctx = tt_context();
   cat_warm(ctx);
-  enum { ROWS = 200000, NCAT = 40 };   /* three parts and a part's remainder */
+  enum { ROWS = 70000, NCAT = 40 };
   tt_strings a, ca;
   tabcl_strings_view v = words(&a, 0, 60, 0);
   tabcl_strings_view cv = words(&ca, 30, NCAT, 0);   /* half known, half not */

@@ -7,8 +7,9 @@
 
 #include "catindex/catindex.h"
 
-/* Parts of a threaded pass over a column's codes (catindex_plan.h). */
-#define ALIGN_PART_BYTES ((size_t)TABCL__ALIGN_PART_ROWS * sizeof(int32_t))
+/* Parts of a threaded pass over a column's codes: at least this many bytes
+   of them (4,096 rows). */
+#define ALIGN_PART_BYTES ((size_t)16 << 10)
 
 typedef struct codes_check {
   const int32_t *codes;

@@ -284,13 +284,14 @@ void tabcl__catindex_host_lookup(const tabcl_category_index *idx, const tabcl__c
   }
 }
 
-/* Rows a part of a threaded host lookup takes at least: 20 to 70 us of
-   work on one core (10 to 35 ns a row for labels of 8 to 4,096 B in
-   cache), which repays waking a sleeping thread, as the workers are
-   between an application's calls. Smaller parts, or parts scaled down for
-   longer labels, made lookups of 1,000 rows 1.4-2.8x slower beside an
-   H200 and an H100 (bench/RESULTS.md, "The worker pool"). */
+/* Rows a part of a threaded host lookup takes at least (labels up to
+   HOST_PART_ROWS_BYTES on average; part_rows): 20 to 40 us of work on one
+   core (10 to 20 ns a row), which repays waking a sleeping thread, as the
+   workers are between an application's calls; smaller parts made lookups
+   of 1,000 rows 1.4-2.8x slower beside an H200 (bench/RESULTS.md, "The
+   worker pool"). */
 #define HOST_PART_ROWS 2048
+#define HOST_PART_ROWS_BYTES 64
 
 typedef struct host_part {
   const tabcl_category_index *idx;
@@ -311,10 +312,20 @@ static void lookup_part(void *dst, size_t at, size_t n, const void *arg) {
   tabcl__catindex_host_lookup(p->idx, p->t, p->c, &sub, dst);
 }
 
+/* Rows a part takes at least for q: HOST_PART_ROWS for labels up to 64 B
+   on average, fewer for longer ones, whose rows cost more each: about the
+   same work a part, on a multiple of 16 rows. */
+static int64_t part_rows(const tabcl_strings_view *q) {
+  const int64_t mean = q->length ? (q->offsets[q->length] - q->offsets[0]) / q->length : 0;
+  if (mean <= HOST_PART_ROWS_BYTES) return HOST_PART_ROWS;
+  const int64_t rows = HOST_PART_ROWS * HOST_PART_ROWS_BYTES / mean;
+  return rows < 16 ? 16 : rows & ~(int64_t)15;
+}
+
 void tabcl__catindex_host_lookup_n(const tabcl_category_index *idx,
                                    const tabcl__catindex_host *t, int threads, int c,
                                    const tabcl_strings_view *q, int32_t *codes) {
-  const int64_t rows = HOST_PART_ROWS;
+  const int64_t rows = part_rows(q);
   if (threads < 2 || q->length < 2 * rows) {
     tabcl__catindex_host_lookup(idx, t, c, q, codes);
     return;

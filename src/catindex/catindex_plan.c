@@ -164,6 +164,9 @@ tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int6
 }
 
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows) {
+  /* a pass costs well under a nanosecond a row: below this a part's
+     hand-over would cost as much as it saves (bench/history/code-notes.md,
+     "Align passes") */
   if (rows < TABCL__ALIGN_ROWS_THREADED) return 1;
   const int n = host_threads(t);
   return n < 1 ? 1 : n;

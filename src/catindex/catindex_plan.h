@@ -124,15 +124,9 @@ tabcl__route_plan tabcl__lookup_route(const tabcl__target *t, int64_t rows, int6
                                       int64_t index_bytes);
 /* The threads an align's passes over a column's rows of codes take on the
    host (the check of their range; on the host path the gather through the
-   category table): one below TABCL__ALIGN_ROWS_THREADED rows (two parts
-   of TABCL__ALIGN_PART_ROWS), else the host lookup's (lookup.host_threads
-   or its rule; 0 there gives 1). Pure. A pass costs about half a
-   nanosecond a row: a part of 65,536 rows is some 30 us of work, which
-   repays waking a sleeping thread; parts of 4,096 rows made aligns of
-   100,000 rows 1.2-1.6x slower on an H100's host (bench/RESULTS.md, "The
-   worker pool"). */
-#define TABCL__ALIGN_PART_ROWS 65536
-#define TABCL__ALIGN_ROWS_THREADED (2 * TABCL__ALIGN_PART_ROWS)
+   category table): one below TABCL__ALIGN_ROWS_THREADED rows, else the
+   host lookup's (lookup.host_threads or its rule; 0 there gives 1). Pure. */
+#define TABCL__ALIGN_ROWS_THREADED 16384
 int tabcl__align_row_threads(const tabcl__target *t, int64_t rows);
 void tabcl__fit_plan_make(const tabcl__target *t, int64_t labels, int64_t pairs,
                           int64_t data_bytes, int64_t longest_col, int64_t longest_pairs,
