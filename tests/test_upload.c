@@ -378,6 +378,46 @@ Test(upload_faults, injected_alloc_failures) {
 }
 #endif
 
+/* Buffers given back together, each larger than half the pool's cap:
+   making room for the second drops the first, which this same return had
+   filled. Before the fix that drop released the return's only reference
+   to its marker event, and the next slot retained an event the runtime
+   could already have freed: tabcl.sdpa of 2,000 x 48, 54 then 64 queries
+   (8 heads of 64, f32) on PoCL crashed in clRetainEvent 3 times of 3, and
+   not after. Here the marker is usually still pending at the drop, so
+   this test did not crash before the fix; it holds what the return must
+   leave: one buffer kept with a live marker, handed out again once the
+   queue has run. */
+Test(upload, pool_return_of_buffers_over_half_the_cap) {
+  tabcl_context *ctx = tt_context();
+  tt_tune(ctx, "upload.pool=%d", 1 << 20);
+  const long pooled = tabcl__pool_live();
+  cl_mem m[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++)
+    tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_ONLY, 600 << 10, &m[i], "test"));
+  tabcl__pool_put_n(ctx, 3, m, 0, NULL);
+  cr_expect_eq(tabcl__pool_live(), pooled + 1, "one buffer of 600 KiB fits a cap of 1 MiB");
+  int kept = 0;
+  for (int i = 0; i < TABCL__POOL_SLOTS; i++) {
+    const tabcl__pool_slot *sl = &ctx->pool.slot[i];
+    if (!sl->mem) continue;
+    kept++;
+    cr_expect_eq(sl->mem, m[2], "the last buffer given back is the one kept");
+    cl_uint refs = 0;
+    cr_assert_eq(clGetEventInfo(sl->done, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL),
+                 CL_SUCCESS);
+    cr_expect_geq(refs, 1);
+  }
+  cr_expect_eq(kept, 1);
+  tt_assert_ok(tabcl__finish(ctx));
+  cl_mem again = NULL;
+  tt_assert_ok(tabcl__pool_get(ctx, CL_MEM_READ_ONLY, 600 << 10, &again, "test"));
+  cr_expect_eq(again, m[2], "handed out again once its marker is done");
+  tabcl__buffer_release(again);
+  tabcl_context_destroy(ctx);
+  cr_expect_eq(tabcl__pool_live(), pooled);
+}
+
 /* The pool of upload buffers (runtime/pool.c): a buffer given back is
    handed out again only after the commands before its return are done,
    however the queue stands; pooled buffers are not leaks, the cap holds,

@@ -121,8 +121,11 @@ void tabcl__pool_put_after(tabcl_context *ctx, cl_mem m, cl_uint nwait, const cl
 void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nwait,
                        const cl_event *wait) {
   tabcl__pool *p = &ctx->pool;
+  /* The marker's event: this call keeps its own reference to the end, and
+     each slot given it takes one more, since making room may drop a slot
+     this same call filled (buffers larger than half the cap). */
   cl_event done = NULL;
-  int marked = 0, given = 0;   /* the marker tried; slots holding a reference to it */
+  int marked = 0;
   pthread_mutex_lock(&p->lock);
   for (int k = 0; k < n; k++) {
     cl_mem m = mems[k];
@@ -159,18 +162,17 @@ void tabcl__pool_put_n(tabcl_context *ctx, int n, const cl_mem *mems, cl_uint nw
         done = NULL;
       }
     }
-    if (slot >= 0 && done && given && clRetainEvent(done) != CL_SUCCESS) slot = -1;
+    if (slot >= 0 && done && clRetainEvent(done) != CL_SUCCESS) slot = -1;
     if (slot < 0 || !done) {
       tabcl__buffer_release(m);
       continue;
     }
-    given++;
     p->slot[slot] = (tabcl__pool_slot){m, bytes, flags, done};
     p->held += bytes;
     atomic_fetch_add(&live_pooled, 1);
     tabcl__mem_count(-1);
   }
-  if (done && !given) clReleaseEvent(done);
+  if (done) clReleaseEvent(done);
   pthread_mutex_unlock(&p->lock);
 }
 
