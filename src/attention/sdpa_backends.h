@@ -189,14 +189,14 @@ tabcl_status tabcl__sdpa_clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *
    where they exceed the sdpa.groups_yz tuning. TABCL_UNSUPPORTED, before
    anything is enqueued, when the compiled kernel cannot run nt work-items
    a group (what names it in the message; *kernel_cap, if given, gets the
-   kernel's limit). ks (the fused kernel's key split; NULL for the
-   tensor-core kernel, which takes no split arguments) with more than one
-   part writes partial rows to `part` and merges them launch by launch. */
+   kernel's limit). ks: the call's key split; with more than one part the
+   kernel writes partial rows to a scratch buffer of ks->part_bytes made
+   here, and they are merged launch by launch. */
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
-                                     cl_mem part, int64_t b0, int64_t nb, cl_uint nwait,
+                                     int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap);
 

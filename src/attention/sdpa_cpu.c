@@ -63,17 +63,6 @@ tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype "
                        "and head_dim %d", (int)d->head_dim);
   const int nqt = (int)tabcl__sdpa_cpu_groups(d);
-  const int split = ks->parts > 1;
-  cl_mem part = NULL;
-  if (split) {
-    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
-                                          &part, "attention key parts");
-    if (s) return s;
-  }
-  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel",
-                                           1, nqt, ks, split ? part : b->out, b0, nb, nwait, wait,
-                                           ev, NULL);
-  /* released at once: the launches that use it keep it */
-  tabcl__buffer_release(part);
-  return s;
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel", 1, nqt,
+                                 ks, b0, nb, nwait, wait, ev, NULL);
 }

@@ -248,21 +248,9 @@ tabcl_status tabcl__sdpa_fused_launch(tabcl_context *ctx, const tabcl_sdpa_desc 
                                       int64_t b0, int64_t nb, cl_uint nwait,
                                       const cl_event *wait, tabcl__sdpa_events *ev,
                                       size_t *kernel_cap) {
-  const int split = ks->parts > 1;
   char opts[288];
   tabcl__sdpa_fused_options(d->dtype, t, opts, sizeof opts);
-  cl_mem part = NULL;
-  if (split) {
-    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
-                                          &part, "attention key parts");
-    if (s) return s;
-  }
-  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
-                                           (size_t)t->nt, (int)query_tiles(d, t), ks,
-                                           split ? part : b->out, b0, nb, nwait, wait, ev,
-                                           kernel_cap);
-  /* Released at once: the launches that use it keep it (OpenCL's
-     clReleaseMemObject; the conformance tests release during execution). */
-  tabcl__buffer_release(part);
-  return s;
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa", opts, "sdpa_fused", "fused kernel",
+                                 (size_t)t->nt, (int)query_tiles(d, t), ks, b0, nb, nwait, wait,
+                                 ev, kernel_cap);
 }

@@ -1,13 +1,14 @@
 /* Launching the attention kernels that own one query tile of one (batch
- * entry, head) per work-group: the fused kernel (cl/sdpa.cl) and the
- * tensor-core kernel (cl/sdpa_mma.cl) take the same arguments and grid. */
+ * entry, head) per work-group: the fused (cl/sdpa.cl), tensor-core
+ * (cl/sdpa_mma.cl) and CPU (cl/sdpa_cpu.cl) kernels take the same
+ * arguments and grid, and a key split's scratch and merge. */
 #include "attention/sdpa.h"
 
 tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
                                      const tabcl__sdpa_bufs *b, const char *program,
                                      const char *opts, const char *kname, const char *what,
                                      size_t nt, int nqt, const tabcl__sdpa_keysplit *ks,
-                                     cl_mem part, int64_t b0, int64_t nb, cl_uint nwait,
+                                     int64_t b0, int64_t nb, cl_uint nwait,
                                      const cl_event *wait, tabcl__sdpa_events *ev,
                                      size_t *kernel_cap) {
   cl_kernel k = NULL;
@@ -41,11 +42,18 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
      into the output before the next launch, which reuses the scratch (the
      queue is in order). */
   const cl_int most = (cl_int)tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  const cl_int parts = ks ? (cl_int)ks->parts : 1;
+  const cl_int parts = (cl_int)ks->parts;
   const cl_int qstep = parts > 1 ? (cl_int)ks->qtile_step : most;
-  if (ks && !s) {
+  /* The split's scratch, released once enqueued: the launches that use it
+     keep it. Unsplit, the argument is any buffer, never written. */
+  cl_mem part = NULL;
+  if (!s && parts > 1)
+    s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL, &part,
+                             "attention key parts");
+  if (!s) {
     const cl_int kpart = parts > 1 ? (cl_int)ks->part_keys : lk;
-    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(part));
+    const cl_mem pbuf = parts > 1 ? part : b->out;
+    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(pbuf));
   }
   cl_kernel m = NULL;
   if (parts > 1 && !s) s = tabcl__kernel_create(ctx, program, opts, "sdpa_merge", &m);
@@ -79,5 +87,6 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
     }
   if (m) tabcl__kernel_release(m);
   tabcl__kernel_release(k);
+  tabcl__buffer_release(part);
   return s;
 }

@@ -146,18 +146,7 @@ tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
                                     tabcl__sdpa_events *ev) {
   char opts[160];
   tabcl__sdpa_mma_options(d->dtype, m, opts, sizeof opts);
-  const int split = ks->parts > 1;
-  cl_mem part = NULL;
-  if (split) {
-    tabcl_status s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL,
-                                          &part, "attention key parts");
-    if (s) return s;
-  }
-  tabcl_status s = tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma",
-                                           "tensor-core kernel", (size_t)(32 * m->nw),
-                                           (int)tabcl__sdpa_mma_query_tiles(d, m), ks,
-                                           split ? part : b->out, b0, nb, nwait, wait, ev, NULL);
-  /* released at once: the launches that use it keep it */
-  tabcl__buffer_release(part);
-  return s;
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_mma", opts, "sdpa_mma", "tensor-core kernel",
+                                 (size_t)(32 * m->nw), (int)tabcl__sdpa_mma_query_tiles(d, m), ks,
+                                 b0, nb, nwait, wait, ev, NULL);
 }
