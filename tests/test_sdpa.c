@@ -676,15 +676,21 @@ Test(sdpa, forced_key_parts_equal_one_part) {
 Test(sdpa, forced_key_parts_cpu_kernel) {
   forced_parts("sdpa.forced_key_parts_cpu_kernel", TABCL__SDPA_CPU);
 }
-/* So does the tensor-core kernel, where the device offers it (NVIDIA; on
-   others tensor_core_path checks that forcing it is refused). */
-Test(sdpa, forced_key_parts_tensor_cores) {
+/* Whether the default device offers the tensor-core kernel for f16 at
+   head dim `dim`. */
+static int mma_offered(int dim) {
   tabcl_context *ctx = tt_context();
-  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, 64, TABCL_F16);
+  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, dim, TABCL_F16);
   tabcl__sdpa_mma_shape m;
   const int offered = tabcl__sdpa_mma_tiles(ctx, &probe, &m);
   tabcl_context_destroy(ctx);
-  if (!offered) cr_skip_test("no tensor-core kernel on this device");
+  return offered;
+}
+
+/* So does the tensor-core kernel, where the device offers it (NVIDIA; on
+   others tensor_core_path checks that forcing it is refused). */
+Test(sdpa, forced_key_parts_tensor_cores) {
+  if (!mma_offered(64)) cr_skip_test("no tensor-core kernel on this device");
   forced_parts("sdpa.forced_key_parts_tensor_cores", TABCL__SDPA_MMA);
 }
 
@@ -1319,12 +1325,7 @@ Test(sdpa, tensor_core_path) {
 
 #ifdef TABCL_FAULT_INJECTION
 Test(sdpa, injected_cl_failures_tensor_cores) {
-  tabcl_context *ctx = tt_context();
-  tabcl_sdpa_desc probe = desc_of(1, 2, 2, 1, 1, 16, TABCL_F16);
-  tabcl__sdpa_mma_shape m;
-  const int offered = tabcl__sdpa_mma_tiles(ctx, &probe, &m);
-  tabcl_context_destroy(ctx);
-  if (!offered) cr_skip_test("no tensor-core kernel on this device");
+  if (!mma_offered(16)) cr_skip_test("no tensor-core kernel on this device");
   sweep_sdpa(1, TABCL__SDPA_MMA, 0);
 }
 #endif
