@@ -10,11 +10,15 @@
 //   Q^T   the tile's queries transposed once into a private [d][W] array,
 //         pre-scaled to the log2 domain;
 //   S     for a block of W keys: s[j] (one vector: key j against the W rows)
-//         = sum over c of Q^T[c] * K[j][c];
+//         = sum over c of Q^T[c] * K[j][c], four keys a pass (S_KEYS);
 //   P     online softmax per lane: the block's maxima, the rescale factor,
 //         exp2 of each s[j];
 //   O^T   for each column c: O^T[c] = O^T[c] * alpha + sum over j of
-//         p[j] * V[j][c], kept in a private [d][W] array.
+//         p[j] * V[j][c], kept in a private [d][W] array, four columns a
+//         pass (PV_COLS).
+// Four at a time keeps eight vector accumulators in registers: sixteen keys
+// at once spilled them (PoCL 3.1, AVX2), and the four-key passes took
+// 12-19% less time (bench/RESULTS.md, "The CPU kernel's register blocks").
 // K and V blocks are first converted into a private f32 block (rows past
 // the keys zeroed), so 16-bit inputs are converted once per element. Masks,
 // causality and partial tiles follow common.cl's rules, as the fused kernel
@@ -129,6 +133,49 @@ inline void store4(__global store_t *row, int c0, int d, int vec, float4 x) {
   if (c0 + 3 < d) ST1(row, c0 + 3, x.w);
 }
 
+// S = Q^T K^T for keys 0 .. JN - 1 of a block whose rows are `stride`
+// apart: four keys a pass over the columns, so that eight vector
+// accumulators and a column of Q^T stay in registers (sixteen keys at once
+// would need twice the sixteen vector registers of an AVX2 core).
+#define S_KEYS(src, stride, JN)                                              \
+  _Pragma("unroll") for (int j4_ = 0; j4_ < (JN); j4_ += 4) {                \
+    float16 a0_ = (float16)(0.0f), a1_ = a0_, a2_ = a0_, a3_ = a0_;          \
+    for (int c = 0; c < d; c++) {                                            \
+      const float16 qc = vload16(c, qtr);                                    \
+      a0_ = MULADD(qc, (float16)((src)[(j4_ + 0) * (stride) + c]), a0_);     \
+      a1_ = MULADD(qc, (float16)((src)[(j4_ + 1) * (stride) + c]), a1_);     \
+      a2_ = MULADD(qc, (float16)((src)[(j4_ + 2) * (stride) + c]), a2_);     \
+      a3_ = MULADD(qc, (float16)((src)[(j4_ + 3) * (stride) + c]), a3_);     \
+    }                                                                        \
+    s[j4_] = a0_, s[j4_ + 1] = a1_, s[j4_ + 2] = a2_, s[j4_ + 3] = a3_;      \
+  }
+
+// O^T[c] = O^T[c] * a + sum over j < JN of P[j] V[j][c]: four columns a
+// pass over the keys (eight accumulators again), the rest one at a time.
+#define PV_COLS(src, stride, JN)                                             \
+  do {                                                                       \
+    int c = 0;                                                               \
+    for (; c + 4 <= d; c += 4) {                                             \
+      float16 o0_ = vload16(c, otr) * a, o1_ = vload16(c + 1, otr) * a;      \
+      float16 o2_ = vload16(c + 2, otr) * a, o3_ = vload16(c + 3, otr) * a;  \
+      _Pragma("unroll") for (int j = 0; j < (JN); j++) {                     \
+        const float16 p_ = s[j];                                             \
+        o0_ = MULADD(p_, (float16)((src)[j * (stride) + c + 0]), o0_);       \
+        o1_ = MULADD(p_, (float16)((src)[j * (stride) + c + 1]), o1_);       \
+        o2_ = MULADD(p_, (float16)((src)[j * (stride) + c + 2]), o2_);       \
+        o3_ = MULADD(p_, (float16)((src)[j * (stride) + c + 3]), o3_);       \
+      }                                                                      \
+      vstore16(o0_, c, otr), vstore16(o1_, c + 1, otr);                      \
+      vstore16(o2_, c + 2, otr), vstore16(o3_, c + 3, otr);                  \
+    }                                                                        \
+    for (; c < d; c++) {                                                     \
+      float16 o_ = vload16(c, otr) * a;                                      \
+      _Pragma("unroll") for (int j = 0; j < (JN); j++)                       \
+        o_ = MULADD(s[j], (float16)((src)[j * (stride) + c]), o_);           \
+      vstore16(o_, c, otr);                                                  \
+    }                                                                        \
+  } while (0)
+
 #define GROUP_ROWS (W * CPU_TILES)
 // A key split (sdpa.cl says how): part g % nsplit of query tile g / nsplit.
 #undef SDPA_GID
@@ -184,35 +231,23 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
   for (int j0 = k_first; j0 < kv_end; j0 += W) {
     const int jn = min(W, kv_end - j0);
     float16 s[W];
-    #pragma unroll
-    for (int j = 0; j < W; j++) s[j] = (float16)(0.0f);
 #if SDPA_DTYPE == 0
     // f32 needs no conversion: a whole block of a short key row is read
     // where it lies
     if (jn == W && lk <= CPU_DIRECT_KEYS) {
       __global const float *kr = kb + j0 * kstride;
-      for (int c = 0; c < d; c++) {
-        const float16 qc = vload16(c, qtr);
-        #pragma unroll
-        for (int j = 0; j < W; j++) s[j] = MULADD(qc, (float16)(kr[j * kstride + c]), s[j]);
-      }
+      S_KEYS(kr, kstride, W);
     } else
 #endif
     {
       load_block(blk, kb + j0 * kstride, kstride, jn, d, vec);
+      // the end of a key row, half a block or less: half the work
       if (jn <= W / 2) {
-        // the end of a key row, half a block or less: half the work
-        for (int c = 0; c < d; c++) {
-          const float16 qc = vload16(c, qtr);
-          #pragma unroll
-          for (int j = 0; j < W / 2; j++) s[j] = MULADD(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
-        }
+        S_KEYS(blk, CPU_DP, W / 2);
+        #pragma unroll
+        for (int j = W / 2; j < W; j++) s[j] = (float16)(0.0f);
       } else {
-        for (int c = 0; c < d; c++) {
-          const float16 qc = vload16(c, qtr);
-          #pragma unroll
-          for (int j = 0; j < W; j++) s[j] = MULADD(qc, (float16)(blk[j * CPU_DP + c]), s[j]);
-        }
+        S_KEYS(blk, CPU_DP, W);
       }
     }
     // Entries no row may see become -inf: past either length, past the
@@ -262,30 +297,15 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
 #if SDPA_DTYPE == 0
     if (jn == W && lk <= CPU_DIRECT_KEYS) {
       __global const float *vr = vb + j0 * kstride;
-      for (int c = 0; c < d; c++) {
-        float16 o = vload16(c, otr) * a;
-        #pragma unroll
-        for (int j = 0; j < W; j++) o = MULADD(s[j], (float16)(vr[j * kstride + c]), o);
-        vstore16(o, c, otr);
-      }
+      PV_COLS(vr, kstride, W);
     } else
 #endif
     {
       load_block(blk, vb + j0 * kstride, kstride, jn, d, vec);
       if (jn <= W / 2) {
-        for (int c = 0; c < d; c++) {
-          float16 o = vload16(c, otr) * a;
-          #pragma unroll
-          for (int j = 0; j < W / 2; j++) o = MULADD(s[j], (float16)(blk[j * CPU_DP + c]), o);
-          vstore16(o, c, otr);
-        }
+        PV_COLS(blk, CPU_DP, W / 2);
       } else {
-        for (int c = 0; c < d; c++) {
-          float16 o = vload16(c, otr) * a;
-          #pragma unroll
-          for (int j = 0; j < W; j++) o = MULADD(s[j], (float16)(blk[j * CPU_DP + c]), o);
-          vstore16(o, c, otr);
-        }
+        PV_COLS(blk, CPU_DP, W);
       }
     }
   }

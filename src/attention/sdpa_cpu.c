@@ -24,11 +24,12 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
   const uint64_t w = TABCL__SDPA_CPU_ROWS, hd = (uint64_t)d->head_dim;
   const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
   /* the kernel's loops, each counted at its scalar (longest) form: Q^T and
-     the zeroed O^T; per block two block loads, S, the mask's rows and
-     lanes, P V; the scaling and the store, or a split's partial rows */
+     the zeroed O^T; per block two block loads, S (a pass over the columns
+     for every four keys), the mask's rows and lanes, P V; the scaling and
+     the store, or a split's partial rows */
   const uint64_t dp = (hd + 15) / 16 * 16;
-  return TABCL__SDPA_CPU_TILES *
-         (w * hd + hd + blocks * (2 * w * hd + hd + w * w + w + hd) + hd + w * hd + 3 * w + w * dp);
+  return TABCL__SDPA_CPU_TILES * (w * hd + hd + blocks * (2 * w * hd + w / 4 * hd + w * w + w + hd) +
+                                  hd + w * hd + 3 * w + w * dp);
 }
 
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d) {
