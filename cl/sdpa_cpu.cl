@@ -18,7 +18,7 @@
 //         pass (PV_COLS).
 // Four at a time keeps eight vector accumulators in registers: sixteen keys
 // at once spilled them (PoCL 3.1, AVX2), and the four-key passes took
-// 12-19% less time (bench/RESULTS.md, "The CPU kernel's register blocks").
+// 12-19% less time (bench/RESULTS.md, "The CPU kernel's register blocks and key chunks").
 // K and V blocks are first converted into a private f32 block (rows past
 // the keys zeroed), so 16-bit inputs are converted once per element. Masks,
 // causality and partial tiles follow common.cl's rules, as the fused kernel
@@ -28,7 +28,8 @@
 // rounded up to a multiple of 16, at most 128: the sizes of the private
 // arrays), CPU_TILES (tiles of W queries a work-item takes in turn) and CPU_DIRECT_KEYS (f32 key rows up to this long have their
 // whole blocks read where they lie, not copied; src/attention/sdpa_cpu.c
-// says why). Sizes are arguments.
+// says why) and CPU_KEY_CHUNK (keys every tile takes before the next
+// chunk, a multiple of W). Sizes are arguments.
 
 #ifndef SDPA_DTYPE
 #define SDPA_DTYPE 0
@@ -177,6 +178,9 @@ inline void store4(__global store_t *row, int c0, int d, int vec, float4 x) {
   } while (0)
 
 #define GROUP_ROWS (W * CPU_TILES)
+#ifndef CPU_KEY_CHUNK
+#define CPU_KEY_CHUNK 256
+#endif
 // A key split (sdpa.cl says how): part g % nsplit of query tile g / nsplit.
 #undef SDPA_GID
 #define SDPA_GID(i) SDPA_SPLIT_GID(i)
@@ -191,20 +195,34 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
               int hq, int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb,
               int mask_hb, int h0, int qt0, int nsplit, int kpart, __global float *part) {
   float qtr[CPU_DP * W];   /* Q^T, then at the end O^T scaled for the store */
-  float otr[CPU_DP * W];   /* O^T */
+  float oall[CPU_TILES * CPU_DP * W];   /* each tile's O^T */
+  float16 mall[CPU_TILES], lall[CPU_TILES];   /* each tile's row maxima and sums */
   float blk[W * CPU_DP];  /* the K block, then the V block */
   float lane[W];
   SDPA_GROUP_SETUP(store_t, 4);
 #undef BQ
 #define BQ W
-  // The group's CPU_TILES tiles of W queries one after another: the head's
-  // K and V, read by each, stay in this core's caches (consecutive groups
-  // are other batch entries).
+  // The group's CPU_TILES tiles of W queries take each chunk of
+  // CPU_KEY_CHUNK keys in turn, so that the chunk's K and V, read by each
+  // tile, stay in this core's caches however long the keys are
+  // (consecutive groups are other batch entries); a tile's O^T, maxima and
+  // sums wait in oall, mall and lall for the next chunk.
   const int g_q0 = q0, g_qn = qn;
   __global const store_t *g_qb = qb;
-  for (int tile = 0; tile < CPU_TILES && tile * W < g_qn; tile++) {
+  const int ntiles = min(CPU_TILES, (g_qn + W - 1) / W);
+  for (int tile = 0; tile < ntiles; tile++) {
+    for (int c = 0; c < d; c++) vstore16((float16)(0.0f), tile * CPU_DP + c, oall);
+    mall[tile] = (float16)(-INFINITY);
+    lall[tile] = (float16)(0.0f);
+  }
+  const int k_first = SDPA_PART * kpart;
+  const int k_last = k_first + min(kpart, lk - k_first);
+  for (int kc = k_first; kc < k_last; kc += CPU_KEY_CHUNK) {
+  for (int tile = 0; tile < ntiles; tile++) {
   const int q0 = g_q0 + tile * W, qn = min(W, g_qn - tile * W);
   __global const store_t *qb = g_qb + (long)tile * W * qstride;
+  const int kv_end = min(min(SDPA_KV_END, k_last), kc + CPU_KEY_CHUNK);
+  if (kc >= kv_end) continue;   /* causal: no key of the chunk for this tile */
 
   if ((d & 15) == 0) {
     // 16 columns of the 16 rows at a time, transposed in registers
@@ -222,13 +240,11 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
       for (int c = 0; c < d; c++) qtr[c * W + r] = r < qn ? LD1(row, c) * scale2 : 0.0f;
     }
   }
-  for (int c = 0; c < d; c++) vstore16((float16)(0.0f), c, otr);
-  float16 m = (float16)(-INFINITY), l = (float16)(0.0f);
+  float *otr = oall + tile * CPU_DP * W;
+  float16 m = mall[tile], l = lall[tile];
   const int16 qi = (int16)(q0) + (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 
-  const int k_first = SDPA_PART * kpart;
-  const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
-  for (int j0 = k_first; j0 < kv_end; j0 += W) {
+  for (int j0 = kc; j0 < kv_end; j0 += W) {
     const int jn = min(W, kv_end - j0);
     float16 s[W];
 #if SDPA_DTYPE == 0
@@ -258,7 +274,16 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
         const int16 seen = (qi < (int16)(lq)) & (int16)(kj < lk ? -1 : 0) &
                            (causal ? ((int16)(kj) <= qi) : (int16)(-1));
         float16 x = select((float16)(-INFINITY), s[j], seen);
-        if (mask_kind) {
+        if (mask_kind && mqs == 0 && kj < lk) {
+          // one mask row for every query (a key-padding mask): one entry
+          // for all the lanes, not one a lane
+          if (mask_kind == 1) {
+            if (!mask[mbase + kj]) x = (float16)(-INFINITY);
+          } else {
+            const float add = LD1((__global const store_t *)mask, mbase + kj) * LOG2E;
+            x = select((float16)(-INFINITY), x + (float16)(add), seen);
+          }
+        } else if (mask_kind && mqs != 0) {
           vstore16(x, 0, lane);
           for (int r = 0; r < W; r++) {
             const int qr = q0 + r;
@@ -309,7 +334,15 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
       }
     }
   }
+  mall[tile] = m;
+  lall[tile] = l;
+  }
+  }
 
+  for (int tile = 0; tile < ntiles; tile++) {
+  const int q0 = g_q0 + tile * W, qn = min(W, g_qn - tile * W);
+  const float *otr = oall + tile * CPU_DP * W;
+  const float16 m = mall[tile], l = lall[tile];
   if (nsplit > 1) {
     __global float *pb = part + (((long)get_group_id(0) * get_num_groups(1) + get_group_id(1)) *
                                      get_num_groups(2) + get_group_id(2)) *

@@ -1516,6 +1516,26 @@ Test(sdpa, query_broadcast_masks_sixteen_bit) {
   tabcl_context_destroy(ctx);
 }
 
+/* The CPU kernel takes keys in chunks of TABCL__SDPA_CPU_KEY_CHUNK, every
+   tile of a work-item before the next chunk: keys over three chunks and a
+   part, with each kind of query-broadcast mask, causal or not. */
+Test(sdpa, query_broadcast_masks_cpu_key_chunks) {
+  tt_rng r = {tt_seed("sdpa.query_broadcast_masks_cpu_key_chunks")};
+  tabcl_context *ctx = tt_context();
+  for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+    for (int causal = 0; causal < 2; causal++) {
+      const int lk = 3 * TABCL__SDPA_CPU_KEY_CHUNK + 1 + (int)tt_below(&r, 40);
+      tabcl_sdpa_desc d = desc_of(2, 40 + (int)tt_below(&r, 60), lk, 2, 1, 64, TABCL_F32);
+      d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1, d.causal = causal;
+      char what[96];
+      snprintf(what, sizeof what, "query broadcast, CPU kernel, mask %d, causal %d, %lld x %d",
+               kind, causal, (long long)d.q_len, lk);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, -1, what);
+      if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
+    }
+  tabcl_context_destroy(ctx);
+}
+
 /* The key split and its merge read the same mask rows. */
 Test(sdpa, query_broadcast_masks_split_keys) {
   tt_rng r = {tt_seed("sdpa.query_broadcast_masks_split_keys")};

@@ -156,6 +156,11 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
    them (bench/history/2026-11-to-12.md, "Tuning: sdpa.cpu"). */
 #define TABCL__SDPA_CPU_ROWS 16
 #define TABCL__SDPA_CPU_TILES 4
+/* Keys a chunk that every tile of a work-item takes before the next chunk,
+   so that the chunk's K and V stay in the core's L2 cache (256 keys of
+   head dim 128 in f32: 256 KiB) however long the keys; bench/RESULTS.md,
+   "The CPU kernel's register blocks and key chunks". */
+#define TABCL__SDPA_CPU_KEY_CHUNK 256
 /* Work-groups along the queries: tiles of ROWS x TILES. */
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d);
 int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);

@@ -15,21 +15,26 @@ int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap) {
      never change the options), and copied into a private block first for
      longer ones, where the copy is faster (bench/history/2026-11-to-12.md, "Tuning:
      sdpa.cpu"). */
-  snprintf(buf, cap, "-DSDPA_DTYPE=%d -DCPU_DP=%d -DCPU_TILES=%d -DCPU_DIRECT_KEYS=%d",
-           (int)d->dtype, dp, TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_DIRECT_KEYS);
+  snprintf(buf, cap,
+           "-DSDPA_DTYPE=%d -DCPU_DP=%d -DCPU_TILES=%d -DCPU_DIRECT_KEYS=%d -DCPU_KEY_CHUNK=%d",
+           (int)d->dtype, dp, TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_DIRECT_KEYS,
+           TABCL__SDPA_CPU_KEY_CHUNK);
   return 1;
 }
 
 uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
   const uint64_t w = TABCL__SDPA_CPU_ROWS, hd = (uint64_t)d->head_dim;
   const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
-  /* the kernel's loops, each counted at its scalar (longest) form: Q^T and
-     the zeroed O^T; per block two block loads, S (a pass over the columns
+  /* the kernel's loops, each counted at its scalar (longest) form: Q^T
+     (once a chunk of keys) and the zeroed O^T; per block two block loads, S (a pass over the columns
      for every four keys), the mask's rows and lanes, P V; the scaling and
      the store, or a split's partial rows */
   const uint64_t dp = (hd + 15) / 16 * 16;
-  return TABCL__SDPA_CPU_TILES * (w * hd + hd + blocks * (2 * w * hd + w / 4 * hd + w * w + w + hd) +
-                                  hd + w * hd + 3 * w + w * dp);
+  const uint64_t chunks = ((uint64_t)d->kv_len + TABCL__SDPA_CPU_KEY_CHUNK - 1) /
+                          TABCL__SDPA_CPU_KEY_CHUNK;
+  return TABCL__SDPA_CPU_TILES *
+         ((chunks ? chunks : 1) * w * hd + hd + blocks * (2 * w * hd + w / 4 * hd + w * w + w + hd) +
+          hd + w * hd + 3 * w + w * dp);
 }
 
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d) {
@@ -59,7 +64,7 @@ tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
                                     const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev) {
-  char opts[64];
+  char opts[128];
   if (!tabcl__sdpa_cpu_options(d, opts, sizeof opts))
     return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype "
                        "and head_dim %d", (int)d->head_dim);

@@ -94,7 +94,7 @@ int tabcl__tools_sdpa_offered(const tabcl_context *ctx, const tabcl_sdpa_desc *d
     case TABCL__TOOLS_SDPA_CLBLAST: return tabcl__sdpa_clblast_available();
     case TABCL__TOOLS_SDPA_CPU: {
       /* where the tuning gives CPU plans (any device could run it) */
-      char opts[64];
+      char opts[128];
       return tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_CPU) > 0 &&
              tabcl__sdpa_cpu_options(d, opts, sizeof opts);
     }
