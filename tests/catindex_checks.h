@@ -123,7 +123,7 @@ static inline void cat_warm(tabcl_context *ctx) {
      builds it; within one tile, as above, the program without the
      register passes): the tests' fits take both */
   static tabcl__sort_plan sp;
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sort_plan_make(&tg, (uint64_t)1 << 20, &sp);
   cl_program prog;
   cr_assert_eq(tabcl__program_get(ctx, "sort", sp.extra, &prog, NULL), TABCL_OK,

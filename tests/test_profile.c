@@ -305,7 +305,7 @@ Test(profile, plans_within_limits) {
   for (int i = 0; i < NFAM; i++) {
     tabcl_context *ctx = profile_context(families[i].name);
     const tabcl__device_desc *dev = &ctx->info;
-    const tabcl__target tg = tabcl__context_target(ctx);
+    const tabcl__target tg = ctx->target;
     const size_t cap = wg_cap(dev);
     const char *fam = families[i].name;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -433,7 +433,7 @@ Test(profile, variants_cover_plans) {
   static tabcl__variant v[512];
   for (int i = -1; i < NFAM; i++) {
     tabcl_context *ctx = profile_context(i < 0 ? "" : families[i].name);
-    const tabcl__target tg = tabcl__context_target(ctx);
+    const tabcl__target tg = ctx->target;
     const tabcl__sdpa_facts f = {tabcl__sdpa_clblast_available(), 1, 1, 0, 0};
     const int n = tabcl__variants_collect(&tg, &f, v, 512);
     cr_assert_leq(n, 512);

@@ -510,7 +510,7 @@ static tabcl__sdpa_tiles tiles_in_use(tabcl_context *ctx, const tabcl_sdpa_desc 
   tabcl__sdpa_facts f;
   tt_assert_ok(tabcl__sdpa_facts_get(ctx, d, TABCL__SDPA_FUSED, &f));
   f.loop_limit = 0;
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sdpa_plan p;
   tt_assert_ok(tabcl__sdpa_plan_make(&tg, &f, d, TABCL__SDPA_FUSED, &p));
   return p.tiles;
@@ -603,7 +603,7 @@ Test(sdpa, split_keys_bit_for_bit) {
   int found = 0;
   for (cl_ulong cap = 4096; cap < real_alloc && !found; cap *= 2) {
     split->info.max_mem_alloc_size = cap;
-    const tabcl__target tg = tabcl__context_target(split);
+    const tabcl__target tg = split->target;
     tabcl__sdpa_facts f = {0, 0, 0, 0, 2 * tabcl__sdpa_fused_loops(&t, 2 * t.bk) + 2};
     tabcl__sdpa_plan p;
     if (tabcl__sdpa_plan_make(&tg, &f, &d, TABCL__SDPA_FUSED, &p) == TABCL_OK)

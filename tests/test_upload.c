@@ -418,7 +418,7 @@ Test(upload, pool_return_of_buffers_over_half_the_cap) {
   cr_expect_eq(tabcl__pool_live(), pooled);
 }
 
-/* The pool of upload buffers (runtime/pool.c): a buffer given back is
+/* The pool of upload buffers (runtime/buffer.c): a buffer given back is
    handed out again only after the commands before its return are done,
    however the queue stands; pooled buffers are not leaks, the cap holds,
    and the context's end gives them all back. The queue is held behind a

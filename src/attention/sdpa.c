@@ -19,7 +19,7 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
      device check; a failed check leaves the portable kernel in charge.
      The check runs once, the first time that kernel could take a call. */
   if (forced == TABCL__SDPA_AUTO && f->mma_enabled) {
-    const tabcl__target tg = tabcl__context_target(ctx);
+    const tabcl__target tg = ctx->target;
     tabcl__sdpa_mma_shape m;
     if (tabcl__sdpa_mma_shape_for(&tg, d, &m)) {
       f->mma_passed = tabcl__sdpa_mma_verdict(ctx, d->dtype) == TABCL_OK;
@@ -30,7 +30,7 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
      where the plan could run long, the device's loop limit decides whether
      the fused kernel splits the keys into parts within it, or takes the
      call from the CPU kernel. */
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sdpa_plan p;
   if (tabcl__sdpa_plan_make(&tg, f, d, forced, &p) != TABCL_OK) {
     tabcl__clear_error();   /* the executor plans again and reports it */

@@ -39,7 +39,7 @@ static void remember_cap(tabcl_context *ctx, const tabcl_sdpa_desc *d, size_t ca
 tabcl_status tabcl__sdpa_exec(tabcl_context *ctx, const tabcl__sdpa_facts *f,
                               const tabcl_sdpa_desc *d, int forced, const tabcl__sdpa_bufs *b,
                               cl_uint nwait, const cl_event *wait, tabcl__sdpa_events *ev) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sdpa_facts facts = *f;
   for (int attempt = 0;; attempt++) {
     tabcl__sdpa_plan p;
@@ -96,7 +96,7 @@ tabcl_status tabcl__sdpa_exec_host(tabcl_context *ctx, const tabcl__sdpa_facts *
      tabcl__sdpa_exec, which plans that slice's launches (and plans again
      where a built kernel tells more). The two answer different questions
      about different calls: neither plan can stand for the other. */
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sdpa_plan p;
   tabcl_status s = tabcl__sdpa_plan_make(&tg, f, d, forced, &p);
   if (s) return s;

@@ -132,7 +132,7 @@ int tabcl__sdpa_fused_tiles(const tabcl__target *tg, size_t kernel_cap, tabcl_dt
 
 int tabcl__sdpa_choose_tiles(const tabcl_context *ctx, tabcl_dtype dt, int head_dim,
                              tabcl__sdpa_tiles *t) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   return tabcl__sdpa_fused_tiles(&tg, 0, dt, head_dim, t, NULL) == 1;
 }
 

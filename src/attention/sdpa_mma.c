@@ -99,7 +99,7 @@ int tabcl__sdpa_mma_shape_for(const tabcl__target *tg, const tabcl_sdpa_desc *d,
 int tabcl__sdpa_mma_tiles(const tabcl_context *ctx, const tabcl_sdpa_desc *d,
                           tabcl__sdpa_mma_shape *m) {
   if (!tabcl__sdpa_mma_enabled()) return 0;
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   return tabcl__sdpa_mma_shape_for(&tg, d, m);
 }
 

@@ -52,7 +52,7 @@ static void gather_part(void *dst, size_t at, size_t n, const void *arg) {
 static tabcl_status check_inputs(tabcl_category_index *idx, const tabcl_dictionary_view *inputs,
                                  int ncols, int32_t *const *codes, const char *fn,
                                  int64_t *longest) {
-  const tabcl__target tg = tabcl__context_target(idx->ctx);
+  const tabcl__target tg = idx->ctx->target;
   tabcl_status st;
   for (int c = 0; c < ncols; c++) {
     const tabcl_dictionary_view *in = &inputs[c];
@@ -94,7 +94,7 @@ static tabcl_status check_inputs(tabcl_category_index *idx, const tabcl_dictiona
 static tabcl_status align_on_host(tabcl_category_index *idx, const tabcl__catindex_host *h,
                                   int threads, int ncols, const tabcl_dictionary_view *inputs,
                                   int32_t *const *codes, int64_t categories, const char *fn) {
-  const tabcl__target tg = tabcl__context_target(idx->ctx);
+  const tabcl__target tg = idx->ctx->target;
   int32_t *table = tabcl__malloc(((size_t)categories + 1) * sizeof *table);
   if (!table)
     return tabcl__fail(TABCL_OUT_OF_MEMORY,
@@ -160,7 +160,7 @@ tabcl_status tabcl_category_index_align(tabcl_category_index *idx, int ncols,
     return st;
   }
   tabcl_context *ctx = idx->ctx;
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__align_plan plan;
   tabcl__align_plan_make(&tg, ncols, rows, categories, &plan);
   const int64_t tsize = plan.table_entries;

@@ -85,7 +85,7 @@ tabcl_status tabcl__fit_scratch_init(tabcl_category_index *idx, const fit_source
   }
   s->seg[idx->ncols] = np;
   s->npairs = np;
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__fit_plan_make(&tg, idx->labels, np, idx->data_bytes, longest_col, longest_pairs,
                        longest_sparse, longest_label, src->dev != NULL, &s->plan);
   const tabcl__fit_plan *p = &s->plan;
@@ -203,7 +203,7 @@ void tabcl__fit_prefetch_programs(tabcl_context *ctx, const fit_scratch *s) {
      that builds one at a time (every one but NVIDIA's) skips it */
   if (!s->npairs || tabcl__build_threads(ctx) < 2) return;
   const int was = tabcl__fault_suspend(1);
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   /* the hash program's options never depend on the column's sizes */
   tabcl__hash_plan hp;
   tabcl__hash_plan_make(&tg, 1, 1, 1, &hp);

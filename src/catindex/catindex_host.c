@@ -131,7 +131,7 @@ tabcl__route_plan tabcl__catindex_route(const tabcl_category_index *idx, int64_t
   if (!idx->host_lock_made || !idx->keys || !idx->spans || !idx->ecodes || !idx->dir ||
       !idx->dinfo || !idx->vdata)
     return (tabcl__route_plan){TABCL__ROUTE_DEVICE, 0};
-  const tabcl__target tg = tabcl__context_target(idx->ctx);
+  const tabcl__target tg = idx->ctx->target;
   return tabcl__lookup_route(&tg, rows, bytes, idx->device_bytes);
 }
 

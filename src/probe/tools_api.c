@@ -174,7 +174,7 @@ tabcl_status tabcl__tools_hash_plan(tabcl_context *ctx, int64_t labels, int64_t 
 
 tabcl_status tabcl__tools_sort_plan(const tabcl_context *ctx, uint64_t pairs, char *text,
                                     size_t cap) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sort_plan *p = tabcl__malloc(sizeof *p);   /* its pass list is large for a stack */
   if (!p) return tabcl__fail(TABCL_OUT_OF_MEMORY, "sort plan: %zu bytes", sizeof *p);
   tabcl__sort_plan_make(&tg, pairs, p);
@@ -193,7 +193,7 @@ static int route_text(const tabcl__route_plan *r, char *text, size_t cap) {
 
 tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t bytes,
                                       char *text, size_t cap) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   /* against an index within lookup.host_index (a larger one takes the kernels) */
   const tabcl__route_plan r = tabcl__lookup_route(&tg, rows, bytes, 0);
   if (r.route != TABCL__ROUTE_DEVICE) {
@@ -213,7 +213,7 @@ tabcl_status tabcl__tools_lookup_plan(tabcl_context *ctx, int64_t rows, int64_t 
 
 tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int64_t pairs,
                                    int64_t bytes, int64_t longest_col, char *text, size_t cap) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__fit_plan p;
   /* one column of labels of one length: its pairs are all the pairs, and
      it has nulls where fewer are present than there are labels */
@@ -225,7 +225,7 @@ tabcl_status tabcl__tools_fit_plan(const tabcl_context *ctx, int64_t labels, int
 
 tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_t rows,
                                      int64_t categories, char *text, size_t cap) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   /* an align's route is its categories' lookup route (labels of 8 B here,
      an index within lookup.host_index) */
   const tabcl__route_plan r = tabcl__lookup_route(&tg, categories, categories * 8, 0);
@@ -245,7 +245,7 @@ tabcl_status tabcl__tools_align_plan(const tabcl_context *ctx, int ncols, int64_
 
 tabcl_status tabcl__tools_sdpa_plan(tabcl_context *ctx, const tabcl_sdpa_desc *d, char *text,
                                     size_t cap) {
-  const tabcl__target tg = tabcl__context_target(ctx);
+  const tabcl__target tg = ctx->target;
   tabcl__sdpa_facts f;
   tabcl__sdpa_plan p;
   tabcl_status s = tabcl__sdpa_facts_get(ctx, d, TABCL__SDPA_AUTO, &f);

@@ -129,7 +129,7 @@ int tabcl__variants_build(tabcl_context *ctx, int shard, int shards,
     }
     return 1;
   }
-  const tabcl__target t = tabcl__context_target(ctx);
+  const tabcl__target t = ctx->target;
   int failures = 0;
   /* Every backend this build has, the tensor-core kernel as if its check
      had passed: the probe builds what any later call could ask for. */

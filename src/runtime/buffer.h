@@ -1,4 +1,4 @@
-/* Buffers, transfers, the staging area and the pool of device buffers (buffer.c, pool.c). */
+/* Buffers, transfers, the staging area and the pool of device buffers (buffer.c). */
 #ifndef TABCL_RUNTIME_BUFFER_H
 #define TABCL_RUNTIME_BUFFER_H
 
@@ -12,7 +12,7 @@
 #include "tabcl/tabcl.h"
 #include "runtime/workers.h"
 
-/* A context's pool of device buffers for host calls' temporaries (pool.c). */
+/* A context's pool of device buffers for host calls' temporaries (buffer.c). */
 #define TABCL__POOL_SLOTS 16
 typedef struct tabcl__pool_slot {
   cl_mem mem;                 /* NULL: a free slot */
@@ -96,7 +96,7 @@ tabcl_status tabcl__staging_init(tabcl_context *ctx);
    or tabcl__context_tune), dropping the current staging area. */
 void tabcl__staging_configure(tabcl_context *ctx);
 void tabcl__staging_destroy(tabcl_context *ctx);
-/* The pool (pool.c). tabcl__pool_get hands out a buffer of at least bytes
+/* The pool (buffer.c). tabcl__pool_get hands out a buffer of at least bytes
    with flags (no host pointer), pooled where one is ready, else a new one
    (tabcl__buffer_create, whose failures it returns). tabcl__pool_put takes
    a buffer from tabcl__pool_get back after its last command was enqueued

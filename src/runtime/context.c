@@ -94,6 +94,8 @@ static tabcl_context *context_alloc(const char *fn) {
    settings and the kernel and cache folders. */
 static tabcl_status context_configure(tabcl_context *ctx, const tabcl_options *o, const char *fn) {
   ctx->max_batch_per_launch = o->max_batch_per_launch;
+  ctx->target = (tabcl__target){&ctx->info, &ctx->tune, o->max_batch_per_launch,
+                                tabcl__online_cores()};
   tabcl_status s = tabcl__device_query(ctx->platform, ctx->device, &ctx->info);
   if (s != TABCL_OK) return s;
   /* Before the tuning table is resolved: every key and every planner sees

@@ -35,6 +35,9 @@ struct tabcl_context {
   char *cache_dir;            /* NULL: no disk cache */
   char cache_refusal[768];    /* the disk cache's last refusal, "" if none (guarded by lock) */
   int64_t max_batch_per_launch; /* 0 = device limits only */
+  tabcl__target target;       /* what a planner reads of the context: info, tune,
+                                 max_batch_per_launch and the host's online cores
+                                 (counted at creation) */
   int app_objects;            /* cl, device and queue are the caller's, retained
                                  (tabcl_context_create_cl): its queue is never drained */
   unsigned hash_bits;         /* test-only: 64 normally; fewer forces collisions */
@@ -52,7 +55,7 @@ struct tabcl_context {
   tabcl_stats stats;          /* but kernel_launches, which is counted in launches */
   _Atomic uint64_t launches;  /* every launch adds one: no lock on that path */
   tabcl__staging staging;      /* uploads on GPUs (buffer.c) */
-  tabcl__pool pool;            /* host calls' temporaries (pool.c) */
+  tabcl__pool pool;            /* host calls' temporaries (buffer.c) */
   tabcl__workers workers;      /* the worker pool (workers.c) */
   /* Set (under lock) by an upper layer that keeps process-wide state per
      context (attention's CLBlast users); called first by the destroy. */
@@ -94,16 +97,10 @@ static inline uint64_t tabcl__loop_budget(const struct tabcl__device_desc *dev) 
   return dev->loop_limit ? dev->loop_limit / 2 : UINT64_MAX;
 }
 
-/* What a planner reads of ctx. */
-static inline tabcl__target tabcl__context_target(const tabcl_context *ctx) {
-  tabcl__target t = {&ctx->info, &ctx->tune, ctx->max_batch_per_launch, tabcl__online_cores()};
-  return t;
-}
 /* tabcl__slice_items for a context's own target. */
 static inline int64_t tabcl__slice_items_ctx(const tabcl_context *ctx, uint64_t bytes_per_item,
                                              uint64_t work_items_per_item) {
-  const tabcl__target t = tabcl__context_target(ctx);
-  return tabcl__slice_items(&t, bytes_per_item, work_items_per_item);
+  return tabcl__slice_items(&ctx->target, bytes_per_item, work_items_per_item);
 }
 
 /* ctx's target with the loop limit the context has measured, if it has:

@@ -94,7 +94,7 @@ void tabcl__context_set_loop_limit(tabcl_context *ctx, uint64_t limit) {
 
 int tabcl__context_target_limited(tabcl_context *ctx, tabcl__device_desc *dev, tabcl__target *out) {
   *dev = ctx->info;
-  *out = tabcl__context_target(ctx);
+  *out = ctx->target;
   out->dev = dev;
   return tabcl__loop_limit_known(ctx, &dev->loop_limit);
 }
