@@ -18,7 +18,8 @@
 //         pass (PV_COLS).
 // Four at a time keeps eight vector accumulators in registers: sixteen keys
 // at once spilled them (PoCL 3.1, AVX2), and the four-key passes took
-// 12-19% less time (bench/RESULTS.md, "The CPU kernel's register blocks and key chunks").
+// 12-19% less time (bench/RESULTS.md, "The CPU kernel's register blocks
+// and key chunks").
 // K and V blocks are first converted into a private f32 block (rows past
 // the keys zeroed), so 16-bit inputs are converted once per element. Masks,
 // causality and partial tiles follow common.cl's rules, as the fused kernel
