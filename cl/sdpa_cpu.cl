@@ -281,8 +281,10 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
           if (mask_kind == 1) {
             if (!mask[mbase + kj]) x = (float16)(-INFINITY);
           } else {
-            const float add = LD1((__global const store_t *)mask, mbase + kj) * LOG2E;
-            x = select((float16)(-INFINITY), x + (float16)(add), seen);
+            // fma as the lanes' path below, so that both round alike: the
+            // call equals, bit for bit, the one with the mask written out
+            const float16 add = (float16)(LD1((__global const store_t *)mask, mbase + kj));
+            x = select((float16)(-INFINITY), fma(add, (float16)(LOG2E), x), seen);
           }
         } else if (mask_kind && mqs != 0) {
           vstore16(x, 0, lane);
@@ -292,7 +294,8 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
             if (mask_kind == 1) {
               if (!mask[SDPA_MASK_AT(qr, kj)]) lane[r] = -INFINITY;
             } else {
-              lane[r] += LD1((__global const store_t *)mask, SDPA_MASK_AT(qr, kj)) * LOG2E;
+              lane[r] = fma(LD1((__global const store_t *)mask, SDPA_MASK_AT(qr, kj)), LOG2E,
+                            lane[r]);
             }
           }
           x = vload16(0, lane);

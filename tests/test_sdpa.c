@@ -1437,6 +1437,14 @@ static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tab
     cr_expect_eq(memcmp(own, c.ref, c.nq * 8), 0, "%s: the reference differs with the flag",
                  what);
     free(own);
+    /* and bit for bit the path's own call with the mask written out for
+       every query (tabcl's Python tests compare so) */
+    void *full = xalloc(c.nq * esize(d->dtype));
+    memset(full, 0x7F, c.nq * esize(d->dtype));
+    tt_assert_ok(tabcl__sdpa_host_path(ctx, &c.d, c.q, c.k, c.v, c.mask, full, path));
+    cr_expect_eq(memcmp(full, c.out, c.nq * esize(d->dtype)), 0,
+                 "%s: not bit for bit the call with the mask written out", what);
+    free(full);
     if (dead_bh >= 0 && d->batch > 1) {
       const size_t hq = (size_t)d->q_heads, D = (size_t)d->head_dim;
       for (size_t i = 0; i < (size_t)d->q_len; i++)
