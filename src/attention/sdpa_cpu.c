@@ -26,9 +26,9 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
   const uint64_t w = TABCL__SDPA_CPU_ROWS, hd = (uint64_t)d->head_dim;
   const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
   /* the kernel's loops, each counted at its scalar (longest) form: Q^T
-     (once a chunk of keys) and the zeroed O^T; per block two block loads, S (a pass over the columns
-     for every four keys), the mask's rows and lanes, P V; the scaling and
-     the store, or a split's partial rows */
+     (once a chunk of keys) and the zeroed O^T; per block two block loads,
+     S (a pass over the columns for every four keys), the mask's rows and
+     lanes, P V; the scaling and the store, or a split's partial rows */
   const uint64_t dp = (hd + 15) / 16 * 16;
   const uint64_t chunks = ((uint64_t)d->kv_len + TABCL__SDPA_CPU_KEY_CHUNK - 1) /
                           TABCL__SDPA_CPU_KEY_CHUNK;
