@@ -43,7 +43,7 @@
 #endif
 
 #ifndef CPU_TILES
-#define CPU_TILES 4
+#define CPU_TILES 16
 #endif
 #define W 16
 #define BQ (W * CPU_TILES)   /* the tile sizes common.cl's macros name; BQ is W */

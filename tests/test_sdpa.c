@@ -1116,8 +1116,8 @@ static void cpu_kernel_cases(tabcl_context *ctx, tt_rng *r, int rounds, int max_
          would (Mesa's llvmpipe): then the fused kernel takes such calls */
       uint64_t limit = 0;
       tt_assert_ok(tabcl__loop_limit(ctx, &limit));
-      cr_expect(limit > 0 && tabcl__sdpa_cpu_loops(&d) > limit / 2, "%s: refused: %s", what,
-                tabcl_last_error());
+      const uint64_t loops = tabcl__sdpa_cpu_loops(&d, tabcl__sdpa_cpu_tiles(&ctx->target));
+      cr_expect(limit > 0 && loops > limit / 2, "%s: refused: %s", what, tabcl_last_error());
       continue;
     }
     tt_assert_ok(st);
@@ -1477,7 +1477,7 @@ static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, i
   if (s != TABCL_UNSUPPORTED || path != TABCL__SDPA_CPU) return 0;
   uint64_t limit = 0;
   tt_assert_ok(tabcl__loop_limit(ctx, &limit));
-  return limit > 0 && tabcl__sdpa_cpu_loops(d) > limit / 2;
+  return limit > 0 && tabcl__sdpa_cpu_loops(d, tabcl__sdpa_cpu_tiles(&ctx->target)) > limit / 2;
 }
 
 Test(sdpa, query_broadcast_masks_every_path) {

@@ -41,6 +41,7 @@ typedef struct tabcl__sdpa_plan {
   tabcl__sdpa_tiles tiles;      /* FUSED */
   tabcl__sdpa_keysplit keys;    /* FUSED: the walk over the keys; CPU: loop_bound only */
   tabcl__sdpa_mma_shape mma;    /* MMA */
+  int cpu_tiles;                /* CPU: tiles of 16 query rows a work-item */
   const char *program;          /* "sdpa", "sdpa_mma", "sdpa_cpu" or "sdpa_gemm" */
   char options[256];            /* its build options (dtype and shape, never sizes) */
   size_t group;                 /* work-items a group of the main kernel */

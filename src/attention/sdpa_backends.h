@@ -147,29 +147,31 @@ tabcl_status tabcl__sdpa_mma_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d
 #define TABCL__SDPA_CPU_MAX_DIM 128
 /* Keys a row up to which f32 key blocks are read in place (sdpa_cpu.c). */
 #define TABCL__SDPA_CPU_DIRECT_KEYS 256
-int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap);
-/* Pure: a bound on the loop iterations one work-item runs (read off
-   cl/sdpa_cpu.cl), for drivers that end long loops. */
-uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d);
-/* Query rows a tile (W in cl/sdpa_cpu.cl), and the tiles a work-item takes
-   in turn, so that the head's K and V stay in its core's caches between
-   them (bench/history/2026-11-to-12.md, "Tuning: sdpa.cpu"). */
+int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, int tiles, char *buf, size_t cap);
+/* Pure: a bound on the loop iterations one work-item of `tiles` tiles runs
+   (read off cl/sdpa_cpu.cl), for drivers that end long loops. */
+uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d, int tiles);
+/* Query rows a tile (W in cl/sdpa_cpu.cl). */
 #define TABCL__SDPA_CPU_ROWS 16
-#define TABCL__SDPA_CPU_TILES 4
+/* The tiles a work-item takes in turn over each chunk of keys: the tuning's
+   sdpa.cpu.tiles for t's device. */
+int tabcl__sdpa_cpu_tiles(const tabcl__target *t);
 /* Keys a chunk that every tile of a work-item takes before the next chunk,
    so that the chunk's K and V stay in the core's L2 cache (256 keys of
    head dim 128 in f32: 256 KiB) however long the keys; bench/RESULTS.md,
    "The CPU kernel's register blocks and key chunks". */
 #define TABCL__SDPA_CPU_KEY_CHUNK 256
-/* Work-groups along the queries: tiles of ROWS x TILES. */
-int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d);
+/* Work-groups along the queries: groups of ROWS x tiles queries. */
+int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d, int tiles);
 int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
 /* Pure: the CPU kernel's key split of d (loop_bound set; the rule of
-   tabcl__sdpa_split_wanted on its groups of ROWS x TILES queries, key
+   tabcl__sdpa_split_wanted on its groups of ROWS x tiles queries, key
    blocks of ROWS), lowering *launch_step so its scratch fits; 0. */
 int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
                              int64_t *launch_step, tabcl__sdpa_keysplit *ks);
+/* Launches the plan's program (its options and query_tiles groups). */
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const char *options, int64_t query_tiles,
                                     const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev);

@@ -7,7 +7,11 @@
 
 #include "attention/sdpa.h"
 
-int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap) {
+int tabcl__sdpa_cpu_tiles(const tabcl__target *t) {
+  return (int)tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU_TILES);
+}
+
+int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, int tiles, char *buf, size_t cap) {
   if (d->dtype == TABCL_F64 || d->head_dim < 1 || d->head_dim > TABCL__SDPA_CPU_MAX_DIM) return 0;
   const int dp = (d->head_dim + 15) / 16 * 16;
   /* f32 blocks of keys are read where they lie for key rows up to
@@ -17,12 +21,12 @@ int tabcl__sdpa_cpu_options(const tabcl_sdpa_desc *d, char *buf, size_t cap) {
      sdpa.cpu"). */
   snprintf(buf, cap,
            "-DSDPA_DTYPE=%d -DCPU_DP=%d -DCPU_TILES=%d -DCPU_DIRECT_KEYS=%d -DCPU_KEY_CHUNK=%d",
-           (int)d->dtype, dp, TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_DIRECT_KEYS,
+           (int)d->dtype, dp, tiles, TABCL__SDPA_CPU_DIRECT_KEYS,
            TABCL__SDPA_CPU_KEY_CHUNK);
   return 1;
 }
 
-uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
+uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d, int tiles) {
   const uint64_t w = TABCL__SDPA_CPU_ROWS, hd = (uint64_t)d->head_dim;
   const uint64_t blocks = ((uint64_t)d->kv_len + w - 1) / w;
   /* the kernel's loops, each counted at its scalar (longest) form: Q^T
@@ -32,43 +36,43 @@ uint64_t tabcl__sdpa_cpu_loops(const tabcl_sdpa_desc *d) {
   const uint64_t dp = (hd + 15) / 16 * 16;
   const uint64_t chunks = ((uint64_t)d->kv_len + TABCL__SDPA_CPU_KEY_CHUNK - 1) /
                           TABCL__SDPA_CPU_KEY_CHUNK;
-  return TABCL__SDPA_CPU_TILES *
+  /* a work-item takes at most the tiles that hold the call's queries */
+  const uint64_t of_q = ((uint64_t)(d->q_len > 0 ? d->q_len : 1) + w - 1) / w;
+  return (of_q < (uint64_t)tiles ? of_q : (uint64_t)tiles) *
          ((chunks ? chunks : 1) * w * hd + hd + blocks * (2 * w * hd + w / 4 * hd + w * w + w + hd) +
           hd + w * hd + 3 * w + w * dp);
 }
 
-int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d) {
-  const int64_t rows = (int64_t)TABCL__SDPA_CPU_ROWS * TABCL__SDPA_CPU_TILES;
+int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d, int tiles) {
+  const int64_t rows = (int64_t)TABCL__SDPA_CPU_ROWS * tiles;
   return (d->q_len + rows - 1) / rows;
 }
 
 int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d) {
-  return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d) * (uint64_t)d->q_heads);
+  return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d, tabcl__sdpa_cpu_tiles(t)) *
+                                       (uint64_t)d->q_heads);
 }
 
 int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
                              int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
   memset(ks, 0, sizeof *ks);
-  ks->loop_bound = tabcl__sdpa_cpu_loops(d);
+  const int tiles = tabcl__sdpa_cpu_tiles(t);
+  ks->loop_bound = tabcl__sdpa_cpu_loops(d, tiles);
   ks->parts = 1, ks->part_keys = d->kv_len;
   if (d->kv_len <= 0) return 0;
-  const int64_t nqt = tabcl__sdpa_cpu_groups(d);
+  const int64_t nqt = tabcl__sdpa_cpu_groups(d, tiles);
   const char *reason;
   const int64_t parts = tabcl__sdpa_split_wanted(t, d, d->batch * d->q_heads * nqt, &reason);
   const int dp = (d->head_dim + 15) / 16 * 16;
-  return tabcl__sdpa_split_fit(t, d, nqt, TABCL__SDPA_CPU_ROWS * TABCL__SDPA_CPU_TILES,
-                               TABCL__SDPA_CPU_ROWS, dp, parts, reason, launch_step, ks);
+  return tabcl__sdpa_split_fit(t, d, nqt, TABCL__SDPA_CPU_ROWS * tiles, TABCL__SDPA_CPU_ROWS, dp,
+                               parts, reason, launch_step, ks);
 }
 
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,
+                                    const char *options, int64_t query_tiles,
                                     const tabcl__sdpa_keysplit *ks, const tabcl__sdpa_bufs *b,
                                     int64_t b0, int64_t nb, cl_uint nwait, const cl_event *wait,
                                     tabcl__sdpa_events *ev) {
-  char opts[128];
-  if (!tabcl__sdpa_cpu_options(d, opts, sizeof opts))
-    return tabcl__fail(TABCL_UNSUPPORTED, "attention: the CPU kernel does not run this dtype "
-                       "and head_dim %d", (int)d->head_dim);
-  const int nqt = (int)tabcl__sdpa_cpu_groups(d);
-  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", opts, "sdpa_cpu", "CPU kernel", 1, nqt,
-                                 ks, b0, nb, nwait, wait, ev, NULL);
+  return tabcl__sdpa_tile_launch(ctx, d, b, "sdpa_cpu", options, "sdpa_cpu", "CPU kernel", 1,
+                                 (int)query_tiles, ks, b0, nb, nwait, wait, ev, NULL);
 }

@@ -54,7 +54,8 @@ tabcl_status tabcl__sdpa_exec(tabcl_context *ctx, const tabcl__sdpa_facts *f,
       if (p.path == TABCL__SDPA_MMA)
         s = tabcl__sdpa_mma_launch(ctx, d, &p.mma, &p.keys, b, b0, nb, nw, w, ev);
       else if (p.path == TABCL__SDPA_CPU)
-        s = tabcl__sdpa_cpu_launch(ctx, d, &p.keys, b, b0, nb, nw, w, ev);
+        s = tabcl__sdpa_cpu_launch(ctx, d, p.options, p.query_tiles, &p.keys, b, b0, nb, nw, w,
+                                   ev);
       else if (p.path == TABCL__SDPA_FUSED)
         s = tabcl__sdpa_fused_launch(ctx, d, &p.tiles, &p.keys, b, b0, nb, nw, w, ev, &cap);
       else

@@ -36,12 +36,13 @@ static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
                     int forced, tabcl__sdpa_plan *p, tabcl_status *st) {
   (void)st;
   if (forced == TABCL__SDPA_AUTO && tabcl__tuned(t->tune, TABCL__TUNE_SDPA_CPU) <= 0) return 0;
-  if (!tabcl__sdpa_cpu_options(d, p->options, sizeof p->options)) return 0;
-  const uint64_t loops = tabcl__sdpa_cpu_loops(d);
+  p->cpu_tiles = tabcl__sdpa_cpu_tiles(t);
+  if (!tabcl__sdpa_cpu_options(d, p->cpu_tiles, p->options, sizeof p->options)) return 0;
+  const uint64_t loops = tabcl__sdpa_cpu_loops(d, p->cpu_tiles);
   if (f->loop_limit && loops > f->loop_limit / 2) return 0;
   p->program = "sdpa_cpu";
   p->group = 1;
-  p->query_tiles = tabcl__sdpa_cpu_groups(d);
+  p->query_tiles = tabcl__sdpa_cpu_groups(d, p->cpu_tiles);
   p->launch_step = tabcl__sdpa_cpu_slice(t, d);
   /* a split of more parts than sdpa.groups_yz leaves the call to the fused kernel */
   if (tabcl__sdpa_cpu_keysplit(t, d, &p->launch_step, &p->keys) < 0) return 0;
@@ -198,7 +199,7 @@ void tabcl__sdpa_plan_print(const tabcl__sdpa_plan *p, char *buf, size_t cap) {
              p->tiles.prefetch ? ", prefetch" : "", keys);
   else if (p->path == TABCL__SDPA_CPU)
     snprintf(shape, sizeof shape, "%d tiles of %d query rows a work-item, loops %llu%s",
-             TABCL__SDPA_CPU_TILES, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound,
+             p->cpu_tiles, TABCL__SDPA_CPU_ROWS, (unsigned long long)p->keys.loop_bound,
              keys);
   else if (p->path == TABCL__SDPA_MMA)
     snprintf(shape, sizeof shape, "%d keys a tile, %d warps of %d query rows, qmode %d, batch %d, "

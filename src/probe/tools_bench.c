@@ -96,7 +96,7 @@ int tabcl__tools_sdpa_offered(const tabcl_context *ctx, const tabcl_sdpa_desc *d
       /* where the tuning gives CPU plans (any device could run it) */
       char opts[128];
       return tabcl__tuned(&ctx->tune, TABCL__TUNE_SDPA_CPU) > 0 &&
-             tabcl__sdpa_cpu_options(d, opts, sizeof opts);
+             tabcl__sdpa_cpu_options(d, tabcl__sdpa_cpu_tiles(&ctx->target), opts, sizeof opts);
     }
     default: return 0;
   }

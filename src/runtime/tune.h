@@ -86,6 +86,8 @@ struct tabcl__device_desc;
     "elements CLBlast may address in one buffer (tests set it low to force windows)")            \
   X(SDPA_CPU, "sdpa.cpu", INT, 0, 1,                                                            \
     "1: attention takes the CPU kernel (rows in vector lanes) where it can; 0: the fused kernel") \
+  X(SDPA_CPU_TILES, "sdpa.cpu.tiles", INT, 1, 16,                                             \
+    "CPU attention kernel: tiles of 16 query rows a work-item takes over each chunk of keys")  \
   X(SDPA_SPLIT, "sdpa.split", INT, 1, 65535,                                                    \
     "key parts of each query tile of fused and CPU attention (auto: fill the compute units)")   \
   X(SDPA_SPLIT_KEYS, "sdpa.split.keys", INT, 1, 1073741824,                                     \
