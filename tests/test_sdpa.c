@@ -1083,12 +1083,23 @@ Test(oclgrind_sdpa, key_split) {
   tabcl_context_destroy(ctx);
 }
 
+/* Whether `path` may refuse d here: the CPU kernel where the driver ends
+   loops early (llvmpipe): then the fused kernel takes such calls. */
+static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
+                                 tabcl_status s) {
+  if (s != TABCL_UNSUPPORTED || path != TABCL__SDPA_CPU) return 0;
+  uint64_t limit = 0;
+  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
+  return limit > 0 && tabcl__sdpa_cpu_loops(d, tabcl__sdpa_cpu_tiles(&ctx->target)) > limit / 2;
+}
+
 /* The CPU kernel (cl/sdpa_cpu.cl), forced, on every device (it is plain
    OpenCL C; the automatic choice takes it on CPUs only): every dtype it
    runs, head dims on and off its 16- and 4-element fast paths, masks of
    both kinds with broadcasts, causality, grouped heads, lengths around its
    16-row and 16-key blocks, f32 key rows on both sides of the in-place
    limit; and what it does not run is refused. */
+
 static void cpu_kernel_cases(tabcl_context *ctx, tt_rng *r, int rounds, int max_len) {
   /* a multiple of 16, one of neither 16 nor 4, the tabular width (20,
      80 and 128 come through the automatic choice in the tests above) */
@@ -1112,12 +1123,9 @@ static void cpu_kernel_cases(tabcl_context *ctx, tt_rng *r, int rounds, int max_
              i, (int)dt, lq, lk, (int)d.head_dim, mk, d.causal);
     const tabcl_status st = run_case(ctx, r, &d, TABCL__SDPA_CPU, what);
     if (st == TABCL_UNSUPPORTED) {
-      /* only where the driver ends loops before this case's work-items
-         would (Mesa's llvmpipe): then the fused kernel takes such calls */
-      uint64_t limit = 0;
-      tt_assert_ok(tabcl__loop_limit(ctx, &limit));
-      const uint64_t loops = tabcl__sdpa_cpu_loops(&d, tabcl__sdpa_cpu_tiles(&ctx->target));
-      cr_expect(limit > 0 && loops > limit / 2, "%s: refused: %s", what, tabcl_last_error());
+      /* only where the driver ends loops before this case's work-items would */
+      cr_expect(refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, st), "%s: refused: %s", what,
+                tabcl_last_error());
       continue;
     }
     tt_assert_ok(st);
@@ -1469,16 +1477,6 @@ static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tab
 static const int qb_paths[] = {TABCL__SDPA_AUTO, TABCL__SDPA_FUSED, TABCL__SDPA_CPU,
                                TABCL__SDPA_CLBLAST};
 static const char *const qb_path_names[] = {"auto", "fused", "CPU kernel", "CLBlast"};
-
-/* Whether `path` may refuse d here: the CPU kernel where the driver ends
-   loops early (llvmpipe), as in cpu_kernel_cases. */
-static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
-                                 tabcl_status s) {
-  if (s != TABCL_UNSUPPORTED || path != TABCL__SDPA_CPU) return 0;
-  uint64_t limit = 0;
-  tt_assert_ok(tabcl__loop_limit(ctx, &limit));
-  return limit > 0 && tabcl__sdpa_cpu_loops(d, tabcl__sdpa_cpu_tiles(&ctx->target)) > limit / 2;
-}
 
 Test(sdpa, query_broadcast_masks_every_path) {
   tt_rng r = {tt_seed("sdpa.query_broadcast_masks_every_path")};

@@ -163,11 +163,11 @@ int tabcl__sdpa_cpu_tiles(const tabcl__target *t);
 #define TABCL__SDPA_CPU_KEY_CHUNK 256
 /* Work-groups along the queries: groups of ROWS x tiles queries. */
 int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d, int tiles);
-int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d);
+int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d, int tiles);
 /* Pure: the CPU kernel's key split of d (loop_bound set; the rule of
    tabcl__sdpa_split_wanted on its groups of ROWS x tiles queries, key
    blocks of ROWS), lowering *launch_step so its scratch fits; 0. */
-int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d, int tiles,
                              int64_t *launch_step, tabcl__sdpa_keysplit *ks);
 /* Launches the plan's program (its options and query_tiles groups). */
 tabcl_status tabcl__sdpa_cpu_launch(tabcl_context *ctx, const tabcl_sdpa_desc *d,

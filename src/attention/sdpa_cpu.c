@@ -48,15 +48,13 @@ int64_t tabcl__sdpa_cpu_groups(const tabcl_sdpa_desc *d, int tiles) {
   return (d->q_len + rows - 1) / rows;
 }
 
-int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d) {
-  return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d, tabcl__sdpa_cpu_tiles(t)) *
-                                       (uint64_t)d->q_heads);
+int64_t tabcl__sdpa_cpu_slice(const tabcl__target *t, const tabcl_sdpa_desc *d, int tiles) {
+  return tabcl__slice_items(t, 0, (uint64_t)tabcl__sdpa_cpu_groups(d, tiles) * (uint64_t)d->q_heads);
 }
 
-int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d,
+int tabcl__sdpa_cpu_keysplit(const tabcl__target *t, const tabcl_sdpa_desc *d, int tiles,
                              int64_t *launch_step, tabcl__sdpa_keysplit *ks) {
   memset(ks, 0, sizeof *ks);
-  const int tiles = tabcl__sdpa_cpu_tiles(t);
   ks->loop_bound = tabcl__sdpa_cpu_loops(d, tiles);
   ks->parts = 1, ks->part_keys = d->kv_len;
   if (d->kv_len <= 0) return 0;

@@ -43,9 +43,9 @@ static int plan_cpu(const tabcl__target *t, const tabcl__sdpa_facts *f, const ta
   p->program = "sdpa_cpu";
   p->group = 1;
   p->query_tiles = tabcl__sdpa_cpu_groups(d, p->cpu_tiles);
-  p->launch_step = tabcl__sdpa_cpu_slice(t, d);
+  p->launch_step = tabcl__sdpa_cpu_slice(t, d, p->cpu_tiles);
   /* a split of more parts than sdpa.groups_yz leaves the call to the fused kernel */
-  if (tabcl__sdpa_cpu_keysplit(t, d, &p->launch_step, &p->keys) < 0) return 0;
+  if (tabcl__sdpa_cpu_keysplit(t, d, p->cpu_tiles, &p->launch_step, &p->keys) < 0) return 0;
   return 1;
 }
 
