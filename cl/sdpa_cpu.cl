@@ -247,6 +247,12 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
 
   for (int j0 = kc; j0 < kv_end; j0 += W) {
     const int jn = min(W, kv_end - j0);
+    // A whole block of keys that a key-padding mask hides from every row
+    // (the padding of a short context) is skipped: its exponents would all
+    // be 0, leaving m, l and O^T as they are, bit for bit (finite values).
+    if (mask_kind == 1 && mqs == 0 && jn == W &&
+        !any(vload16(0, mask + mbase + j0) != (uchar16)(0)))
+      continue;
     float16 s[W];
 #if SDPA_DTYPE == 0
     // f32 needs no conversion: a whole block of a short key row is read

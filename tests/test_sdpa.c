@@ -1420,11 +1420,14 @@ static void expand_query_mask(sdpa_case *c) {
 /* d (with mask_query_broadcast set) on `path` against the reference of the
    same call with the mask expanded over the queries; dead_bh >= 0 masks out
    every key of batch entry 1's mask row for head dead_bh (its rows must be
-   zeros). Returns the path's status. */
+   zeros); padded: every mask row also hides runs of keys as a padded
+   context does (pad_rows). Returns the path's status. */
+static void pad_rows(sdpa_case *c);
 static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d,
-                                        int path, int dead_bh, const char *what) {
+                                        int path, int dead_bh, const char *what, int padded) {
   sdpa_case c;
   case_fill(&c, d, r);
+  if (padded) pad_rows(&c);
   const size_t lk = (size_t)d->kv_len, hm = d->mask_head_broadcast ? 1 : (size_t)d->q_heads;
   if (dead_bh >= 0)
     for (size_t j = 0; j < lk; j++) {
@@ -1494,7 +1497,7 @@ Test(sdpa, query_broadcast_masks_every_path) {
         snprintf(what, sizeof what, "query broadcast, %s, mask %d, bb %d hb %d causal %d",
                  qb_path_names[p], kind, bits & 1, (bits >> 1) & 1, bits >> 2);
         const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], bits == 6 ? 1 : -1,
-                                                   what);
+                                                   what, 0);
         if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
       }
   }
@@ -1515,7 +1518,7 @@ Test(sdpa, query_broadcast_masks_sixteen_bit) {
       char what[96];
       snprintf(what, sizeof what, "query broadcast, %s, dtype %d, %d x %lld", qb_path_names[p],
                dt, lq, (long long)d.kv_len);
-      const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], 0, what);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, qb_paths[p], 0, what, 0);
       if (!refused_by_loop_limit(ctx, &d, qb_paths[p], s)) tt_assert_ok(s);
     }
   }
@@ -1536,9 +1539,61 @@ Test(sdpa, query_broadcast_masks_cpu_key_chunks) {
       char what[96];
       snprintf(what, sizeof what, "query broadcast, CPU kernel, mask %d, causal %d, %lld x %d",
                kind, causal, (long long)d.q_len, lk);
-      const tabcl_status s = run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, -1, what);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, -1, what, 0);
       if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
     }
+  tabcl_context_destroy(ctx);
+}
+
+/* Hides, in every row of c's mask, the keys of a padded context: the last
+   eighth, a run of two whole blocks of 16 from key 16, and keys 70-99 (a
+   run that covers the block from 80 but not its neighbours). */
+static void pad_rows(sdpa_case *c) {
+  const tabcl_sdpa_desc *d = &c->d;
+  const size_t lk = (size_t)d->kv_len;
+  for (size_t row = 0; row < c->nm / lk; row++)
+    for (size_t j = 0; j < lk; j++) {
+      if (!(j >= lk - lk / 8 || (j >= 16 && j < 48) || (j >= 70 && j < 100))) continue;
+      if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[row * lk + j] = 0;
+      else tabcl__store_elem(c->mask, row * lk + j, d->dtype, -INFINITY);
+    }
+}
+
+/* The CPU kernel skips a block of 16 keys that a key-padding mask hides
+   from every row: padded contexts over several key chunks, causal or not,
+   split or not, equal to the reference and, bit for bit, to the call with
+   the mask written out for every query (which skips nothing). */
+Test(sdpa, padded_context_cpu_kernel) {
+  tt_rng r = {tt_seed("sdpa.padded_context_cpu_kernel")};
+  tabcl_context *ctx = tt_context();
+  for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+    for (int causal = 0; causal < 2; causal++) {
+      /* one key part, then three (their merge) */
+      const int parts = causal == kind - TABCL_MASK_BOOL ? 1 : 3;
+      tt_tune(ctx, "sdpa.split=%d", parts);
+      const int lk = 2 * TABCL__SDPA_CPU_KEY_CHUNK + 100 + (int)tt_below(&r, 60);
+      tabcl_sdpa_desc d = desc_of(2, 30 + (int)tt_below(&r, 40), lk, 2, 1, 64, TABCL_F32);
+      d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1, d.causal = causal;
+      d.mask_head_broadcast = 1;
+      char what[112];
+      snprintf(what, sizeof what,
+               "padded context, CPU kernel, mask %d, causal %d, %d parts, %lld x %d", kind,
+               causal, parts, (long long)d.q_len, lk);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, 1, what, 1);
+      if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
+    }
+  tabcl_context_destroy(ctx);
+}
+
+/* The same under oclgrind: the skipped blocks' mask reads in bounds. */
+Test(oclgrind_sdpa, padded_context_cpu_kernel) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.padded_context_cpu_kernel")};
+  tabcl_context *ctx = tt_context();
+  tabcl_sdpa_desc d = desc_of(2, 20, 120, 2, 1, 16, TABCL_F32);
+  d.mask = TABCL_MASK_BOOL, d.mask_query_broadcast = 1, d.mask_head_broadcast = 1;
+  const tabcl_status s =
+      run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, 1, "padded context under oclgrind", 1);
+  if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
   tabcl_context_destroy(ctx);
 }
 
@@ -1555,7 +1610,7 @@ Test(sdpa, query_broadcast_masks_split_keys) {
       d.mask_query_broadcast = 1, d.causal = p;
       char what[96];
       snprintf(what, sizeof what, "query broadcast, %d key parts, path %d", parts, paths[p]);
-      const tabcl_status s = run_query_broadcast(ctx, &r, &d, paths[p], 2, what);
+      const tabcl_status s = run_query_broadcast(ctx, &r, &d, paths[p], 2, what, 0);
       if (!refused_by_loop_limit(ctx, &d, paths[p], s)) tt_assert_ok(s);
     }
   tabcl_context_destroy(ctx);
