@@ -250,6 +250,20 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define PREFETCH_V(src, avail) FETCH_V(src, avail)
 #endif
 
+// Whether the BK entries of a boolean mask row from m are all false: 16
+// at a time where BK allows (the loop unrolls; sdpa_fused.c counts it).
+inline int keys_hidden(__global const uchar *m) {
+  uchar seen = 0;
+#if BK % 16 == 0
+  #pragma unroll
+  for (int j = 0; j < BK; j += 16) seen |= (uchar)any(vload16(0, m + j) != (uchar16)(0));
+#else
+  #pragma unroll
+  for (int j = 0; j < BK; j++) seen |= m[j];
+#endif
+  return !seen;
+}
+
 // One work-group per (batch entry, head, query tile, key part):
 // SDPA_GROUP_SETUP in common.cl, with the query tile from dim 2 divided by
 // the parts. The launch covers batch entries b0.., heads h0.. and query
@@ -304,6 +318,14 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   if (k_first < kv_end) PREFETCH_K(kb + k_first * kstride, min(BK, lk - k_first), 0);
   for (int k0 = k_first; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
+    // A whole tile of keys that a key-padding mask hides from every row
+    // (the padding of a short context) is skipped by every work-item alike:
+    // its exponents would all be 0, leaving m_run, l_run and acc as they
+    // are, bit for bit (finite values). The next tile's prefetch moves up.
+    if (mask_kind == 1 && mqs == 0 && kn == BK && keys_hidden(mask + mbase + k0)) {
+      if (k0 + BK < kv_end) PREFETCH_K(kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK), 0);
+      continue;
+    }
     real s[RQS][RKS];
     #pragma unroll
     for (int i = 0; i < RQS; i++) {

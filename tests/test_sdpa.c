@@ -1546,54 +1546,65 @@ Test(sdpa, query_broadcast_masks_cpu_key_chunks) {
 }
 
 /* Hides, in every row of c's mask, the keys of a padded context: the last
-   eighth, a run of two whole blocks of 16 from key 16, and keys 70-99 (a
-   run that covers the block from 80 but not its neighbours). */
+   eighth, keys 16-47 and 128-255 (whole blocks of 16, whole tiles of 64),
+   and keys 70-99 (a run that covers the block from 80 but not its
+   neighbours). */
 static void pad_rows(sdpa_case *c) {
   const tabcl_sdpa_desc *d = &c->d;
   const size_t lk = (size_t)d->kv_len;
   for (size_t row = 0; row < c->nm / lk; row++)
     for (size_t j = 0; j < lk; j++) {
-      if (!(j >= lk - lk / 8 || (j >= 16 && j < 48) || (j >= 70 && j < 100))) continue;
+      if (!(j >= lk - lk / 8 || (j >= 16 && j < 48) || (j >= 70 && j < 100) ||
+            (j >= 128 && j < 256)))
+        continue;
       if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[row * lk + j] = 0;
       else tabcl__store_elem(c->mask, row * lk + j, d->dtype, -INFINITY);
     }
 }
 
-/* The CPU kernel skips a block of 16 keys that a key-padding mask hides
-   from every row: padded contexts over several key chunks, causal or not,
-   split or not, equal to the reference and, bit for bit, to the call with
-   the mask written out for every query (which skips nothing). */
-Test(sdpa, padded_context_cpu_kernel) {
-  tt_rng r = {tt_seed("sdpa.padded_context_cpu_kernel")};
+/* The CPU kernel skips a block of 16 keys, the fused kernel a tile of keys,
+   that a key-padding mask hides from every row: padded contexts over
+   several key chunks and tiles (of 64 keys, and of 8, whose test reads the
+   mask a byte at a time), causal or not, in one key part or three; equal
+   to the reference and, bit for bit, to the call with the mask written out
+   for every query (which skips nothing). */
+Test(sdpa, padded_context_skips_hidden_keys) {
+  tt_rng r = {tt_seed("sdpa.padded_context_skips_hidden_keys")};
   tabcl_context *ctx = tt_context();
-  for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
-    for (int causal = 0; causal < 2; causal++) {
-      /* one key part, then three (their merge) */
-      const int parts = causal == kind - TABCL_MASK_BOOL ? 1 : 3;
-      tt_tune(ctx, "sdpa.split=%d", parts);
-      const int lk = 2 * TABCL__SDPA_CPU_KEY_CHUNK + 100 + (int)tt_below(&r, 60);
-      tabcl_sdpa_desc d = desc_of(2, 30 + (int)tt_below(&r, 40), lk, 2, 1, 64, TABCL_F32);
-      d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1, d.causal = causal;
-      d.mask_head_broadcast = 1;
-      char what[112];
-      snprintf(what, sizeof what,
-               "padded context, CPU kernel, mask %d, causal %d, %d parts, %lld x %d", kind,
-               causal, parts, (long long)d.q_len, lk);
-      const tabcl_status s = run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, 1, what, 1);
-      if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
-    }
+  static const struct { int path; const char *tiles; } ways[] = {
+      {TABCL__SDPA_CPU, ""}, {TABCL__SDPA_FUSED, ""}, {TABCL__SDPA_FUSED, ";sdpa.fused.d64=16x8"}};
+  for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++)
+    for (int kind = TABCL_MASK_BOOL; kind <= TABCL_MASK_ADD; kind++)
+      for (int causal = 0; causal < 2; causal++) {
+        const int parts = causal == kind - TABCL_MASK_BOOL ? 1 : 3;
+        tt_tune(ctx, "sdpa.split=%d%s", parts, ways[w].tiles);
+        const int lk = 2 * TABCL__SDPA_CPU_KEY_CHUNK + 100 + (int)tt_below(&r, 60);
+        tabcl_sdpa_desc d = desc_of(2, 30 + (int)tt_below(&r, 40), lk, 2, 1, 64, TABCL_F32);
+        d.mask = (tabcl_mask_kind)kind, d.mask_query_broadcast = 1, d.causal = causal;
+        d.mask_head_broadcast = 1;
+        char what[128];
+        snprintf(what, sizeof what, "padded context, %s%s, mask %d, causal %d, %d parts, %lld x %d",
+                 ways[w].path == TABCL__SDPA_CPU ? "CPU kernel" : "fused kernel", ways[w].tiles,
+                 kind, causal, parts, (long long)d.q_len, lk);
+        const tabcl_status s = run_query_broadcast(ctx, &r, &d, ways[w].path, 1, what, 1);
+        if (!refused_by_loop_limit(ctx, &d, ways[w].path, s)) tt_assert_ok(s);
+      }
   tabcl_context_destroy(ctx);
 }
 
-/* The same under oclgrind: the skipped blocks' mask reads in bounds. */
-Test(oclgrind_sdpa, padded_context_cpu_kernel) {
-  tt_rng r = {tt_seed("oclgrind_sdpa.padded_context_cpu_kernel")};
+/* The same under oclgrind: the skipped blocks' and tiles' mask reads in
+   bounds, the fused kernel's barriers still uniform. */
+Test(oclgrind_sdpa, padded_context_skips_hidden_keys) {
+  tt_rng r = {tt_seed("oclgrind_sdpa.padded_context_skips_hidden_keys")};
   tabcl_context *ctx = tt_context();
-  tabcl_sdpa_desc d = desc_of(2, 20, 120, 2, 1, 16, TABCL_F32);
-  d.mask = TABCL_MASK_BOOL, d.mask_query_broadcast = 1, d.mask_head_broadcast = 1;
-  const tabcl_status s =
-      run_query_broadcast(ctx, &r, &d, TABCL__SDPA_CPU, 1, "padded context under oclgrind", 1);
-  if (!refused_by_loop_limit(ctx, &d, TABCL__SDPA_CPU, s)) tt_assert_ok(s);
+  static const int paths[] = {TABCL__SDPA_CPU, TABCL__SDPA_FUSED};
+  for (int p = 0; p < 2; p++) {
+    tabcl_sdpa_desc d = desc_of(2, 20, 300, 2, 1, 16, TABCL_F32);
+    d.mask = TABCL_MASK_BOOL, d.mask_query_broadcast = 1, d.mask_head_broadcast = 1;
+    const tabcl_status s =
+        run_query_broadcast(ctx, &r, &d, paths[p], 1, "padded context under oclgrind", 1);
+    if (!refused_by_loop_limit(ctx, &d, paths[p], s)) tt_assert_ok(s);
+  }
   tabcl_context_destroy(ctx);
 }
 

@@ -182,7 +182,9 @@ static void loop_counts(const tabcl__sdpa_tiles *t, uint64_t *fixed, uint64_t *p
   const uint64_t qk_part = loop(z.kc4, loop(rqs, 0) + loop(rks, loop(rqs, 0)));
   const uint64_t qk = qk_full > qk_part ? qk_full : qk_part;
   const uint64_t state = loop(rqs, 0) + loop(rqo, loop(cg, 0));  /* init, load or save */
-  *per_tile = 1 + loop(rqs, loop(rks, 0))                      /* s = 0 */
+  const uint64_t hidden = loop(t->bk % 16 ? (uint64_t)t->bk : (uint64_t)t->bk / 16, 0);
+  *per_tile = 1 + hidden                                       /* a hidden tile? */
+              + loop(rqs, loop(rks, 0))                        /* s = 0 */
               + loop(z.nkc, 2 * chunk + qk)                    /* S = Q K^T */
               + loop(rqs, loop(rks, 0))                        /* masks and maxima */
               + loop(rqs, loop(tks, 0) + loop(rks, 0))         /* softmax */
