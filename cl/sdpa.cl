@@ -250,18 +250,13 @@ inline void load_tile(__local real4 *dst, __global const store_t *src, long stri
 #define PREFETCH_V(src, avail) FETCH_V(src, avail)
 #endif
 
-// Whether the BK entries of a boolean mask row from m are all false: 16
-// at a time where BK allows (the loop unrolls; sdpa_fused.c counts it).
-inline int keys_hidden(__global const uchar *m) {
-  uchar seen = 0;
-#if BK % 16 == 0
-  #pragma unroll
-  for (int j = 0; j < BK; j += 16) seen |= (uchar)any(vload16(0, m + j) != (uchar16)(0));
-#else
-  #pragma unroll
-  for (int j = 0; j < BK; j++) seen |= m[j];
-#endif
-  return !seen;
+// The end of [lo, hi) once the keys a boolean mask row m hides at its end
+// are taken off: lo when it hides them all. 16 entries at a time, then one.
+inline int shown_end(__global const uchar *m, int lo, int hi) {
+  int e = hi;
+  while (e - 16 >= lo && !any(vload16(0, m + e - 16) != (uchar16)(0))) e -= 16;
+  while (e > lo && !m[e - 1]) e--;
+  return e;
 }
 
 // One work-group per (batch entry, head, query tile, key part):
@@ -307,7 +302,15 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
   const int k_first = SDPA_PART * kpart;
-  const int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
+  int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
+  // Keys a key-padding mask hides from every row at the end of the range
+  // (a short context's padding) are never read: they would leave m_run,
+  // l_run and acc as they are, bit for bit (finite values). Only the
+  // range's end moves, not the loop's body: a test in every tile cost the
+  // H100 up to 10% (bench/RESULTS.md, "The CPU kernel's register blocks
+  // and key chunks").
+  if (mask_kind == 1 && mqs == 0 && k_first < kv_end)
+    kv_end = shown_end(mask + mbase, k_first, kv_end);
 
   // Unless SDPA_NOPRE, K and V chunks are read from global memory into
   // registers one phase ahead of their use (V during S = Q K^T, the next K
@@ -318,14 +321,6 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   if (k_first < kv_end) PREFETCH_K(kb + k_first * kstride, min(BK, lk - k_first), 0);
   for (int k0 = k_first; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
-    // A whole tile of keys that a key-padding mask hides from every row
-    // (the padding of a short context) is skipped by every work-item alike:
-    // its exponents would all be 0, leaving m_run, l_run and acc as they
-    // are, bit for bit (finite values). The next tile's prefetch moves up.
-    if (mask_kind == 1 && mqs == 0 && kn == BK && keys_hidden(mask + mbase + k0)) {
-      if (k0 + BK < kv_end) PREFETCH_K(kb + (k0 + BK) * kstride, min(BK, lk - k0 - BK), 0);
-      continue;
-    }
     real s[RQS][RKS];
     #pragma unroll
     for (int i = 0; i < RQS; i++) {

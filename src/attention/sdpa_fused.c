@@ -182,15 +182,15 @@ static void loop_counts(const tabcl__sdpa_tiles *t, uint64_t *fixed, uint64_t *p
   const uint64_t qk_part = loop(z.kc4, loop(rqs, 0) + loop(rks, loop(rqs, 0)));
   const uint64_t qk = qk_full > qk_part ? qk_full : qk_part;
   const uint64_t state = loop(rqs, 0) + loop(rqo, loop(cg, 0));  /* init, load or save */
-  const uint64_t hidden = loop(t->bk % 16 ? (uint64_t)t->bk : (uint64_t)t->bk / 16, 0);
-  *per_tile = 1 + hidden                                       /* a hidden tile? */
+  *per_tile = 1 + ((uint64_t)t->bk + 15) / 16                /* the padding's scan */
               + loop(rqs, loop(rks, 0))                        /* s = 0 */
               + loop(z.nkc, 2 * chunk + qk)                    /* S = Q K^T */
               + loop(rqs, loop(rks, 0))                        /* masks and maxima */
               + loop(rqs, loop(tks, 0) + loop(rks, 0))         /* softmax */
               + loop(z.nvc, 2 * chunk + loop(rqo, loop(cg, 0)) + /* P V */
                                 loop(z.nj4, loop(4, loop(rqo, 0) + loop(cg, loop(rqo, 0)))));
-  *fixed = loop(((uint64_t)t->bq * z.dp4 + (uint64_t)t->nt - 1) / (uint64_t)t->nt, 0) /* Q */
+  *fixed = 2 + loop(16, 0)                                         /* the scan's loops */
+           + loop(((uint64_t)t->bq * z.dp4 + (uint64_t)t->nt - 1) / (uint64_t)t->nt, 0) /* Q */
            + 3 * state + chunk + 1                                  /* init, load, save */
            + loop(rqs, 0) + loop(rqo, loop(tks, 0) + loop(cg, 0));  /* sums and outputs */
 }
