@@ -1099,7 +1099,6 @@ static int refused_by_loop_limit(tabcl_context *ctx, const tabcl_sdpa_desc *d, i
    both kinds with broadcasts, causality, grouped heads, lengths around its
    16-row and 16-key blocks, f32 key rows on both sides of the in-place
    limit; and what it does not run is refused. */
-
 static void cpu_kernel_cases(tabcl_context *ctx, tt_rng *r, int rounds, int max_len) {
   /* a multiple of 16, one of neither 16 nor 4, the tabular width (20,
      80 and 128 come through the automatic choice in the tests above) */
@@ -1417,12 +1416,31 @@ static void expand_query_mask(sdpa_case *c) {
   d->mask_query_broadcast = 0;
 }
 
+/* Hides, in every row of c's mask, the keys of a padded context: the last
+   eighth, keys 16-47 and 128-255 (whole blocks of 16, whole tiles of 64),
+   and keys 70-99 (a run that covers the block from 80 but not its
+   neighbours); the two keys before the last eighth are shown. */
+static void pad_rows(sdpa_case *c) {
+  const tabcl_sdpa_desc *d = &c->d;
+  const size_t lk = (size_t)d->kv_len;
+  for (size_t row = 0; row < c->nm / lk; row++)
+    for (size_t j = 0; j < lk; j++) {
+      const int hide = j >= lk - lk / 8 || (j >= 16 && j < 48) || (j >= 70 && j < 100) ||
+                       (j >= 128 && j < 256);
+      /* the two keys before the padding are shown: a range that ends a
+         tile short of them is wrong */
+      const int show = j + 2 >= lk - lk / 8 && j < lk - lk / 8;
+      if (!hide && !show) continue;
+      if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[row * lk + j] = show;
+      else tabcl__store_elem(c->mask, row * lk + j, d->dtype, show ? 0.0 : -INFINITY);
+    }
+}
+
 /* d (with mask_query_broadcast set) on `path` against the reference of the
    same call with the mask expanded over the queries; dead_bh >= 0 masks out
    every key of batch entry 1's mask row for head dead_bh (its rows must be
    zeros); padded: every mask row also hides runs of keys as a padded
    context does (pad_rows). Returns the path's status. */
-static void pad_rows(sdpa_case *c);
 static tabcl_status run_query_broadcast(tabcl_context *ctx, tt_rng *r, const tabcl_sdpa_desc *d,
                                         int path, int dead_bh, const char *what, int padded) {
   sdpa_case c;
@@ -1545,33 +1563,13 @@ Test(sdpa, query_broadcast_masks_cpu_key_chunks) {
   tabcl_context_destroy(ctx);
 }
 
-/* Hides, in every row of c's mask, the keys of a padded context: the last
-   eighth, keys 16-47 and 128-255 (whole blocks of 16, whole tiles of 64),
-   and keys 70-99 (a run that covers the block from 80 but not its
-   neighbours); the two keys before the last eighth are shown. */
-static void pad_rows(sdpa_case *c) {
-  const tabcl_sdpa_desc *d = &c->d;
-  const size_t lk = (size_t)d->kv_len;
-  for (size_t row = 0; row < c->nm / lk; row++)
-    for (size_t j = 0; j < lk; j++) {
-      const int hide = j >= lk - lk / 8 || (j >= 16 && j < 48) || (j >= 70 && j < 100) ||
-                       (j >= 128 && j < 256);
-      /* the two keys before the padding are shown: a range that ends a
-         tile short of them is wrong */
-      const int show = j + 2 >= lk - lk / 8 && j < lk - lk / 8;
-      if (!hide && !show) continue;
-      if (d->mask == TABCL_MASK_BOOL) ((uint8_t *)c->mask)[row * lk + j] = show;
-      else tabcl__store_elem(c->mask, row * lk + j, d->dtype, show ? 0.0 : -INFINITY);
-    }
-}
-
 /* The CPU kernel skips a block of 16 keys that a key-padding mask hides
    from every row, the fused kernel the keys it hides at the end of a key
    range: padded contexts over several key chunks and tiles (of 64 keys and
    of 8), causal or not, in one key part or three (each part's range ends
-   on its own, one wholly hidden at times); equal
-   to the reference and, bit for bit, to the call with the mask written out
-   for every query (which skips nothing). */
+   on its own, one wholly hidden at times); equal to the reference and,
+   bit for bit, to the call with the mask written out for every query
+   (which skips nothing). */
 Test(sdpa, padded_context_skips_hidden_keys) {
   tt_rng r = {tt_seed("sdpa.padded_context_skips_hidden_keys")};
   tabcl_context *ctx = tt_context();
