@@ -106,13 +106,6 @@ inline ushort f32_to_bf16(float f) {
 // so, not as a remainder beside the division above (oclgrind cannot follow
 // the `freeze` LLVM adds to such a pair).
 #define SDPA_PART ((int)(get_group_id(2) - get_group_id(2) / (uint)nsplit * (uint)nsplit))
-// A launch may run one part alone (argument part_one >= 0; -1: every
-// part), so that a streamed estimator's parts start as their keys arrive
-// (src/stream/stream_sdpa.c): the other parts' groups take no keys and
-// leave before their stores, after every barrier (an early return before
-// the fused kernel's barriers corrupted PoCL 3.1's heap). A part's group
-// does what it does in a launch of every part: the same results bit for bit.
-#define SDPA_NOT_THIS_LAUNCH(p) (part_one >= 0 && (p) != part_one)
 
 // Top-left aligned causality: no row of the query tile sees keys past its
 // last query, so the pass over the keys ends here.

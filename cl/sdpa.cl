@@ -272,7 +272,7 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
                 __global const store_t *v, __global const uchar *mask,
                 __global store_t *out, long b0, int lq, int lk, int hq, int hkv, int d,
                 real scale2, int causal, int mask_kind, int mask_bb, int mask_hb, int h0,
-                int qt0, int nsplit, int kpart, __global real *part, int part_one) {
+                int qt0, int nsplit, int kpart, __global real *part) {
   __local real4 qs[BQ * DP4];
   __local real4 kvs[MAX_(KV_K, KV_V)];
   __local real4 pst4[BK * PT / 4];
@@ -301,8 +301,8 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
   const int tk = t & (TKS - 1), tq = t / TKS;
   const int kq = tq & SWQ, kk = tk & SWK;  /* XOR keys of this work-item's Q and K rows */
   const int tc = t & (TC - 1), to = t / TC;
-  const int k_first = SDPA_PART * kpart, other = SDPA_NOT_THIS_LAUNCH(SDPA_PART);
-  int kv_end = other ? k_first : min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
+  const int k_first = SDPA_PART * kpart;
+  int kv_end = min(SDPA_KV_END, k_first + min(kpart, lk - k_first));
   // Keys a key-padding mask hides from every row at the end of the range
   // (a short context's padding) are never read: they would leave m_run,
   // l_run and acc as they are, bit for bit (finite values). Only the
@@ -481,7 +481,6 @@ void sdpa_fused(__global const store_t *q, __global const store_t *k,
       if (tk == 0) alpha_s[tq + i * TQS] = m_run[i];
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  if (other) return;
   __global real *pb = PART_OF(part, ((long)get_group_id(0) * get_num_groups(1) + get_group_id(1)) *
                                         get_num_groups(2) + get_group_id(2));
   __global store_t *ob = out + ((b * lq + q0) * hq + h) * (long)d;

@@ -194,8 +194,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global const store_t *v,
               __global const uchar *mask, __global store_t *out, long b0, int lq, int lk,
               int hq, int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb,
-              int mask_hb, int h0, int qt0, int nsplit, int kpart, __global float *part,
-              int part_one) {
+              int mask_hb, int h0, int qt0, int nsplit, int kpart, __global float *part) {
   float qtr[CPU_DP * W];   /* Q^T, then at the end O^T scaled for the store */
   float oall[CPU_TILES * CPU_DP * W];   /* each tile's O^T */
   float16 mall[CPU_TILES], lall[CPU_TILES];   /* each tile's row maxima and sums */
@@ -217,8 +216,8 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
     mall[tile] = (float16)(-INFINITY);
     lall[tile] = (float16)(0.0f);
   }
-  const int k_first = SDPA_PART * kpart, other = SDPA_NOT_THIS_LAUNCH(SDPA_PART);
-  const int k_last = other ? k_first : k_first + min(kpart, lk - k_first);
+  const int k_first = SDPA_PART * kpart;
+  const int k_last = k_first + min(kpart, lk - k_first);
   for (int kc = k_first; kc < k_last; kc += CPU_KEY_CHUNK) {
   for (int tile = 0; tile < ntiles; tile++) {
   const int q0 = g_q0 + tile * W, qn = min(W, g_qn - tile * W);
@@ -350,7 +349,6 @@ void sdpa_cpu(__global const store_t *q, __global const store_t *k, __global con
   }
   }
 
-  if (other) return;
   for (int tile = 0; tile < ntiles; tile++) {
   const int q0 = g_q0 + tile * W, qn = min(W, g_qn - tile * W);
   const float *otr = oall + tile * CPU_DP * W;

@@ -520,8 +520,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
               __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
               int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
-              int h0, int qt0, int nsplit, int kpart, __global float *part,
-              int part_one) {
+              int h0, int qt0, int nsplit, int kpart, __global float *part) {
   __local uint4 smem4[2 * STAGE / 8] __attribute__((aligned(16)));
   __local elem_t *smem = (__local elem_t *)smem4;
 
@@ -540,8 +539,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
 #endif
   SDPA_GROUP_SETUP(elem_t, 8);
 
-  const int k_first = MMA_PART * kpart, other = SDPA_NOT_THIS_LAUNCH(MMA_PART);
-  const int kv_end = other ? k_first : min(SDPA_KV_END, k_first + kpart);
+  const int k_first = MMA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + kpart);
   const int ntiles = kv_end > k_first ? (kv_end - k_first + BK - 1) / BK : 0;
   __global const elem_t *kb1 = kb + k_first * kstride, *vb1 = vb + k_first * kstride;
   // Q through local memory into registers, once. Where it fits one stage
@@ -718,7 +717,6 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   }
 
   if (nsplit > 1) {
-    if (other) return;
     __global float *pb = MMA_PART_BLOCK(part);
     #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -762,8 +760,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const elem_t *v,
               __global const uchar *mask, __global elem_t *out, long b0, int lq, int lk, int hq,
               int hkv, int d, float scale2, int causal, int mask_kind, int mask_bb, int mask_hb,
-              int h0, int qt0, int nsplit, int kpart, __global float *part,
-              int part_one) {
+              int h0, int qt0, int nsplit, int kpart, __global float *part) {
   __local uint4 ks4[BK * RS / VECN];
   __local uint4 vs4[VROWS * RS / VECN];
   __local elem_t *ks = (__local elem_t *)ks4;
@@ -834,8 +831,8 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   for (int n = 0; n < NON; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0, 0};
   const int qi0 = q0 + r0, qi1 = qi0 + 8;
-  const int k_first = MMA_PART * kpart, other = SDPA_NOT_THIS_LAUNCH(MMA_PART);
-  const int kv_end = other ? k_first : min(SDPA_KV_END, k_first + kpart);
+  const int k_first = MMA_PART * kpart;
+  const int kv_end = min(SDPA_KV_END, k_first + kpart);
 
   for (int k0 = k_first; k0 < kv_end; k0 += BK) {
     const int kn = min(BK, lk - k0);
@@ -982,7 +979,6 @@ void sdpa_mma(__global const elem_t *q, __global const elem_t *k, __global const
   }
 
   if (nsplit > 1) {
-    if (other) return;
     store_part(MMA_PART_BLOCK(part), r0, qn, tq, m_run, row_sums(l_run[0], l_run[1]), o);
     return;
   }

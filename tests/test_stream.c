@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/sdpa.h"
 #include "runtime/internal.h"
 #include "tabcl/tabcl_cl.h"
 #include "tt.h"
@@ -202,16 +201,14 @@ static void *alloc_host(kvset *s, size_t bytes) {
 
 static void kvset_fill(kvset *s, tt_rng *r, int check_f64);
 
-/* batch: entries of every tensor, or 0 for one or two at random; where it
-   is given, estimator 0 has max_len keys. */
-static void kvset_make_batch(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dtype dt,
-                             int64_t max_len, int pinned, int check_f64, int64_t batch) {
+static void kvset_make(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dtype dt,
+                       int64_t max_len, int pinned, int check_f64) {
   memset(s, 0, sizeof *s);
   s->ctx = ctx;
   s->n = n;
   s->pinned = pinned;
   tabcl_sdpa_desc d = {0};
-  d.batch = batch ? batch : 1 + (int64_t)tt_below(r, 2);
+  d.batch = 1 + (int64_t)tt_below(r, 2);
   d.q_len = 3 + (int64_t)tt_below(r, 9);
   d.q_heads = 4;
   d.kv_heads = 2;
@@ -222,13 +219,7 @@ static void kvset_make_batch(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tab
   /* one empty estimator now and then: a zero-byte item */
   for (int e = 0; e < n; e++)
     s->kv_len[e] = tt_below(r, 10) == 0 ? 0 : 1 + (int64_t)tt_below(r, (uint64_t)max_len);
-  if (batch) s->kv_len[0] = max_len;
   kvset_fill(s, r, check_f64);
-}
-
-static void kvset_make(kvset *s, tabcl_context *ctx, tt_rng *r, int n, tabcl_dtype dt,
-                       int64_t max_len, int pinned, int check_f64) {
-  kvset_make_batch(s, ctx, r, n, dt, max_len, pinned, check_f64, 0);
 }
 
 /* Values for s's shape (s->d, s->n, s->kv_len), and the serial outputs. */
@@ -532,112 +523,6 @@ Test(stream, convenience_calls_equal_serial) {
   }
   expect_no_leak_but_programs(ctx, base);
   tabcl_context_destroy(ctx);
-}
-
-/* Keys in parts: where one launch splits an estimator's keys (forced here
-   to three parts), a batch of one entry is uploaded part by part and each
-   part's launch waits only for its own keys (src/stream/stream_sdpa.c).
-   The outputs must equal the serial run's bit for bit, which computes the
-   same split in one launch after the whole upload. */
-static tabcl_context *split_context(int portable) {
-  tabcl_options o = {0};
-  /* on a CPU, sdpa.cpu=0 puts the portable fused kernel in the CPU kernel's place */
-  o.tune = portable ? "sdpa.split=3;sdpa.cpu=0" : "sdpa.split=3";
-  return tt_context_with(&o);
-}
-
-Test(stream, key_parts_computed_as_they_arrive) {
-  tt_rng r = {tt_seed("stream.key_parts_computed_as_they_arrive")};
-  for (int round = 0; round < 4; round++) {
-    tabcl_context *ctx = split_context(round >= 2);
-    kvset s;
-    kvset_make_batch(&s, ctx, &r, 8, round & 1 ? TABCL_F16 : TABCL_F32, 300, round & 1, 0, 1);
-    tabcl_sdpa_desc d = kvset_desc(&s, 0);
-    int64_t parts = 0, part_keys = 0;
-    tt_assert_ok(tabcl__sdpa_parts(ctx, &d, &parts, &part_keys));
-    cr_assert_eq(parts, 3, "the forced split gives %lld parts, not 3", (long long)parts);
-    cr_assert(part_keys > 0 && part_keys < d.kv_len, "part_keys %lld of %lld keys",
-              (long long)part_keys, (long long)d.kv_len);
-    for (int depth = 1; depth <= 3; depth++) {
-      convenience(&s, depth, 0);
-      convenience(&s, depth, 1);
-    }
-    kvset_free(&s);
-    tabcl_context_destroy(ctx);
-  }
-}
-
-/* The part-by-part launch alone, on the kernels' side: attention whose
-   three key parts each wait for a user event of their own, the events set
-   last part first after the call, equals the same split in one launch bit
-   for bit (with masks and causality, which streams do not take). Under
-   oclgrind too, with the events set before the call (its clFlush runs the
-   queue to the end and would wait for them forever): there every part's
-   launch has the other parts' groups skipping their keys and stores. */
-static void parts_after_their_events(tt_rng *r, int portable, int64_t max_keys, int late) {
-  tabcl_context *ctx = split_context(portable);
-  cl_context cl = tabcl_context_cl_context(ctx);
-  tabcl_sdpa_desc d = {0};
-  d.batch = 1;
-  d.q_len = 1 + (int64_t)tt_below(r, 20);
-  d.kv_heads = 1 + (int)tt_below(r, 2);
-  d.q_heads = d.kv_heads * (1 + (int)tt_below(r, 2));
-  d.head_dim = 8 + 4 * (int)tt_below(r, 7);
-  d.kv_len = 40 + (int64_t)tt_below(r, (uint64_t)max_keys);
-  d.dtype = tt_below(r, 2) ? TABCL_F16 : TABCL_F32;
-  d.causal = tt_below(r, 3) == 0;
-  d.mask = tt_below(r, 2) ? TABCL_MASK_BOOL : TABCL_MASK_NONE;
-  d.mask_head_broadcast = 1;
-  const size_t es = dsize(d.dtype);
-  const size_t nq = (size_t)(d.q_len * d.q_heads * d.head_dim);
-  const size_t nk = (size_t)(d.kv_len * d.kv_heads * d.head_dim);
-  const size_t nm = (size_t)(d.q_len * d.kv_len);
-  void *q = malloc(nq * es), *k = malloc(nk * es), *v = malloc(nk * es);
-  uint8_t *m = malloc(nm), *whole = malloc(nq * es), *parted = malloc(nq * es);
-  for (size_t i = 0; i < nq; i++) store_random(q, i, d.dtype, r, 0.7);
-  for (size_t i = 0; i < nk; i++) store_random(k, i, d.dtype, r, 0.7), store_random(v, i, d.dtype, r, 1.0);
-  for (size_t i = 0; i < nm; i++) m[i] = tt_below(r, 4) != 0;
-  cl_int err;
-  cl_mem qb = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, nq * es, q, &err);
-  cl_mem kb = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, nk * es, k, &err);
-  cl_mem vb = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, nk * es, v, &err);
-  cl_mem mb = clCreateBuffer(cl, CL_MEM_COPY_HOST_PTR, nm, m, &err);
-  cl_mem o1 = dev_buffer(ctx, nq * es), o2 = dev_buffer(ctx, nq * es);
-  cr_assert_eq(err, CL_SUCCESS);
-  const cl_mem mask = d.mask ? mb : NULL;
-  tt_assert_ok(tabcl_sdpa_cl(ctx, &d, qb, kb, vb, mask, o1, 0, NULL, NULL));
-  int64_t parts = 0, part_keys = 0;
-  tt_assert_ok(tabcl__sdpa_parts(ctx, &d, &parts, &part_keys));
-  cr_assert_eq(parts, 3, "the forced split gives %lld parts, not 3", (long long)parts);
-  cl_event ue[3], ev = NULL;
-  for (int p = 0; p < 3; p++) {
-    ue[p] = clCreateUserEvent(cl, &err);
-    cr_assert_eq(err, CL_SUCCESS);
-    if (!late) cr_assert_eq(clSetUserEventStatus(ue[p], CL_COMPLETE), CL_SUCCESS);
-  }
-  tt_assert_ok(tabcl__sdpa_cl_parts(ctx, &d, qb, kb, vb, mask, o2, 0, NULL, part_keys, 3, ue,
-                                    &ev));
-  for (int p = 2; late && p >= 0; p--)
-    cr_assert_eq(clSetUserEventStatus(ue[p], CL_COMPLETE), CL_SUCCESS);
-  cr_assert_eq(clWaitForEvents(1, &ev), CL_SUCCESS);
-  dev_read(ctx, o1, nq * es, whole);
-  dev_read(ctx, o2, nq * es, parted);
-  cr_assert(!memcmp(whole, parted, nq * es),
-            "%s kernel: parts launched one by one differ from one launch (Lq %lld, Lk %lld, "
-            "Hq %d, Hkv %d, D %d, dtype %d, causal %d, mask %d)", portable ? "fused" : "default",
-            (long long)d.q_len, (long long)d.kv_len, d.q_heads, d.kv_heads, d.head_dim,
-            (int)d.dtype, d.causal, (int)d.mask);
-  for (int p = 0; p < 3; p++) clReleaseEvent(ue[p]);
-  clReleaseEvent(ev);
-  const cl_mem all[] = {qb, kb, vb, mb, o1, o2};
-  for (int i = 0; i < 6; i++) clReleaseMemObject(all[i]);
-  free(q), free(k), free(v), free(m), free(whole), free(parted);
-  tabcl_context_destroy(ctx);
-}
-
-Test(stream, key_parts_after_their_events) {
-  tt_rng r = {tt_seed("stream.key_parts_after_their_events")};
-  for (int round = 0; round < 8; round++) parts_after_their_events(&r, round & 1, 400, 1);
 }
 
 /* A stream's buffers go back to the context's pool behind a marker that
@@ -1173,29 +1058,23 @@ static tabcl_status call_pinned(kvset *s, void **outs) {
 }
 static int check_pinned(kvset *s, void **outs) { return (void)s, ((uint8_t *)outs[0])[0] == 0x5A; }
 
-/* parts: the split context and one batch entry, so that estimators are
-   uploaded and computed part by part (key_parts_computed_as_they_arrive). */
-static void sweep_convenience(int which, int parts) {
-  tt_rng r = {tt_seed(parts ? (which ? "stream_sweep.parts_cl" : "stream_sweep.parts_alloc")
-                            : (which ? "stream_sweep.calls_cl" : "stream_sweep.calls_alloc"))};
-  tabcl_context *ctx = parts ? split_context(0) : tt_context();
+static void sweep_convenience(int which) {
+  tt_rng r = {tt_seed(which ? "stream_sweep.calls_cl" : "stream_sweep.calls_alloc")};
+  tabcl_context *ctx = tt_context();
   kvset s;
-  kvset_make_batch(&s, ctx, &r, 4, TABCL_F32, 40, 1, 0, parts ? 1 : 0);
+  kvset_make(&s, ctx, &r, 4, TABCL_F32, 40, 1, 0);
   void *outs[MAXN];
   for (int e = 0; e < s.n; e++) outs[e] = malloc(s.qb);
   sweep_call("tabcl_stream_sdpa_host", which, call_host, check_outs, &s, outs);
   sweep_call("tabcl_stream_sdpa_cl", which, call_cl, check_outs, &s, outs);
-  if (!parts)
-    sweep_call("tabcl_stream_host_alloc/free", which, call_pinned, check_pinned, &s, outs);
+  sweep_call("tabcl_stream_host_alloc/free", which, call_pinned, check_pinned, &s, outs);
   for (int e = 0; e < s.n; e++) free(outs[e]);
   kvset_free(&s);
   tabcl_context_destroy(ctx);
 }
 
-Test(stream_sweep, calls_alloc) { sweep_convenience(0, 0); }
-Test(stream_sweep, calls_cl) { sweep_convenience(1, 0); }
-Test(stream_sweep, parts_alloc) { sweep_convenience(0, 1); }
-Test(stream_sweep, parts_cl) { sweep_convenience(1, 1); }
+Test(stream_sweep, calls_alloc) { sweep_convenience(0); }
+Test(stream_sweep, calls_cl) { sweep_convenience(1); }
 
 #endif
 
@@ -1217,10 +1096,4 @@ Test(oclgrind_stream, slow_compute_tiny) {
   kvset_free(&s);
   slow_fini(&sl);
   tabcl_context_destroy(ctx);
-}
-
-Test(oclgrind_stream, key_parts_after_their_events) {
-  tt_rng r = {tt_seed("oclgrind_stream.key_parts_after_their_events")};
-  parts_after_their_events(&r, 0, 24, 0);
-  parts_after_their_events(&r, 1, 24, 0);
 }

@@ -96,35 +96,9 @@ static tabcl_status check_sizes(const tabcl_sdpa_desc *d, cl_mem q, cl_mem k, cl
   return s;
 }
 
-tabcl_status tabcl__sdpa_parts(tabcl_context *ctx, const tabcl_sdpa_desc *d, int64_t *parts,
-                              int64_t *part_keys) {
-  *parts = 1, *part_keys = d->kv_len;
-  if (!tabcl__sdpa_has_work(d) || d->kv_len <= 0) return TABCL_OK;
-  tabcl__sdpa_facts f;
-  tabcl_status s = tabcl__sdpa_facts_get(ctx, d, TABCL__SDPA_AUTO, &f);
-  if (s) return s;
-  const tabcl__target tg = ctx->target;
-  tabcl__sdpa_plan p;
-  if ((s = tabcl__sdpa_plan_make(&tg, &f, d, TABCL__SDPA_AUTO, &p))) return s;
-  const int64_t most = tabcl__tuned(tg.tune, TABCL__TUNE_SDPA_GROUPS_YZ);
-  /* one launch of every part: the case tabcl__sdpa_tile_launch runs part by part */
-  if (p.path == TABCL__SDPA_CLBLAST || p.keys.parts <= 1 || p.launch_step < d->batch ||
-      p.query_tiles > p.keys.qtile_step || d->q_heads > most)
-    return TABCL_OK;
-  *parts = p.keys.parts, *part_keys = p.keys.part_keys;
-  return TABCL_OK;
-}
-
 tabcl_status tabcl_sdpa_cl(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q, cl_mem k,
                            cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait, const cl_event *wait,
                            cl_event *ev) {
-  return tabcl__sdpa_cl_parts(ctx, desc, q, k, v, mask, out, nwait, wait, 0, 0, NULL, ev);
-}
-
-tabcl_status tabcl__sdpa_cl_parts(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q,
-                                  cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
-                                  const cl_event *wait, int64_t part_keys, cl_uint nready,
-                                  const cl_event *ready, cl_event *ev) {
   tabcl_status s = tabcl__sdpa_validate("tabcl_sdpa_cl", ctx, desc, q != NULL, k != NULL,
                                         v != NULL, mask != NULL, out != NULL);
   if (s) return s;
@@ -134,17 +108,7 @@ tabcl_status tabcl__sdpa_cl_parts(tabcl_context *ctx, const tabcl_sdpa_desc *des
   if (ev) *ev = NULL;
   if (!tabcl__sdpa_has_work(desc)) {
     if (!ev) return TABCL_OK;
-    cl_event *wl = NULL;
-    if (nready) {
-      /* the keys' events too: the caller's buffers are in use until they end */
-      if (!(wl = tabcl__malloc(((size_t)nwait + nready) * sizeof *wl)))
-        return tabcl__fail(TABCL_OUT_OF_MEMORY, "tabcl_sdpa_cl: out of host memory");
-      for (cl_uint i = 0; i < nwait; i++) wl[i] = wait[i];
-      for (cl_uint i = 0; i < nready; i++) wl[nwait + i] = ready[i];
-    }
-    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait + nready,
-                                                      wl ? wl : wait, ev));
-    tabcl__free(wl);
+    cl_int err = TABCL_CL(clEnqueueMarkerWithWaitList(ctx->queue, nwait, wait, ev));
     return err == CL_SUCCESS ? TABCL_OK
                              : tabcl__cl_fail(err, "clEnqueueMarkerWithWaitList", "tabcl_sdpa_cl");
   }
@@ -152,7 +116,7 @@ tabcl_status tabcl__sdpa_cl_parts(tabcl_context *ctx, const tabcl_sdpa_desc *des
   if (s) return s;
   tabcl_sdpa_desc sd = *desc;
   if (sd.kv_len == 0) sd.mask = TABCL_MASK_NONE;
-  tabcl__sdpa_bufs b = {q, k ? k : q, v ? v : q, mask, out, part_keys, nready, ready};
+  tabcl__sdpa_bufs b = {q, k ? k : q, v ? v : q, mask, out};
   tabcl__sdpa_events e = {NULL, NULL, 0, ev != NULL};
   s = tabcl__sdpa_run(ctx, &sd, TABCL__SDPA_AUTO, &b, nwait, wait, &e);
   if (s) {

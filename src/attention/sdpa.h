@@ -98,19 +98,6 @@ tabcl_status tabcl__sdpa_facts_get(tabcl_context *ctx, const tabcl_sdpa_desc *d,
 tabcl_status tabcl__sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d, int path,
                              const tabcl__sdpa_bufs *b, cl_uint nwait, const cl_event *wait,
                              tabcl__sdpa_events *ev);
-/* The key parts of d's call on device buffers where one launch takes every
-   part (tabcl__sdpa_tile_launch can then run each after its own keys), else
-   *parts = 1 and *part_keys = d->kv_len. d is validated. Fails only where
-   gathering the facts or planning does. */
-tabcl_status tabcl__sdpa_parts(tabcl_context *ctx, const tabcl_sdpa_desc *d, int64_t *parts,
-                               int64_t *part_keys);
-/* tabcl_sdpa_cl with keys that arrive in parts (tabcl__sdpa_bufs): nready
-   events, part p's keys [p part_keys, (p + 1) part_keys) ready after
-   ready[p]; nready 0 is tabcl_sdpa_cl. The output is the same bit for bit. */
-tabcl_status tabcl__sdpa_cl_parts(tabcl_context *ctx, const tabcl_sdpa_desc *desc, cl_mem q,
-                                  cl_mem k, cl_mem v, cl_mem mask, cl_mem out, cl_uint nwait,
-                                  const cl_event *wait, int64_t part_keys, cl_uint nready,
-                                  const cl_event *ready, cl_event *ev);
 /* tabcl_sdpa_host with a forced path (tests use it to cross-check). */
 tabcl_status tabcl__sdpa_host_path(tabcl_context *ctx, const tabcl_sdpa_desc *desc,
                                    const void *q, const void *k, const void *v,

@@ -26,17 +26,9 @@ tabcl_status tabcl__sdpa_validate(const char *fn, const tabcl_context *ctx,
                                   const tabcl_sdpa_desc *d, int has_q, int has_k, int has_v,
                                   int has_mask, int has_out);
 
-/* The device buffers of one call: whole tensors, batch entry 0 first.
-   Where k and v arrive in parts (a streamed estimator of one batch entry,
-   src/stream/stream_sdpa.c), nready > 0: keys [p part_keys, (p + 1)
-   part_keys) are in place once ready[p] has completed. A split launch of
-   the same parts then runs each part after its own event; any other plan
-   waits for them all. */
+/* The device buffers of one call: whole tensors, batch entry 0 first. */
 typedef struct tabcl__sdpa_bufs {
   cl_mem q, k, v, mask, out;
-  int64_t part_keys;
-  cl_uint nready;
-  const cl_event *ready;
 } tabcl__sdpa_bufs;
 
 /* First and last command of a run, for callers that want to wait on or time it. */

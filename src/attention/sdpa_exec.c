@@ -32,21 +32,6 @@ static void remember_cap(tabcl_context *ctx, const tabcl_sdpa_desc *d, size_t ca
   pthread_mutex_unlock(&ctx->lock);
 }
 
-/* The GEMM path, waiting for keys that arrive in parts (tabcl__sdpa_bufs)
-   before its first command. */
-static tabcl_status clblast_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,
-                                const tabcl__sdpa_bufs *b, int64_t b0, int64_t nb, cl_uint nwait,
-                                const cl_event *wait, tabcl__sdpa_events *ev) {
-  if (!b->nready || b0 != 0) return tabcl__sdpa_clblast_run(ctx, d, b, b0, nb, nwait, wait, ev);
-  cl_event *wl = tabcl__malloc(((size_t)nwait + b->nready) * sizeof *wl);
-  if (!wl) return tabcl__fail(TABCL_OUT_OF_MEMORY, "attention: out of host memory");
-  for (cl_uint i = 0; i < nwait; i++) wl[i] = wait[i];
-  for (cl_uint i = 0; i < b->nready; i++) wl[nwait + i] = b->ready[i];
-  tabcl_status s = tabcl__sdpa_clblast_run(ctx, d, b, b0, nb, nwait + b->nready, wl, ev);
-  tabcl__free(wl);
-  return s;
-}
-
 /* Plans are made again at most this many times a call: each time a limit
    only falls, or the tensor-core kernel drops out. */
 #define REPLANS 4
@@ -74,7 +59,7 @@ tabcl_status tabcl__sdpa_exec(tabcl_context *ctx, const tabcl__sdpa_facts *f,
       else if (p.path == TABCL__SDPA_FUSED)
         s = tabcl__sdpa_fused_launch(ctx, d, &p.tiles, &p.keys, b, b0, nb, nw, w, ev, &cap);
       else
-        s = clblast_run(ctx, d, b, b0, nb, nw, w, ev);
+        s = tabcl__sdpa_clblast_run(ctx, d, b, b0, nb, nw, w, ev);
       if (!s || b0 != 0 || attempt >= REPLANS) continue;
       /* Refused before anything was enqueued: the compiled fused kernel
          runs fewer work-items a group than the device (registers, or a

@@ -51,24 +51,9 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
     s = tabcl__buffer_create(ctx, CL_MEM_READ_WRITE, (size_t)ks->part_bytes, NULL, &part,
                              "attention key parts");
   if (!s) {
-    const cl_int kpart = parts > 1 ? (cl_int)ks->part_keys : lk, every = -1;
+    const cl_int kpart = parts > 1 ? (cl_int)ks->part_keys : lk;
     const cl_mem pbuf = parts > 1 ? part : b->out;
-    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(pbuf),
-                          TABCL_ARG(every));
-  }
-  /* Keys arriving in parts (tabcl__sdpa_bufs): where this launch is the
-     whole call, split the same way, each part runs alone after its keys'
-     event; else the first launch waits for every part. */
-  const int per_part = b->nready > 0 && parts > 1 && (cl_int)b->nready == parts &&
-                       b->part_keys == ks->part_keys && nqt <= qstep && hq <= most &&
-                       b0 == 0 && nb == d->batch;
-  cl_event *wl = NULL;
-  if (!s && b->nready) {
-    wl = tabcl__malloc(((size_t)nwait + b->nready) * sizeof *wl);
-    if (!wl) s = tabcl__fail(TABCL_OUT_OF_MEMORY, "attention: out of host memory");
-    for (cl_uint i = 0; wl && i < nwait; i++) wl[i] = wait[i];
-    for (cl_uint i = 0; wl && !per_part && i < b->nready; i++) wl[nwait + i] = b->ready[i];
-    if (wl && !per_part) nwait += b->nready, wait = wl;
+    s = TABCL_SET_ARGS_AT(k, kname, 18, TABCL_ARG(parts), TABCL_ARG(kpart), TABCL_ARG(pbuf));
   }
   cl_kernel m = NULL;
   if (parts > 1 && !s) s = tabcl__kernel_create(ctx, program, opts, "sdpa_merge", &m);
@@ -84,20 +69,10 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
       size_t local[3] = {nt, 1, 1};
       size_t global[3] = {nt * (size_t)nb, (size_t)nh, (size_t)nq * (size_t)parts};
       cl_event e = NULL;
-      if (per_part) {
-        for (cl_int p = 0; p < parts && !s; p++) {
-          wl[nwait] = b->ready[p];
-          s = TABCL_SET_ARGS_AT(k, kname, 21, TABCL_ARG(p));
-          if (!s) s = tabcl__launch(ctx, k, 3, global, local, nwait + 1, wl, ev ? &e : NULL, kname);
-          if (!s) tabcl__sdpa_track(ev, e);
-          e = NULL;
-        }
-      } else {
-        s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
-                          first_launch ? wait : NULL, ev ? &e : NULL, kname);
-        if (!s) tabcl__sdpa_track(ev, e);
-      }
+      s = tabcl__launch(ctx, k, 3, global, local, first_launch ? nwait : 0,
+                        first_launch ? wait : NULL, ev ? &e : NULL, kname);
       first_launch = 0;
+      if (!s) tabcl__sdpa_track(ev, e);
       if (s || !m) continue;
       /* the merge: one work-item per row of the launch's query tiles and
          float4 column of the padded head dim, in groups the driver picks
@@ -110,7 +85,6 @@ tabcl_status tabcl__sdpa_tile_launch(tabcl_context *ctx, const tabcl_sdpa_desc *
       s = tabcl__launch(ctx, m, 3, mg, NULL, 0, NULL, ev ? &e : NULL, "sdpa_merge");
       if (!s) tabcl__sdpa_track(ev, e);
     }
-  tabcl__free(wl);
   if (m) tabcl__kernel_release(m);
   tabcl__kernel_release(k);
   tabcl__buffer_release(part);

@@ -109,7 +109,7 @@ tabcl_status tabcl__tools_sdpa_run(tabcl_context *ctx, const tabcl_sdpa_desc *d,
   if (last) *last = NULL;
   const int b = backend(path);
   if (b < 0) return tabcl__fail(TABCL_INVALID_ARGUMENT, "attention run: no backend %d", path);
-  tabcl__sdpa_bufs bufs = {q, k, v, mask, out, 0, 0, NULL};
+  tabcl__sdpa_bufs bufs = {q, k, v, mask, out};
   tabcl__sdpa_events ev = {NULL, NULL, first != NULL, last != NULL};
   tabcl_status s = tabcl__sdpa_run(ctx, d, b, &bufs, 0, NULL, &ev);
   if (first) *first = ev.first;

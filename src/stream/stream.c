@@ -10,53 +10,27 @@
 
 /* ---- filling a slot ----------------------------------------------------- */
 
-/* Releases the slot's chunk events. */
-static void chunks_release(tabcl__slot *sl) {
-  for (cl_uint c = 0; c < sl->nchunks; c++) clReleaseEvent(sl->chunk_ready[c]);
-  sl->nchunks = 0;
-}
-
 /* Enqueues the upload of the slot's item, every write waiting for the
-   slot's `after` event, and sets `ready` to one event for all of them;
-   an item uploaded in chunks (st->chunk) writes chunk c of every part, then
-   a marker, its event in chunk_ready[c], before chunk c + 1. On failure the
-   commands already enqueued are waited for (they read the caller's host
-   memory and must not outlive this call unseen) and released, `ready`
-   stays NULL, and the slot is left as it was. */
+   slot's `after` event, and sets `ready` to one event for all of them. On
+   failure the writes already enqueued are waited for (they read the
+   caller's host memory and must not outlive this call unseen) and
+   released, `ready` stays NULL, and the slot is left as it was. */
 static tabcl_status slot_fill(const char *fn, tabcl_stream *st, tabcl__slot *sl) {
   const int64_t i = sl->item;
   const cl_uint nw = sl->after ? 1 : 0;
   const cl_event *w = sl->after ? &sl->after : NULL;
-  /* every event made here: a chunk's writes, then its marker */
-  cl_event ev[TABCL__STREAM_MAX_CHUNKS * (TABCL_STREAM_MAX_PARTS + 1) + 1];
-  cl_event chunk[TABCL__STREAM_MAX_CHUNKS];
-  cl_uint n = 0, nch = 0;
+  cl_event ev[TABCL_STREAM_MAX_PARTS];
+  cl_uint n = 0;
   cl_int err = CL_SUCCESS;
   const char *call = "clEnqueueWriteBuffer";
-  size_t most = 0;
-  for (int p = 0; p < st->parts; p++)
-    if (st->bytes[i * st->parts + p] > most) most = st->bytes[i * st->parts + p];
-  const size_t cb = st->chunk && st->chunk[i] && st->chunk[i] < most ? st->chunk[i] : most;
-  for (size_t off = 0; off < most && err == CL_SUCCESS; off += cb) {
-    const cl_uint first = n;
-    for (int p = 0; p < st->parts && err == CL_SUCCESS; p++) {
-      const size_t b = st->bytes[i * st->parts + p];
-      if (b <= off) continue;
-      /* A whole item goes at offset 0 in one write: a partial write at an
-         offset is what oclgrind loses track of (DEVELOPERS.md); chunks are
-         for the GPU's streamed attention and never run under it. */
-      err = TABCL_CL(clEnqueueWriteBuffer(st->tq, sl->mem[p], CL_FALSE, off,
-                                          b - off < cb ? b - off : cb,
-                                          (const char *)st->host[i * st->parts + p] + off, nw, w,
-                                          &ev[n]));
-      if (err == CL_SUCCESS) n++;
-    }
-    if (err == CL_SUCCESS && cb < most) {
-      call = "clEnqueueMarkerWithWaitList";
-      err = TABCL_CL(clEnqueueMarkerWithWaitList(st->tq, n - first, ev + first, &ev[n]));
-      if (err == CL_SUCCESS) chunk[nch++] = ev[n++];
-      call = "clEnqueueWriteBuffer";
-    }
+  for (int p = 0; p < st->parts && err == CL_SUCCESS; p++) {
+    const size_t b = st->bytes[i * st->parts + p];
+    if (!b) continue;
+    /* offset 0, whole item: a partial write at an offset is what oclgrind
+       loses track of (DEVELOPERS.md) */
+    err = TABCL_CL(clEnqueueWriteBuffer(st->tq, sl->mem[p], CL_FALSE, 0, b,
+                                        st->host[i * st->parts + p], nw, w, &ev[n]));
+    if (err == CL_SUCCESS) n++;
   }
   cl_event ready = NULL;
   if (err == CL_SUCCESS) {
@@ -64,12 +38,10 @@ static tabcl_status slot_fill(const char *fn, tabcl_stream *st, tabcl__slot *sl)
       ready = ev[0];
       n = 0;
     } else {
-      /* several parts or chunks (or none): one event after all of them,
-         named explicitly rather than trusting the queue's order */
+      /* several parts (or none): one event after all of them, named
+         explicitly rather than trusting the queue's order */
       call = "clEnqueueMarkerWithWaitList";
-      const cl_uint nr = nch ? nch : n;
-      err = TABCL_CL(clEnqueueMarkerWithWaitList(st->tq, nr ? nr : nw,
-                                                 nr ? (nch ? chunk : ev) : w, &ready));
+      err = TABCL_CL(clEnqueueMarkerWithWaitList(st->tq, n ? n : nw, n ? ev : w, &ready));
       if (err != CL_SUCCESS) ready = NULL;
     }
   }
@@ -79,12 +51,7 @@ static tabcl_status slot_fill(const char *fn, tabcl_stream *st, tabcl__slot *sl)
     err = TABCL_CL(clFlush(st->tq));
   }
   if (err == CL_SUCCESS) {
-    /* the chunk markers stay with the slot; the writes' events go */
-    for (cl_uint e = 0, c = 0; e < n; e++) {
-      if (c < nch && ev[e] == chunk[c]) sl->chunk_ready[c++] = ev[e];
-      else clReleaseEvent(ev[e]);
-    }
-    sl->nchunks = nch;
+    for (cl_uint e = 0; e < n; e++) clReleaseEvent(ev[e]);
     sl->ready = ready;
     return TABCL_OK;
   }
@@ -132,14 +99,12 @@ void tabcl__stream_free(tabcl_stream *st, int wait) {
     }
     if (sl->ready) clReleaseEvent(sl->ready);
     if (sl->after) clReleaseEvent(sl->after);
-    chunks_release(sl);
   }
   if (uploaded) clReleaseEvent(uploaded);
   pthread_mutex_destroy(&st->lock);
   tabcl__free(st->slots);
   tabcl__free(st->host);
   tabcl__free(st->bytes);
-  tabcl__free(st->chunk);
   tabcl__free(st);
 }
 
@@ -171,12 +136,6 @@ static tabcl_status validate_desc(const char *fn, const tabcl_context *ctx,
 
 tabcl_status tabcl__stream_create(const char *fn, tabcl_context *ctx, const tabcl_stream_desc *d,
                                   tabcl_stream **out) {
-  return tabcl__stream_create_chunked(fn, ctx, d, NULL, out);
-}
-
-tabcl_status tabcl__stream_create_chunked(const char *fn, tabcl_context *ctx,
-                                          const tabcl_stream_desc *d, const size_t *chunk,
-                                          tabcl_stream **out) {
   if (!out) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: out is NULL", fn);
   tabcl_status s = validate_desc(fn, ctx, d);
   if (s) return s;
@@ -202,20 +161,6 @@ tabcl_status tabcl__stream_create_chunked(const char *fn, tabcl_context *ctx,
   if (n) {
     memcpy(st->host, d->host, n * sizeof *st->host);
     memcpy(st->bytes, d->bytes, n * sizeof *st->bytes);
-  }
-  if (chunk && d->count) {
-    if (!(st->chunk = tabcl__malloc((size_t)d->count * sizeof *st->chunk))) {
-      tabcl__stream_free(st, 1);
-      return tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    }
-    /* more chunks than a slot holds events for: the item goes whole */
-    for (int64_t i = 0; i < d->count; i++) {
-      size_t most = 0;
-      for (int p = 0; p < d->parts; p++)
-        if (d->bytes[i * d->parts + p] > most) most = d->bytes[i * d->parts + p];
-      const size_t c = chunk[i];
-      st->chunk[i] = c && (most + c - 1) / c <= TABCL__STREAM_MAX_CHUNKS ? c : 0;
-    }
   }
   if (st->depth && (s = tabcl__transfer_queue(ctx, &st->tq))) {
     tabcl__stream_free(st, 1);
@@ -258,7 +203,7 @@ int64_t tabcl_stream_position(const tabcl_stream *st) {
 /* ---- hand out and take back --------------------------------------------- */
 
 tabcl_status tabcl__stream_next(const char *fn, tabcl_stream *st, int64_t *item, cl_mem *mem,
-                                cl_event *ready, cl_uint *nchunks, cl_event *chunks) {
+                                cl_event *ready) {
   if (!st) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: st is NULL", fn);
   if (!item) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: item is NULL", fn);
   if (!mem) return tabcl__fail(TABCL_INVALID_ARGUMENT, "%s: mem is NULL", fn);
@@ -289,18 +234,11 @@ tabcl_status tabcl__stream_next(const char *fn, tabcl_stream *st, int64_t *item,
     } else if (est < 0) {
       clReleaseEvent(sl->ready);
       sl->ready = NULL;
-      chunks_release(sl);
       sl->state = TABCL__SLOT_PENDING;
       s = tabcl__fail(TABCL_OPENCL_ERROR, "%s: the upload of item %lld failed on the device: %s",
                       fn, (long long)i, tabcl__cl_error_name(est));
     } else if ((err = TABCL_CL(clRetainEvent(sl->ready))) != CL_SUCCESS) {
       s = tabcl__cl_fail(err, "clRetainEvent", fn);
-    }
-    for (cl_uint c = 0; !s && chunks && c < sl->nchunks; c++) {
-      if ((err = TABCL_CL(clRetainEvent(sl->chunk_ready[c]))) == CL_SUCCESS) continue;
-      s = tabcl__cl_fail(err, "clRetainEvent", fn);
-      while (c--) clReleaseEvent(sl->chunk_ready[c]);
-      clReleaseEvent(sl->ready);
     }
   }
   if (!s) {
@@ -309,8 +247,6 @@ tabcl_status tabcl__stream_next(const char *fn, tabcl_stream *st, int64_t *item,
     *item = i;
     memcpy(mem, sl->mem, (size_t)st->parts * sizeof *mem);
     *ready = sl->ready;
-    if (nchunks) *nchunks = chunks ? sl->nchunks : 0;
-    if (chunks) memcpy(chunks, sl->chunk_ready, sl->nchunks * sizeof *chunks);
   }
   pthread_mutex_unlock(&st->lock);
   return s;
@@ -352,7 +288,6 @@ tabcl_status tabcl__stream_done(const char *fn, tabcl_stream *st, int64_t item, 
     sl->after = done;
     clReleaseEvent(sl->ready);
     sl->ready = NULL;
-    chunks_release(sl);
     const int64_t j = item + st->depth;
     if (j >= st->count) {
       sl->state = TABCL__SLOT_IDLE;   /* `after` kept: destroy waits for it */
@@ -367,7 +302,7 @@ tabcl_status tabcl__stream_done(const char *fn, tabcl_stream *st, int64_t item, 
 }
 
 tabcl_status tabcl_stream_next(tabcl_stream *st, int64_t *item, cl_mem *mem, cl_event *ready) {
-  return tabcl__stream_next("tabcl_stream_next", st, item, mem, ready, NULL, NULL);
+  return tabcl__stream_next("tabcl_stream_next", st, item, mem, ready);
 }
 
 tabcl_status tabcl_stream_done(tabcl_stream *st, int64_t item, cl_event done) {

@@ -18,10 +18,6 @@
 #include "runtime/internal.h"
 #include "tabcl/tabcl_cl.h"
 
-/* An item's upload may go in chunks, each with its own event: a streamed
-   estimator's key parts (stream_sdpa.c), computed as they arrive. */
-#define TABCL__STREAM_MAX_CHUNKS 16
-
 enum { TABCL__SLOT_IDLE = 0, TABCL__SLOT_PENDING, TABCL__SLOT_FILLING, TABCL__SLOT_OUT };
 
 typedef struct tabcl__slot {
@@ -30,8 +26,6 @@ typedef struct tabcl__slot {
   int state;
   cl_event after;        /* the give-back event its (re)fill waits for; retained, or NULL */
   cl_event ready;        /* the event of its fill, or NULL */
-  cl_uint nchunks;       /* a fill in chunks (tabcl__stream_create_chunked): their events */
-  cl_event chunk_ready[TABCL__STREAM_MAX_CHUNKS];
 } tabcl__slot;
 
 struct tabcl_stream {
@@ -42,7 +36,6 @@ struct tabcl_stream {
   int parts, depth;      /* depth: slots, at most count */
   const void **host;     /* copies of the caller's arrays */
   size_t *bytes;
-  size_t *chunk;         /* NULL, or per item the bytes of each chunk of every part (0: one) */
   int64_t next;          /* the next item to hand out */
   tabcl__slot *slots;
 };
@@ -50,17 +43,8 @@ struct tabcl_stream {
 /* The public calls' bodies, with the caller's name for messages. */
 tabcl_status tabcl__stream_create(const char *fn, tabcl_context *ctx, const tabcl_stream_desc *d,
                                   tabcl_stream **out);
-/* chunk: NULL, or per item the bytes of each upload chunk of every part
-   (0: the whole part at once; the last chunk takes what is left, at most
-   TABCL__STREAM_MAX_CHUNKS chunks). */
-tabcl_status tabcl__stream_create_chunked(const char *fn, tabcl_context *ctx,
-                                          const tabcl_stream_desc *d, const size_t *chunk,
-                                          tabcl_stream **out);
-/* nchunks, chunks: NULL, or they receive the item's chunk events (retained;
-   *nchunks 0 where it went whole), chunk c's bytes of every part in place
-   once chunks[c] has completed; ready covers them all. */
 tabcl_status tabcl__stream_next(const char *fn, tabcl_stream *st, int64_t *item, cl_mem *mem,
-                                cl_event *ready, cl_uint *nchunks, cl_event *chunks);
+                                cl_event *ready);
 tabcl_status tabcl__stream_done(const char *fn, tabcl_stream *st, int64_t item, cl_event done);
 /* wait = 1: as tabcl_stream_destroy. wait = 0: releases everything at once,
    leaving OpenCL to keep buffers and events alive for the commands already

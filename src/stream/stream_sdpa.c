@@ -86,9 +86,6 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
   tabcl_status s = TABCL_OK;
   const void **host = tabcl__malloc(2 * (size_t)n * sizeof *host + 1);
   size_t *bytes = tabcl__malloc(2 * (size_t)n * sizeof *bytes + 1);
-  size_t *chunk = tabcl__calloc((size_t)n + 1, sizeof *chunk);
-  int64_t *parts = tabcl__malloc(((size_t)n + 1) * sizeof *parts);
-  int64_t *part_keys = tabcl__malloc(((size_t)n + 1) * sizeof *part_keys);
   cl_event *wl = tabcl__malloc(((size_t)nwait + 2) * sizeof *wl);
   if (ev) *ev = NULL;
   cl_mem ring[MAX_DEPTH] = {0};
@@ -96,7 +93,7 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
   cl_event prev = NULL;
   tabcl_stream *st = NULL;
   int nring = 0;
-  if (!host || !bytes || !chunk || !parts || !part_keys || !wl) {
+  if (!host || !bytes || !wl) {
     s = tabcl__fail(TABCL_OUT_OF_MEMORY, "%s: out of host memory", fn);
     goto out;
   }
@@ -105,19 +102,9 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
     host[2 * i] = a->k[i];
     host[2 * i + 1] = a->v[i];
     bytes[2 * i] = bytes[2 * i + 1] = kv_bytes(&d);
-    /* An estimator whose one launch splits its keys into parts (one batch
-       entry: a part's keys are one run of bytes) is uploaded part by part,
-       and each part computes as soon as its keys are in: only the last
-       part's work and the merge follow the last upload, not the whole
-       estimator's (bench/RESULTS.md, "Streaming with pooled buffers"). */
-    parts[i] = 1, part_keys[i] = d.kv_len;
-    if (d.batch == 1 && (s = tabcl__sdpa_parts(ctx, &d, &parts[i], &part_keys[i]))) goto out;
-    if (parts[i] > 1 && parts[i] <= TABCL__STREAM_MAX_CHUNKS)
-      chunk[i] = (size_t)part_keys[i] * (size_t)d.kv_heads * (size_t)d.head_dim *
-                 tabcl__sdpa_elem_size(d.dtype);
   }
   const tabcl_stream_desc sd = {n, 2, a->depth, host, bytes};
-  if ((s = tabcl__stream_create_chunked(fn, ctx, &sd, chunk, &st))) goto out;
+  if ((s = tabcl__stream_create(fn, ctx, &sd, &st))) goto out;
   const size_t ob = q_bytes(a->desc);
   nring = out_host ? st->depth : 0;
   for (int r = 0; r < nring && !s; r++)
@@ -125,24 +112,16 @@ static tabcl_status run(const run_args *a, tabcl_context *ctx, cl_mem q, cl_mem 
   for (int i = 0; i < n && !s; i++) {
     int64_t item;
     cl_mem kv[2];
-    cl_event ready = NULL, done = NULL, chunks[TABCL__STREAM_MAX_CHUNKS];
-    cl_uint nch = 0;
-    if ((s = tabcl__stream_next(fn, st, &item, kv, &ready, &nch, chunks))) break;
+    cl_event ready = NULL, done = NULL;
+    if ((s = tabcl__stream_next(fn, st, &item, kv, &ready))) break;
     const int r = i % (st->depth ? st->depth : 1);
     cl_uint nw = 0;
-    if (!nch) wl[nw++] = ready;
+    wl[nw++] = ready;
     if (nring && read_ev[r]) wl[nw++] = read_ev[r];
     for (cl_uint w = 0; w < nwait; w++) wl[nw++] = wait[w];
     tabcl_sdpa_desc d = desc_of(a, i);
-    /* part p's keys are chunk p's; a part past the keys (a forced split
-       may leave some empty) reads none and waits for the last chunk */
-    cl_event pr[TABCL__STREAM_MAX_CHUNKS];
-    const cl_uint np = nch ? (cl_uint)parts[i] : 0;
-    for (cl_uint p = 0; p < np; p++) pr[p] = chunks[p < nch ? p : nch - 1];
-    s = tabcl__sdpa_cl_parts(ctx, &d, q, kv[0], kv[1], NULL, nring ? ring[r] : out_cl[i], nw,
-                             nw ? wl : NULL, part_keys[i], np, np ? pr : NULL, &done);
+    s = tabcl_sdpa_cl(ctx, &d, q, kv[0], kv[1], NULL, nring ? ring[r] : out_cl[i], nw, wl, &done);
     clReleaseEvent(ready);
-    for (cl_uint c = 0; c < nch; c++) clReleaseEvent(chunks[c]);
     if (s) break;
     /* the read below waits on `done` from the transfer queue: the compute
        queue must be flushed first (see tabcl__stream_done) */
@@ -205,9 +184,6 @@ out:
   tabcl__stream_free(st, s || nring);
   tabcl__free(host);
   tabcl__free(bytes);
-  tabcl__free(chunk);
-  tabcl__free(parts);
-  tabcl__free(part_keys);
   tabcl__free(wl);
   return s;
 }
